@@ -1,0 +1,47 @@
+package informer
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// ListResult is one page of a typed list call.
+type ListResult[T Object] struct {
+	// Items are the listed objects, in the order the server returned them.
+	Items []T
+	// ResourceVersion is the list's resource version.
+	ResourceVersion string
+	// Continue is the token for the next page; empty on the last page.
+	Continue string
+}
+
+// ListerWatcher lists and watches one resource type. Implementations must be
+// safe for concurrent use.
+type ListerWatcher[T Object] interface {
+	// List returns one page of objects.
+	List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error)
+	// Watch starts a watch. The events carry objects of type T, except for
+	// Error events (a *metav1.Status) and Bookmark events; a Reflector drops
+	// and reports anything else.
+	Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error)
+}
+
+// ReflectorStore is what a [Reflector] writes to: the informer's queue or a
+// [DeltaFIFO]. Calls come from the reflector's goroutine, one at a time.
+type ReflectorStore[T Object] interface {
+	// Add records that obj was added.
+	Add(obj T) error
+	// Update records that obj was modified.
+	Update(obj T) error
+	// Delete records that obj was deleted.
+	Delete(obj T) error
+	// Replace records a complete list of the resource at resourceVersion.
+	// The store takes ownership of list.
+	Replace(list []T, resourceVersion string) error
+	// Resync asks the store to re-deliver what it knows (periodic resync).
+	Resync() error
+	// Bookmark records that the watch has progressed to resourceVersion.
+	Bookmark(resourceVersion string) error
+}

@@ -1,0 +1,67 @@
+// Package informer is a typed, generic reimplementation of the informer
+// machinery of k8s.io/client-go/tools/cache.
+//
+// An [Informer] lists and watches one resource type through a [Reflector],
+// keeps the objects in a thread-safe [Indexer] and delivers typed
+// notifications (*corev1.Pod, a CRD type, …) to every registered handler.
+// A [Lister] answers queries from the cache, including label selectors served
+// from a label index.
+//
+// Objects handed out by this package (by handlers, listers and indexers) are
+// shared with the cache and with every other handler: they must be treated as
+// read-only. Copy an object (DeepCopy) before changing it.
+package informer
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Object is the constraint satisfied by every type an informer can hold: a
+// pointer to a Kubernetes API type such as *corev1.Pod, a CRD Go type,
+// *metav1.PartialObjectMetadata or *unstructured.Unstructured.
+//
+// It is comparable so that a missing object can be represented by the zero
+// value (a nil pointer).
+type Object interface {
+	comparable
+	metav1.Object
+	runtime.Object
+}
+
+// ObjectName identifies an object within its resource: its namespace (empty
+// for cluster-scoped objects) and its name. It is client-go's
+// cache.ObjectName, so keys pass unchanged to client-go's workqueues.
+type ObjectName = cache.ObjectName
+
+// NameOf returns the namespace and name of obj. It does not allocate.
+func NameOf[T Object](obj T) ObjectName {
+	return ObjectName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// KeyOf returns the cache key of obj: "namespace/name", or "name" for a
+// cluster-scoped object, the same key as client-go's MetaNamespaceKeyFunc.
+func KeyOf[T Object](obj T) string {
+	return NameOf(obj).String()
+}
+
+// ParseKey splits a cache key into its namespace and name. A key without a
+// "/" names a cluster-scoped object; everything after the first "/" is the
+// name. It does not allocate.
+func ParseKey(key string) ObjectName {
+	namespace, name, found := strings.Cut(key, "/")
+	if !found {
+		return ObjectName{Name: namespace}
+	}
+	return ObjectName{Namespace: namespace, Name: name}
+}
+
+// TransformFunc changes an object before it is stored in the cache, for
+// example to drop fields the program never reads and so save memory. It is
+// called exactly once per object received from the API server, before the
+// object is queued, and never for final-state-unknown deletion records. It
+// may modify and return its argument, which nothing else references yet.
+type TransformFunc[T Object] func(obj T) (T, error)
