@@ -1,0 +1,547 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// DeltaType is the kind of change a [Delta] records. The values are the
+// strings client-go uses.
+type DeltaType string
+
+const (
+	// Added records that an object was created.
+	Added DeltaType = "Added"
+	// Updated records that an object was modified.
+	Updated DeltaType = "Updated"
+	// Deleted records that an object was deleted. When the deletion was
+	// inferred from a relist, the Delta is flagged FinalStateUnknown.
+	Deleted DeltaType = "Deleted"
+	// Replaced records an object seen in a full list (the initial list or a
+	// relist). It is only emitted when [DeltaFIFOOptions.EmitDeltaTypeReplaced]
+	// is set; otherwise such objects are recorded as Sync.
+	Replaced DeltaType = "Replaced"
+	// Sync records a periodic resync of an object already known, or an
+	// object seen in a full list when Replaced is not emitted.
+	Sync DeltaType = "Sync"
+)
+
+// Delta is one change to one object.
+type Delta[T Object] struct {
+	// Type is the kind of change.
+	Type DeltaType
+	// Object is the object's state after the change; for a deletion, its
+	// last known state. It is shared: treat it as read-only.
+	Object T
+	// FinalStateUnknown is set on a Deleted delta that was inferred because
+	// the object was missing from a relist: the watch event of the deletion
+	// was missed, so Object may be stale. The delta's key is Object's key.
+	FinalStateUnknown bool
+}
+
+// Deltas is the list of changes to one object, oldest first. A queued
+// Deltas is never empty.
+type Deltas[T Object] []Delta[T]
+
+// Oldest returns the oldest delta, or nil if d is empty.
+func (d Deltas[T]) Oldest() *Delta[T] {
+	if len(d) == 0 {
+		return nil
+	}
+	return &d[0]
+}
+
+// Newest returns the newest delta, or nil if d is empty.
+func (d Deltas[T]) Newest() *Delta[T] {
+	if len(d) == 0 {
+		return nil
+	}
+	return &d[len(d)-1]
+}
+
+// KeyListerGetter is the set of objects the consumer of a [DeltaFIFO]
+// already knows about, usually the [Indexer] it fills. It must be safe for
+// concurrent use, and key each object by [KeyOf].
+type KeyListerGetter[T Object] interface {
+	// ListKeys returns the keys of every known object.
+	ListKeys() []string
+	// GetByKey returns the known object stored under key.
+	GetByKey(key string) (obj T, exists bool, err error)
+}
+
+// DeltaFIFOOptions configures a [DeltaFIFO]. Every field is optional.
+type DeltaFIFOOptions[T Object] struct {
+	// KnownObjects lets Delete, Replace and Resync see the objects the
+	// consumer already holds. Without it, Replace only detects deletions
+	// of queued keys and Resync does nothing.
+	KnownObjects KeyListerGetter[T]
+	// Transform is applied once to every object given to Add, Update, Delete
+	// and Replace, before it is queued; never to final-state-unknown
+	// records nor to resync deltas, whose objects were transformed already.
+	Transform TransformFunc[T]
+	// EmitDeltaTypeReplaced makes Replace record Replaced deltas instead of
+	// Sync ones, for consumers that understand them.
+	EmitDeltaTypeReplaced bool
+	// Name is used in logs; default "DeltaFIFO".
+	Name string
+	// Logger receives the queue's log output; default klog.Background().
+	Logger *klog.Logger
+}
+
+// PopProcessFunc processes the deltas [DeltaFIFO.Pop] removed from the
+// queue. isInInitialList reports that they belong to the first Replace.
+type PopProcessFunc[T Object] func(deltas Deltas[T], isInInitialList bool) error
+
+// ErrFIFOClosed is returned by [DeltaFIFO.Pop] once the queue is closed and
+// empty.
+var ErrFIFOClosed = errors.New("DeltaFIFO: queue is closed")
+
+var (
+	errFIFONilObject     = errors.New("nil object")
+	errFIFOUnnamedObject = errors.New("object has no name")
+	errFIFOEmptyDeltas   = errors.New("empty Deltas")
+)
+
+// DeltaFIFO is client-go's classic informer queue, typed: a producer (a
+// [Reflector]) records changes and a consumer pops, per object key, every
+// change that happened since the key was last popped.
+//
+// Keys are popped in the order they were first queued; more changes to a
+// queued key are appended to its Deltas without moving it in line. Two
+// trailing deletions of a key are merged into one.
+//
+// All methods are safe for concurrent use. Objects are shared between the
+// producer, the queue and the consumer: none of them may modify an object
+// once it is queued. Popping from several goroutines at once lets different
+// versions of one object be processed in parallel.
+type DeltaFIFO[T Object] struct {
+	logger       klog.Logger
+	name         string
+	knownObjects KeyListerGetter[T]
+	transform    TransformFunc[T]
+	emitReplaced bool
+
+	lock sync.RWMutex
+	// cond is broadcast, with lock held, when a key is queued, when the
+	// queue is closed and when the context of a waiting Pop ends.
+	cond sync.Cond
+	// items holds the pending Deltas of every queued key; queue holds
+	// those keys, without duplicates, in the order they are popped.
+	items map[string]Deltas[T]
+	queue []string
+
+	// populated is set by the first Add, Update, Delete, AddIfNotPresent or
+	// Replace. initialPopulationCount counts the keys of the first Replace
+	// not popped yet. synced latches once both say the first list is done.
+	populated              bool
+	initialPopulationCount int
+	synced                 bool
+	closed                 bool
+}
+
+// NewDeltaFIFO returns an empty, open queue configured by opts.
+func NewDeltaFIFO[T Object](opts DeltaFIFOOptions[T]) *DeltaFIFO[T] {
+	f := &DeltaFIFO[T]{
+		logger:       klog.Background(),
+		name:         "DeltaFIFO",
+		knownObjects: opts.KnownObjects,
+		transform:    opts.Transform,
+		emitReplaced: opts.EmitDeltaTypeReplaced,
+		items:        map[string]Deltas[T]{},
+	}
+	if opts.Logger != nil {
+		f.logger = *opts.Logger
+	}
+	if opts.Name != "" {
+		f.name = opts.Name
+	}
+	f.logger = klog.LoggerWithName(f.logger, f.name)
+	f.cond.L = &f.lock
+	return f
+}
+
+// Add records an Added delta for obj. It fails, queuing nothing, if obj is
+// nil or has no name, or if the transform fails.
+func (f *DeltaFIFO[T]) Add(obj T) error {
+	return f.record(Added, obj)
+}
+
+// Update records an Updated delta for obj. It fails like Add.
+func (f *DeltaFIFO[T]) Update(obj T) error {
+	return f.record(Updated, obj)
+}
+
+// Delete records a Deleted delta for obj, unless obj's key is neither queued
+// nor known (it was presumably reported deleted by a relist already). It
+// fails like Add.
+func (f *DeltaFIFO[T]) Delete(obj T) error {
+	key, err := fifoKeyOf(obj)
+	if err != nil {
+		return fmt.Errorf("%s: delete: %w", f.name, err)
+	}
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	f.markPopulatedLocked()
+	if _, queued := f.items[key]; !queued {
+		if f.knownObjects == nil {
+			return nil
+		}
+		_, known, err := f.knownObjects.GetByKey(key)
+		if err == nil && !known {
+			return nil
+		}
+		if err != nil {
+			// A duplicate deletion is harmless; a lost one is not.
+			f.logger.Error(err, "Looking up a known object failed; queuing its deletion anyway", "key", key)
+		}
+	}
+	return f.transformAndAppendLocked(key, Deleted, obj)
+}
+
+// Bookmark does nothing: like client-go's DeltaFIFO, the classic queue
+// carries no resource versions. It always returns nil.
+func (f *DeltaFIFO[T]) Bookmark(string) error {
+	return nil
+}
+
+// record validates, transforms and queues one watch event.
+func (f *DeltaFIFO[T]) record(t DeltaType, obj T) error {
+	key, err := fifoKeyOf(obj)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", f.name, t, err)
+	}
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	f.markPopulatedLocked()
+	return f.transformAndAppendLocked(key, t, obj)
+}
+
+func (f *DeltaFIFO[T]) transformAndAppendLocked(key string, t DeltaType, obj T) error {
+	obj, err := f.transformLocked(key, obj)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", f.name, t, err)
+	}
+	f.appendLocked(key, Delta[T]{Type: t, Object: obj})
+	return nil
+}
+
+// transformLocked runs the transform under the lock, as client-go does, so
+// that deltas are queued in the order their objects arrived.
+func (f *DeltaFIFO[T]) transformLocked(key string, obj T) (T, error) {
+	var zero T
+	if f.transform == nil {
+		return obj, nil
+	}
+	out, err := f.transform(obj)
+	if err != nil {
+		return zero, fmt.Errorf("transforming %s: %w", key, err)
+	}
+	if out == zero {
+		return zero, fmt.Errorf("transforming %s: %w returned by the transform", key, errFIFONilObject)
+	}
+	return out, nil
+}
+
+// appendLocked appends d to key's Deltas, queuing key if it was not, and
+// merges two trailing deletions: the older one is kept unless it is a
+// final-state-unknown record, which says less than a watched deletion.
+func (f *DeltaFIFO[T]) appendLocked(key string, d Delta[T]) {
+	old, queued := f.items[key]
+	deltas := append(old, d)
+	if n := len(deltas); n >= 2 && deltas[n-1].Type == Deleted && deltas[n-2].Type == Deleted {
+		if deltas[n-2].FinalStateUnknown {
+			deltas[n-2] = deltas[n-1]
+		}
+		deltas = deltas[:n-1]
+	}
+	if !queued {
+		f.queue = append(f.queue, key)
+	}
+	f.items[key] = deltas
+	f.cond.Broadcast()
+}
+
+func (f *DeltaFIFO[T]) markPopulatedLocked() {
+	f.populated = true
+	f.checkSyncedLocked()
+}
+
+func (f *DeltaFIFO[T]) checkSyncedLocked() {
+	if f.populated && f.initialPopulationCount == 0 {
+		f.synced = true
+	}
+}
+
+// fifoKeyOf returns obj's key, or an error if obj cannot have one.
+func fifoKeyOf[T Object](obj T) (string, error) {
+	var zero T
+	if obj == zero {
+		return "", errFIFONilObject
+	}
+	if obj.GetName() == "" {
+		return "", fmt.Errorf("%w (namespace %q)", errFIFOUnnamedObject, obj.GetNamespace())
+	}
+	return KeyOf(obj), nil
+}
+
+// Replace records a complete list of the resource. Every listed object gets
+// a Replaced delta (Sync unless EmitDeltaTypeReplaced). Every queued or known
+// key missing from list gets a Deleted delta flagged FinalStateUnknown that
+// holds the last known object: the newest queued one, else the known one.
+//
+// Unlike client-go, Replace is all or nothing: if an item is invalid or
+// fails the transform, nothing is queued and the error names the item.
+// The queue takes ownership of list. The resource version is not used.
+func (f *DeltaFIFO[T]) Replace(list []T, _ string) error {
+	keys := make([]string, len(list))
+	for i, obj := range list {
+		key, err := fifoKeyOf(obj)
+		if err != nil {
+			return fmt.Errorf("%s: replace: item %d: %w", f.name, i, err)
+		}
+		keys[i] = key
+	}
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	for i, obj := range list {
+		out, err := f.transformLocked(keys[i], obj)
+		if err != nil {
+			return fmt.Errorf("%s: replace: item %d: %w", f.name, i, err)
+		}
+		list[i] = out
+	}
+
+	action := Sync
+	if f.emitReplaced {
+		action = Replaced
+	}
+	listed := make(map[string]struct{}, len(list))
+	for i, obj := range list {
+		listed[keys[i]] = struct{}{}
+		f.appendLocked(keys[i], Delta[T]{Type: action, Object: obj})
+	}
+
+	deletions := 0
+	// Appending to a queued key changes neither the map's keys nor the
+	// queue's order, so the map order of this loop does not show.
+	for key, deltas := range f.items {
+		if _, ok := listed[key]; ok {
+			continue
+		}
+		f.appendLocked(key, Delta[T]{Type: Deleted, Object: deltas.Newest().Object, FinalStateUnknown: true})
+		deletions++
+	}
+	if f.knownObjects != nil {
+		for _, key := range f.knownObjects.ListKeys() {
+			if _, ok := listed[key]; ok {
+				continue
+			}
+			if _, queued := f.items[key]; queued {
+				continue
+			}
+			obj, ok := f.knownLocked(key)
+			if !ok {
+				continue
+			}
+			f.appendLocked(key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
+			deletions++
+		}
+	}
+
+	if !f.populated {
+		f.populated = true
+		f.initialPopulationCount = len(listed) + deletions
+		f.checkSyncedLocked()
+	}
+	return nil
+}
+
+// Resync records a Sync delta for every known object whose key has no
+// pending deltas: a queued change is newer than the known object, so
+// syncing the known one would go back in time. Without KnownObjects it does
+// nothing. It always returns nil; lookup failures are logged.
+func (f *DeltaFIFO[T]) Resync() error {
+	if f.knownObjects == nil {
+		return nil
+	}
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	for _, key := range f.knownObjects.ListKeys() {
+		if _, queued := f.items[key]; queued {
+			continue
+		}
+		if obj, ok := f.knownLocked(key); ok {
+			f.appendLocked(key, Delta[T]{Type: Sync, Object: obj})
+		}
+	}
+	return nil
+}
+
+// knownLocked looks key up in KnownObjects. An object that cannot be
+// returned is logged and skipped: without an object, a typed delta has no
+// key. (client-go queues a deletion record without an object instead.)
+func (f *DeltaFIFO[T]) knownLocked(key string) (T, bool) {
+	var zero T
+	obj, exists, err := f.knownObjects.GetByKey(key)
+	switch {
+	case err != nil:
+		f.logger.Error(err, "Looking up a known object failed; skipping it", "key", key)
+	case !exists || obj == zero:
+		f.logger.Info("Key listed by the known objects has no object; skipping it", "key", key)
+	default:
+		return obj, true
+	}
+	return zero, false
+}
+
+// Pop waits until a key is queued, removes it with its Deltas, calls
+// process (if not nil) with them and returns them with process's error.
+// process runs with the queue locked, so it can update KnownObjects
+// atomically with the pop; it must be quick and must not call the queue.
+//
+// If process fails, the Deltas are not requeued: pass them to
+// AddIfNotPresent to retry them. Pop returns ctx.Err() once ctx is done,
+// and ErrFIFOClosed once the queue is closed and empty.
+func (f *DeltaFIFO[T]) Pop(ctx context.Context, process PopProcessFunc[T]) (Deltas[T], error) {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	if len(f.queue) == 0 && ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, f.wakeWaiters)
+		defer stop()
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(f.queue) > 0 {
+			break
+		}
+		if f.closed {
+			return nil, ErrFIFOClosed
+		}
+		f.cond.Wait()
+	}
+
+	key := f.queue[0]
+	f.queue[0] = ""
+	f.queue = f.queue[1:]
+	deltas := f.items[key]
+	delete(f.items, key)
+	isInInitialList := !f.synced
+	if f.initialPopulationCount > 0 {
+		f.initialPopulationCount--
+		f.checkSyncedLocked()
+	}
+	if process == nil {
+		return deltas, nil
+	}
+	depth, start := len(f.queue), time.Now()
+	err := process(deltas, isInInitialList)
+	// Producers wait while process runs: report a slow one when it holds up
+	// a long queue.
+	if elapsed := time.Since(start); depth > 10 && elapsed > 100*time.Millisecond {
+		f.logger.Info("Slow DeltaFIFO processing is blocking the queue", "key", key, "depth", depth, "duration", elapsed)
+	}
+	return deltas, err
+}
+
+func (f *DeltaFIFO[T]) wakeWaiters() {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	f.cond.Broadcast()
+}
+
+// AddIfNotPresent queues deltas, usually ones Pop returned, under the key of
+// their newest object, unless that key is queued already: the queued deltas
+// are newer, and deltas is dropped. It takes ownership of deltas. It fails
+// if deltas is empty or its newest object cannot have a key.
+func (f *DeltaFIFO[T]) AddIfNotPresent(deltas Deltas[T]) error {
+	newest := deltas.Newest()
+	if newest == nil {
+		return fmt.Errorf("%s: add if not present: %w", f.name, errFIFOEmptyDeltas)
+	}
+	key, err := fifoKeyOf(newest.Object)
+	if err != nil {
+		return fmt.Errorf("%s: add if not present: %w", f.name, err)
+	}
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	f.markPopulatedLocked()
+	if _, queued := f.items[key]; queued {
+		return nil
+	}
+	f.queue = append(f.queue, key)
+	f.items[key] = deltas
+	f.cond.Broadcast()
+	return nil
+}
+
+// Get returns a copy of the Deltas queued for obj's key. It fails if obj
+// cannot have a key.
+func (f *DeltaFIFO[T]) Get(obj T) (Deltas[T], bool, error) {
+	key, err := fifoKeyOf(obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: get: %w", f.name, err)
+	}
+	deltas, ok := f.GetByKey(key)
+	return deltas, ok, nil
+}
+
+// GetByKey returns a copy of the Deltas queued for key.
+func (f *DeltaFIFO[T]) GetByKey(key string) (Deltas[T], bool) {
+	f.lock.RLock()
+	defer f.lock.RUnlock()
+	deltas, ok := f.items[key]
+	if !ok {
+		return nil, false
+	}
+	return append(Deltas[T](nil), deltas...), true
+}
+
+// List returns the newest object of every queued key, in pop order.
+func (f *DeltaFIFO[T]) List() []T {
+	f.lock.RLock()
+	defer f.lock.RUnlock()
+	list := make([]T, len(f.queue))
+	for i, key := range f.queue {
+		list[i] = f.items[key].Newest().Object
+	}
+	return list
+}
+
+// ListKeys returns the queued keys in pop order.
+func (f *DeltaFIFO[T]) ListKeys() []string {
+	f.lock.RLock()
+	defer f.lock.RUnlock()
+	return append([]string(nil), f.queue...)
+}
+
+// HasSynced reports whether the first Replace's keys, deletions included,
+// have all been popped; or, if Add, Update, Delete or AddIfNotPresent came
+// before any Replace, returns true from then on. Once true it stays true.
+func (f *DeltaFIFO[T]) HasSynced() bool {
+	f.lock.RLock()
+	defer f.lock.RUnlock()
+	return f.synced
+}
+
+// Close closes the queue: waiting Pops return ErrFIFOClosed, and later ones
+// do so once the queue is empty. Writes are still accepted, as in client-go.
+func (f *DeltaFIFO[T]) Close() {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	f.closed = true
+	f.cond.Broadcast()
+}
+
+// IsClosed reports whether Close was called.
+func (f *DeltaFIFO[T]) IsClosed() bool {
+	f.lock.RLock()
+	defer f.lock.RUnlock()
+	return f.closed
+}
