@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// informerUnderTest is one implementation's informer, built over fake
+// lister-watchers, with counting handlers registered, not yet running.
+type informerUnderTest struct {
+	// watches serves the informer's watch; the harness releases it.
+	watches   *watchScript
+	run       func(ctx context.Context)
+	hasSynced func() bool
+	storeLen  func() int
+}
+
+// newInformerFunc builds one implementation's informer with the namespace
+// index: its list holds pods 0..listPods-1 at listRV and its first watch
+// delivers events once released. Building includes generating the list, so
+// callers start timing only after it returns.
+type newInformerFunc func(listPods int, listRV string, events []watch.Event, handlers []*countingHandler) (*informerUnderTest, error)
+
+// start runs the informer in a goroutine; the returned stop cancels it and
+// waits until Run has returned. stop may be called more than once.
+func (it *informerUnderTest) start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		it.run(ctx)
+	}()
+	return func() {
+		it.watches.release() // a Watch call still waiting must return
+		cancel()
+		<-done
+	}
+}
+
+// waitFor polls cond until it holds, or fails after timeout.
+func waitFor(what string, cond func() bool, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return nil
+}
+
+// newClientGoInformer builds client-go's shared index informer.
+func newClientGoInformer(listPods int, listRV string, events []watch.Event, handlers []*countingHandler) (*informerUnderTest, error) {
+	watches := newWatchScript(events)
+	lw := newClientGoListerWatcher(newPodList(listPods, listRV), watches)
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, h := range handlers {
+		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { h.onAdd() },
+			UpdateFunc: func(_, _ any) { h.onUpdate() },
+			DeleteFunc: func(any) { h.onDelete() },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("client-go: adding a handler: %w", err)
+		}
+	}
+	return &informerUnderTest{
+		watches:   watches,
+		run:       inf.RunWithContext,
+		hasSynced: inf.HasSynced,
+		storeLen:  func() int { return len(inf.GetStore().ListKeys()) },
+	}, nil
+}

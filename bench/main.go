@@ -1,0 +1,128 @@
+// Command bench runs the workloads of shared/benchmarks.md (W1–W5) on
+// client-go's informer machinery and on this module's, side by side in one
+// process, and prints one table of client-go ÷ ours ratios.
+//
+//	go run ./bench                 # full sizes, Markdown table
+//	go run ./bench -json           # the same rows as JSON lines
+//	go run ./bench -run W1,W3      # pick workloads
+//	go run ./bench -quick          # small sizes, for CI
+//	go run ./bench -svg docs/benchmarks.svg
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// config holds the sizes and repetition counts of one run.
+type config struct {
+	// count is how many times each figure is measured; medians are reported.
+	count int
+	// storePods is the number of pods in the W2 list and the W3–W5 stores.
+	storePods int
+	// dispatchPods is the number of pods W1 adds, modifies twice and deletes.
+	dispatchPods int
+	// opTime is how long one measured batch of a W3–W5 operation lasts.
+	opTime time.Duration
+}
+
+var (
+	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond}
+	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond}
+)
+
+// workload is one entry of the benchmark menu.
+type workload struct {
+	id  string
+	run func(cfg config) ([]row, error)
+}
+
+// workloads lists every workload in the order the table shows them.
+var workloads = []workload{
+	{"W1", runDispatch},
+	{"W2", runInitialSync},
+	{"W3", runList},
+	{"W4", runIndex},
+	{"W5", runGet},
+}
+
+func main() {
+	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
+	runList := flag.String("run", "", "comma-separated workloads to run (default: all of W1,W2,W3,W4,W5)")
+	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
+	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
+	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
+	flag.Parse()
+
+	cfg := fullConfig
+	if *quick {
+		cfg = quickConfig
+	}
+	if *count > 0 {
+		cfg.count = *count
+	}
+	selected, err := selectWorkloads(*runList)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := run(cfg, selected, *jsonOut, *svgPath); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
+		os.Exit(1)
+	}
+}
+
+// selectWorkloads returns the workloads named in list, or all of them when
+// list is empty.
+func selectWorkloads(list string) ([]workload, error) {
+	if list == "" {
+		return workloads, nil
+	}
+	ids := strings.Split(list, ",")
+	var out []workload
+	for _, w := range workloads {
+		if slices.ContainsFunc(ids, func(id string) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
+			out = append(out, w)
+		}
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(workloads, func(w workload) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
+			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5)", id)
+		}
+	}
+	return out, nil
+}
+
+// run measures the selected workloads and prints their rows.
+func run(cfg config, selected []workload, jsonOut bool, svgPath string) error {
+	jsonSize, heapSize, err := podSizes(1000)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: pod size %.0f B as JSON, %.0f B on the heap; %d repetitions per figure\n",
+		jsonSize, heapSize, cfg.count)
+
+	var rows []row
+	for _, w := range selected {
+		start := time.Now()
+		rs, err := w.run(cfg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.id, err)
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s done in %v\n", w.id, time.Since(start).Round(time.Millisecond))
+		rows = append(rows, rs...)
+	}
+	if svgPath != "" {
+		if err := writeSVGFile(svgPath, rows); err != nil {
+			return err
+		}
+	}
+	if jsonOut {
+		return writeJSONLines(os.Stdout, rows)
+	}
+	return writeMarkdown(os.Stdout, rows)
+}

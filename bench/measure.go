@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"time"
+)
+
+// opStats is the cost of one call of a measured operation.
+type opStats struct {
+	nsPerOp     float64
+	allocsPerOp float64
+	bytesPerOp  float64
+}
+
+// measureOp calls op repeatedly until one batch of calls lasts at least
+// target, and returns the per-call cost of that last batch. The earlier,
+// shorter batches calibrate the batch size and warm up caches.
+func measureOp(op func() error, target time.Duration) (opStats, error) {
+	n := 1
+	for {
+		stats, elapsed, err := runBatch(op, n)
+		if err != nil {
+			return opStats{}, err
+		}
+		if elapsed >= target || n >= 1<<30 {
+			return stats, nil
+		}
+		// Aim 20% past the target, growing at least 2× and at most 100× per step.
+		next := int(float64(n) * 1.2 * float64(target) / float64(max(elapsed, time.Microsecond)))
+		n = min(max(next, 2*n), 100*n)
+	}
+}
+
+// runBatch calls op n times and returns the per-call cost and the total time.
+func runBatch(op func() error, n int) (opStats, time.Duration, error) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for range n {
+		if err := op(); err != nil {
+			return opStats{}, 0, err
+		}
+	}
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	per := float64(n)
+	return opStats{
+		nsPerOp:     float64(elapsed.Nanoseconds()) / per,
+		allocsPerOp: float64(after.Mallocs-before.Mallocs) / per,
+		bytesPerOp:  float64(after.TotalAlloc-before.TotalAlloc) / per,
+	}, elapsed, nil
+}
+
+// compareOps measures clientGo and ours count times each, interleaved
+// (client-go, ours, client-go, …), and returns the medians of each metric.
+// A nil ours is an implementation not built yet: only client-go is measured.
+func compareOps(cfg config, clientGo, ours func() error) (cg, our opStats, err error) {
+	var cgRuns, ourRuns []opStats
+	for range cfg.count {
+		s, err := measureOp(clientGo, cfg.opTime)
+		if err != nil {
+			return cg, our, fmt.Errorf("client-go: %w", err)
+		}
+		cgRuns = append(cgRuns, s)
+		if ours == nil {
+			continue
+		}
+		s, err = measureOp(ours, cfg.opTime)
+		if err != nil {
+			return cg, our, fmt.Errorf("ours: %w", err)
+		}
+		ourRuns = append(ourRuns, s)
+	}
+	if ours == nil {
+		return medianOps(cgRuns), our, nil
+	}
+	return medianOps(cgRuns), medianOps(ourRuns), nil
+}
+
+// medianOps returns the median of each metric separately.
+func medianOps(runs []opStats) opStats {
+	return opStats{
+		nsPerOp:     medianOf(runs, func(s opStats) float64 { return s.nsPerOp }),
+		allocsPerOp: medianOf(runs, func(s opStats) float64 { return s.allocsPerOp }),
+		bytesPerOp:  medianOf(runs, func(s opStats) float64 { return s.bytesPerOp }),
+	}
+}
+
+// medianOf returns the median of one metric of runs.
+func medianOf[S any](runs []S, metric func(S) float64) float64 {
+	vs := make([]float64, len(runs))
+	for i, r := range runs {
+		vs[i] = metric(r)
+	}
+	return median(vs)
+}
+
+// median returns the middle value of vs (the mean of the two middle values
+// for an even count). vs is reordered.
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	n := len(vs)
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
+}
+
+// heapObjectsMetric is the runtime/metrics name of the bytes held by heap
+// objects, live or not yet swept: the heap's size as the GC paces it.
+const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+
+// heapSampler records the largest heap size seen while it runs.
+type heapSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	peak uint64
+}
+
+// startHeapSampler samples the heap size every interval until Stop.
+func startHeapSampler(interval time.Duration) *heapSampler {
+	s := &heapSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	sample := []metrics.Sample{{Name: heapObjectsMetric}}
+	read := func() {
+		metrics.Read(sample)
+		s.peak = max(s.peak, sample[0].Value.Uint64())
+	}
+	read()
+	go func() {
+		defer close(s.done)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-s.stop:
+				read()
+				return
+			case <-ticker.C:
+				read()
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends sampling and returns the peak heap size in bytes.
+func (s *heapSampler) Stop() uint64 {
+	close(s.stop)
+	<-s.done
+	return s.peak
+}
+
+// memCounters is a snapshot of the cumulative allocation counters.
+type memCounters struct {
+	mallocs, bytes uint64
+}
+
+// readMemCounters returns the process's cumulative allocations.
+func readMemCounters() memCounters {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memCounters{mallocs: ms.Mallocs, bytes: ms.TotalAlloc}
+}
+
+// since returns the allocations made since c.
+func (c memCounters) since() memCounters {
+	now := readMemCounters()
+	return memCounters{mallocs: now.mallocs - c.mallocs, bytes: now.bytes - c.bytes}
+}

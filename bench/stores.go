@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// byNodeIndex is the name of the W4 index on spec.nodeName.
+const byNodeIndex = "byNode"
+
+// podStores holds the same pods in client-go's indexer and in ours, for the
+// store workloads W3–W5. Both stores share the pod objects: the workloads
+// only read them or replace them with copies.
+type podStores struct {
+	pods     []*corev1.Pod
+	clientGo cache.Indexer
+}
+
+// sharedStores is built by the first store workload and reused by the others.
+var sharedStores *podStores
+
+// storesFor returns the W3–W5 stores, building them on first use.
+func storesFor(cfg config) (*podStores, error) {
+	if sharedStores != nil {
+		return sharedStores, nil
+	}
+	st := &podStores{pods: newPods(cfg.storePods), clientGo: newClientGoIndexer(true)}
+	for _, pod := range st.pods {
+		if err := st.clientGo.Add(pod); err != nil {
+			return nil, fmt.Errorf("filling client-go's indexer: %w", err)
+		}
+	}
+	sharedStores = st
+	return st, nil
+}
+
+// newClientGoIndexer returns client-go's indexer with the namespace index
+// and, when byNode is set, the W4 node index.
+func newClientGoIndexer(byNode bool) cache.Indexer {
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	if byNode {
+		indexers[byNodeIndex] = clientGoNodeIndexFunc
+	}
+	return cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+}
+
+// clientGoNodeIndexFunc indexes a pod by spec.nodeName.
+func clientGoNodeIndexFunc(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("byNode index: want *v1.Pod, got %T", obj)
+	}
+	return []string{pod.Spec.NodeName}, nil
+}
+
+// retainedHeapPerPod generates n pods, hands them to fill, drops every
+// other reference and returns the live heap the filled store keeps, per pod
+// (pods included).
+func retainedHeapPerPod(n int, fill func(pods []*corev1.Pod) (store any, err error)) (float64, error) {
+	before := liveHeap()
+	store, err := fill(newPods(n))
+	if err != nil {
+		return 0, err
+	}
+	after := liveHeap()
+	runtime.KeepAlive(store)
+	return (float64(after) - float64(before)) / float64(n), nil
+}
+
+// sortedKeys returns the cache keys of pods, sorted.
+func sortedKeys(pods []*corev1.Pod) []string {
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i] = p.Namespace + "/" + p.Name
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// checkSameKeys fails unless both results hold exactly the wanted number of
+// pods and the same ones.
+func checkSameKeys(what string, want int, clientGo, ours []*corev1.Pod) error {
+	if len(clientGo) != want {
+		return fmt.Errorf("%s: client-go returned %d pods, want %d", what, len(clientGo), want)
+	}
+	if ours == nil {
+		return nil
+	}
+	if len(ours) != want {
+		return fmt.Errorf("%s: ours returned %d pods, want %d", what, len(ours), want)
+	}
+	cg, our := sortedKeys(clientGo), sortedKeys(ours)
+	for i := range cg {
+		if cg[i] != our[i] {
+			return fmt.Errorf("%s: results differ: client-go has %s where ours has %s", what, cg[i], our[i])
+		}
+	}
+	return nil
+}
+
+// opRows turns the ns/op, allocs/op and (when withBytes) B/op medians of
+// one case into rows; pending marks an "ours" side not built yet.
+func opRows(workload, kase string, cg, our opStats, withAllocs, withBytes, pending bool) []row {
+	type metric struct {
+		name    string
+		cg, our float64
+	}
+	ms := []metric{{"ns/op", cg.nsPerOp, our.nsPerOp}}
+	if withAllocs {
+		ms = append(ms, metric{"allocs/op", cg.allocsPerOp, our.allocsPerOp})
+	}
+	if withBytes {
+		ms = append(ms, metric{"B/op", cg.bytesPerOp, our.bytesPerOp})
+	}
+	rows := make([]row, len(ms))
+	for i, m := range ms {
+		if pending {
+			rows[i] = pendingRow(workload, kase, m.name, m.cg)
+		} else {
+			rows[i] = newRow(workload, kase, m.name, m.cg, m.our)
+		}
+	}
+	return rows
+}

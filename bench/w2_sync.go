@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// syncTimeout bounds one W2 run.
+const syncTimeout = 3 * time.Minute
+
+// syncResult is the cost of one W2 run.
+type syncResult struct {
+	ms, allocsPerPod, bytesPerPod, peakHeapMB, retainedPerPod float64
+}
+
+// runInitialSync is W2: the list holds cfg.storePods pods and the watch
+// stays idle; the informer runs until it has synced and one handler has
+// received every add.
+func runInitialSync(cfg config) ([]row, error) {
+	var cgRuns, ourRuns []syncResult
+	for range cfg.count {
+		r, err := measureInitialSync(newClientGoInformer, cfg.storePods)
+		if err != nil {
+			return nil, fmt.Errorf("client-go: %w", err)
+		}
+		cgRuns = append(cgRuns, r)
+	}
+	kase := fmt.Sprintf("list of %d pods", cfg.storePods)
+	pending := len(ourRuns) == 0
+	var rows []row
+	add := func(metric string, f func(syncResult) float64) {
+		cgv := medianOf(cgRuns, f)
+		if pending {
+			rows = append(rows, pendingRow("W2", kase, metric, cgv))
+			return
+		}
+		rows = append(rows, newRow("W2", kase, metric, cgv, medianOf(ourRuns, f)))
+	}
+	add("time to synced (ms)", func(r syncResult) float64 { return r.ms })
+	add("allocs/pod", func(r syncResult) float64 { return r.allocsPerPod })
+	add("B/pod", func(r syncResult) float64 { return r.bytesPerPod })
+	add("peak heap Δ (MB)", func(r syncResult) float64 { return r.peakHeapMB })
+	add("retained heap/pod (B)", func(r syncResult) float64 { return r.retainedPerPod })
+	return rows, nil
+}
+
+// measureInitialSync runs W2 once on one implementation. The retained heap
+// is the live heap after a collection, with the informer synced and the
+// harness holding no pod, minus the live heap before the list was built.
+func measureInitialSync(newInformer newInformerFunc, pods int) (syncResult, error) {
+	handlers := newCountingHandlers(1, pods, nil)
+	before := liveHeap()
+	it, err := newInformer(pods, strconv.Itoa(pods), nil, handlers)
+	if err != nil {
+		return syncResult{}, err
+	}
+	it.watches.release() // the watch is idle: it may open at once
+
+	base := liveHeap()
+	sampler := startHeapSampler(2 * time.Millisecond)
+	mem := readMemCounters()
+	start := time.Now()
+	stop := it.start()
+	defer stop()
+	if err := waitAll(handlers, syncTimeout); err != nil {
+		return syncResult{}, err
+	}
+	if err := waitFor("HasSynced", it.hasSynced, syncTimeout); err != nil {
+		return syncResult{}, err
+	}
+	elapsed := time.Since(start)
+	alloc := mem.since()
+	peak := sampler.Stop()
+
+	retained := liveHeap()
+	if n := it.storeLen(); n != pods {
+		return syncResult{}, fmt.Errorf("store holds %d pods, want %d", n, pods)
+	}
+	stop()
+	if err := checkCounts(handlers, eventCounts{adds: pods}); err != nil {
+		return syncResult{}, err
+	}
+	n := float64(pods)
+	return syncResult{
+		ms:             float64(elapsed.Microseconds()) / 1000,
+		allocsPerPod:   float64(alloc.mallocs) / n,
+		bytesPerPod:    float64(alloc.bytes) / n,
+		peakHeapMB:     (float64(peak) - float64(base)) / (1 << 20),
+		retainedPerPod: (float64(retained) - float64(before)) / n,
+	}, nil
+}
