@@ -1,0 +1,432 @@
+package informer
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// HandlerOptions configures one handler added with
+// [Informer.AddEventHandlerWithOptions]. The zero value gives client-go's
+// behaviour, except that a panicking handler is recovered (see
+// CrashOnPanic).
+type HandlerOptions struct {
+	// Name identifies the handler in logs. Default: the handler's Go type
+	// and a sequence number.
+	Name string
+	// ResyncPeriod requests periodic resyncs for this handler; zero means
+	// none. Nil uses the informer's ResyncPeriod. As in client-go, it is
+	// raised to one second, and to the informer's resync check period when
+	// the handler is added after the informer started.
+	ResyncPeriod *time.Duration
+	// Logger receives the handler's log messages. Default: the logger of the
+	// context given to Run, with the handler's name.
+	Logger *klog.Logger
+	// MaxPending bounds the notifications waiting for this handler; zero
+	// means unbounded, as in client-go. What happens at the bound is chosen
+	// by Overflow.
+	MaxPending int
+	// Overflow is the policy applied once MaxPending notifications are
+	// pending. Ignored when MaxPending is zero.
+	Overflow OverflowPolicy
+	// CrashOnPanic restores client-go's behaviour of crashing the process
+	// when the handler panics. By default the panic is recovered, logged with
+	// the handler's name and counted, the notification counts as delivered,
+	// and the handler receives the next notification.
+	CrashOnPanic bool
+}
+
+// OverflowPolicy says what an informer does when a handler has
+// HandlerOptions.MaxPending notifications waiting.
+type OverflowPolicy int
+
+const (
+	// OverflowBlock makes the informer wait until the handler has taken
+	// notifications: the cache and every other handler stop advancing with
+	// it, and events accumulate in the informer's queue. Nothing is lost.
+	OverflowBlock OverflowPolicy = iota
+	// OverflowCoalesce keeps the informer running and merges notifications
+	// per object. Once the bound is reached, and until the handler has
+	// drained everything pending, a new notification about an object that
+	// already has a pending notification is merged into the latest one:
+	//
+	//   - add(a) then update(a→b) becomes add(b) (keeping isInInitialList);
+	//   - update(a→b) then update(b→c) becomes update(a→c);
+	//   - add(a) then delete cancels both: the handler hears nothing;
+	//   - update(a→b) then delete(c) becomes delete(c);
+	//   - a pending delete is never merged: a later add queues behind it.
+	//
+	// Other notifications are queued. So the handler still sees, per object,
+	// a valid sequence of states ending in the latest one, but may miss
+	// intermediate states; a merged notification keeps the position of the
+	// one it was merged into, so order across objects is not preserved.
+	// While coalescing, at most two notifications per object are added beyond
+	// the bound.
+	OverflowCoalesce
+)
+
+// HandlerStats are counters of one handler, from [Registration.Stats].
+type HandlerStats struct {
+	// Pending is the number of notifications queued for the handler and not
+	// yet delivered.
+	Pending int64
+	// Delivered is the number of handler calls that have returned, including
+	// calls that panicked.
+	Delivered int64
+	// Panics is the number of handler calls that panicked.
+	Panics int64
+	// Coalesced is the number of notifications not delivered on their own
+	// because of OverflowCoalesce.
+	Coalesced int64
+	// Dropped is the number of notifications discarded because the handler
+	// was removed or the informer stopped before delivering them.
+	Dropped int64
+}
+
+// deliveryBatch is the most notifications a listener takes from its ring
+// per lock acquisition.
+const deliveryBatch = 512
+
+// listenerRingSize is the normal capacity of a listener's ring.
+const listenerRingSize = 1024
+
+// listener delivers notifications to one handler from its own goroutine, so
+// that a slow handler delays nobody else. The dispatcher appends batches of
+// notifications to the listener's ring under its lock; the goroutine takes
+// them out in batches and calls the handler without holding the lock.
+type listener[T Object] struct {
+	handler      ResourceEventHandler[T]
+	name         string
+	logger       klog.Logger // set before the goroutine starts
+	hasLogger    bool        // logger came from HandlerOptions
+	crashOnPanic bool
+	maxPending   int
+	overflow     OverflowPolicy
+	informerSync func() bool
+
+	mu   sync.Mutex
+	ring ring[notification[T]]
+	room sync.Cond // signalled when the ring shrinks below maxPending
+	// stopping is set once the listener stops accepting notifications.
+	stopping bool
+	// queued counts notifications accepted minus those cancelled.
+	queued int64
+	// popped is the absolute position of the ring's oldest element.
+	popped uint64
+	// latest maps an object to the absolute position of its latest pending
+	// notification while coalescing; nil otherwise.
+	latest map[ObjectName]uint64
+
+	wake     chan struct{} // capacity 1: "the ring may have notifications"
+	stop     chan struct{}
+	stopOnce sync.Once
+	finished chan struct{} // closed once the goroutine has exited or will never run
+	doneOnce sync.Once
+	removed  atomic.Bool
+
+	pendingInitial atomic.Int64 // initial-list adds not yet delivered
+	delivered      atomic.Int64
+	panics         atomic.Int64
+	coalesced      atomic.Int64
+	dropped        atomic.Int64
+
+	// Resync scheduling, guarded by processor.resyncMu; resyncDue is read by
+	// the dispatcher without that lock.
+	requestedResync time.Duration
+	resyncPeriod    time.Duration
+	nextResync      time.Time
+	resyncDue       atomic.Bool
+}
+
+// newListener returns a listener for h; informerSync reports whether the
+// informer has processed its first list.
+func newListener[T Object](h ResourceEventHandler[T], name string, opts HandlerOptions, informerSync func() bool) *listener[T] {
+	l := &listener[T]{
+		handler:      h,
+		name:         name,
+		crashOnPanic: opts.CrashOnPanic,
+		maxPending:   max(opts.MaxPending, 0),
+		overflow:     opts.Overflow,
+		informerSync: informerSync,
+		ring:         newRing[notification[T]](listenerRingSize),
+		wake:         make(chan struct{}, 1),
+		stop:         make(chan struct{}),
+		finished:     make(chan struct{}),
+	}
+	if opts.Logger != nil {
+		l.logger, l.hasLogger = *opts.Logger, true
+	}
+	l.room.L = &l.mu
+	return l
+}
+
+// hasSynced reports whether the informer has synced and every initial-list
+// add queued for this handler has been delivered and has returned.
+func (l *listener[T]) hasSynced() bool {
+	return l.informerSync() && l.pendingInitial.Load() == 0
+}
+
+// stats returns the listener's counters.
+func (l *listener[T]) stats() HandlerStats {
+	delivered, dropped := l.delivered.Load(), l.dropped.Load()
+	l.mu.Lock()
+	queued := l.queued
+	l.mu.Unlock()
+	return HandlerStats{
+		Pending:   max(queued-delivered-dropped, 0),
+		Delivered: delivered,
+		Panics:    l.panics.Load(),
+		Coalesced: l.coalesced.Load(),
+		Dropped:   dropped,
+	}
+}
+
+// enqueue appends notes to the ring, applying the resync filter and the
+// overflow policy, then wakes the goroutine. Called by the dispatcher only.
+func (l *listener[T]) enqueue(notes []notification[T]) {
+	resyncDue := l.resyncDue.Load()
+	l.mu.Lock()
+	for i := range notes {
+		n := &notes[i]
+		if n.resync && !resyncDue {
+			continue
+		}
+		if l.stopping {
+			break
+		}
+		if l.maxPending > 0 && (l.latest != nil || l.ring.len() >= l.maxPending) {
+			if l.overflow == OverflowCoalesce {
+				if l.coalesce(n) {
+					continue
+				}
+			} else if !l.waitForRoom() {
+				break
+			}
+		}
+		l.push(n)
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+// push appends n to the ring. l.mu must be held.
+func (l *listener[T]) push(n *notification[T]) {
+	if l.latest != nil {
+		l.latest[NameOf(n.obj)] = l.popped + uint64(l.ring.len())
+	}
+	if n.kind == notifyAdd && n.initial {
+		l.pendingInitial.Add(1)
+	}
+	l.queued++
+	l.ring.push(*n)
+}
+
+// signal wakes the goroutine unless a wake-up is already pending.
+func (l *listener[T]) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitForRoom blocks until the ring holds fewer than maxPending
+// notifications (OverflowBlock). It reports false if the listener stopped
+// meanwhile. l.mu must be held; it is released while waiting.
+func (l *listener[T]) waitForRoom() bool {
+	for l.ring.len() >= l.maxPending && !l.stopping {
+		l.signal()
+		l.room.Wait()
+	}
+	return !l.stopping
+}
+
+// coalesce merges n into the latest pending notification about the same
+// object when the rules of OverflowCoalesce allow it, and reports whether it
+// did. Otherwise the caller queues n, and it becomes the object's latest
+// notification. l.mu must be held.
+func (l *listener[T]) coalesce(n *notification[T]) bool {
+	if l.latest == nil {
+		l.latest = make(map[ObjectName]uint64)
+	}
+	name := NameOf(n.obj)
+	pos, ok := l.latest[name]
+	if !ok || pos < l.popped {
+		return false
+	}
+	e := l.ring.at(int(pos - l.popped))
+	switch {
+	case e.kind == notifyAdd && n.kind == notifyUpdate,
+		e.kind == notifyUpdate && n.kind == notifyUpdate:
+		e.obj = n.obj
+		e.resync = e.resync && n.resync
+		l.coalesced.Add(1)
+	case e.kind == notifyUpdate && n.kind == notifyDelete:
+		*e = *n
+		l.coalesced.Add(1)
+	case e.kind == notifyAdd && n.kind == notifyDelete:
+		if e.initial {
+			l.pendingInitial.Add(-1)
+		}
+		*e = notification[T]{}
+		delete(l.latest, name)
+		l.queued--
+		l.coalesced.Add(2)
+	default:
+		return false
+	}
+	return true
+}
+
+// start launches the listener's goroutine, tracked by wg. logger is the
+// informer's logger, used unless the handler has its own.
+func (l *listener[T]) start(wg *sync.WaitGroup, logger klog.Logger) {
+	if !l.hasLogger {
+		l.logger = klog.LoggerWithValues(logger, "handler", l.name)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.run()
+	}()
+}
+
+// run delivers notifications until the listener is shut down.
+func (l *listener[T]) run() {
+	defer l.finish()
+	batch := make([]notification[T], 0, deliveryBatch)
+	for {
+		select {
+		case <-l.wake:
+		case <-l.stop:
+			return
+		}
+		for {
+			batch = l.take(batch[:0])
+			if len(batch) == 0 {
+				break
+			}
+			l.deliverAll(batch)
+			clear(batch)
+			if l.removed.Load() {
+				return
+			}
+		}
+	}
+}
+
+// take moves up to deliveryBatch notifications from the ring to batch.
+func (l *listener[T]) take(batch []notification[T]) []notification[T] {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopping {
+		return batch
+	}
+	batch = l.ring.popInto(batch, deliveryBatch)
+	l.popped += uint64(len(batch))
+	if l.ring.len() == 0 {
+		l.latest = nil // everything pending was taken: stop coalescing
+	}
+	if l.maxPending > 0 {
+		l.room.Signal()
+	}
+	return batch
+}
+
+// deliverAll calls the handler for each notification of batch, going on
+// after a recovered panic.
+func (l *listener[T]) deliverAll(batch []notification[T]) {
+	for i := 0; i < len(batch); {
+		i = l.deliverFrom(batch, i)
+	}
+}
+
+// deliverFrom calls the handler for batch[i:] and returns len(batch), or the
+// position after a notification whose handler call panicked. The recovery is
+// set up once per call rather than once per notification.
+func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.recovered(r, &batch[next])
+			next++
+		}
+	}()
+	for next = i; next < len(batch); next++ {
+		if l.removed.Load() {
+			return len(batch)
+		}
+		n := &batch[next]
+		switch n.kind {
+		case notifyAdd:
+			l.handler.OnAdd(n.obj, n.initial)
+		case notifyUpdate:
+			l.handler.OnUpdate(n.old, n.obj)
+		case notifyDelete:
+			l.handler.OnDelete(DeletedObject[T]{Name: NameOf(n.obj), Object: n.obj, FinalStateUnknown: n.finalStateUnknown})
+		default:
+			continue
+		}
+		l.delivered.Add(1)
+		if n.initial {
+			l.pendingInitial.Add(-1)
+		}
+	}
+	return next
+}
+
+// recovered handles a panic of the handler call for n: it is logged and
+// counted, n counts as delivered, and with CrashOnPanic the panic goes on.
+func (l *listener[T]) recovered(r any, n *notification[T]) {
+	l.panics.Add(1)
+	l.delivered.Add(1)
+	if n.initial {
+		l.pendingInitial.Add(-1)
+	}
+	l.logger.Error(fmt.Errorf("%v", r), "Event handler panicked", "handler", l.name,
+		"notification", n.kind.String(), "object", klog.KObj(n.obj), "stack", string(debug.Stack()))
+	if l.crashOnPanic {
+		panic(r)
+	}
+}
+
+// shutdown stops deliveries: the goroutine exits after the handler call in
+// progress, pending notifications are dropped, and a dispatcher blocked on
+// this listener is released.
+func (l *listener[T]) shutdown() {
+	l.removed.Store(true)
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.mu.Lock()
+	l.stopping = true
+	l.room.Broadcast()
+	l.mu.Unlock()
+}
+
+// finish drops what is left and marks the listener finished. It runs when
+// the goroutine exits, or at removal for a listener that never started.
+func (l *listener[T]) finish() {
+	l.mu.Lock()
+	l.stopping = true
+	l.ring.reset()
+	l.latest = nil
+	l.dropped.Store(max(l.queued-l.delivered.Load(), 0))
+	l.room.Broadcast()
+	l.mu.Unlock()
+	l.doneOnce.Do(func() { close(l.finished) })
+}
+
+// String returns the name of the kind, for logs.
+func (k notificationKind) String() string {
+	switch k {
+	case notifyAdd:
+		return "add"
+	case notifyUpdate:
+		return "update"
+	case notifyDelete:
+		return "delete"
+	default:
+		return "none"
+	}
+}

@@ -1,0 +1,173 @@
+package informer
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// notificationKind says which handler method a notification calls.
+type notificationKind uint8
+
+const (
+	// notifyNone marks a pending notification cancelled by coalescing; it is
+	// skipped.
+	notifyNone notificationKind = iota
+	notifyAdd
+	notifyUpdate
+	notifyDelete
+)
+
+// notification is one handler call waiting to be made. It is held by value
+// in the informer's and the listeners' buffers, so queueing it allocates
+// nothing.
+type notification[T Object] struct {
+	// obj is the added object, the new state of an update, or the last known
+	// state of a deleted object.
+	obj T
+	// old is the previous state of an update.
+	old  T
+	kind notificationKind
+	// initial is isInInitialList of an add.
+	initial bool
+	// resync marks an update whose old and new states have the same resource
+	// version: it only goes to the handlers due for a resync.
+	resync bool
+	// finalStateUnknown marks a deletion inferred from a relist.
+	finalStateUnknown bool
+}
+
+// minimumResyncPeriod is the smallest resync period a handler can get, as in
+// client-go.
+const minimumResyncPeriod = time.Second
+
+// processor holds the listeners of an informer and decides which of them
+// receive resync notifications.
+type processor[T Object] struct {
+	// listeners is replaced, never modified, so that the dispatcher and the
+	// resync check read it without a lock. Writers hold the informer's
+	// locks.
+	listeners atomic.Pointer[[]*listener[T]]
+	clock     clock.Clock
+
+	// resyncMu guards the resync periods and deadlines of the listeners.
+	resyncMu sync.Mutex
+}
+
+// snapshot returns the current listeners. The slice must not be modified.
+func (p *processor[T]) snapshot() []*listener[T] {
+	if ls := p.listeners.Load(); ls != nil {
+		return *ls
+	}
+	return nil
+}
+
+// add registers l. The caller serializes add and remove.
+func (p *processor[T]) add(l *listener[T]) {
+	old := p.snapshot()
+	next := make([]*listener[T], len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, l)
+	p.listeners.Store(&next)
+}
+
+// remove unregisters l and reports whether it was registered. The caller
+// serializes add and remove.
+func (p *processor[T]) remove(l *listener[T]) bool {
+	old := p.snapshot()
+	for i, candidate := range old {
+		if candidate == l {
+			next := make([]*listener[T], 0, len(old)-1)
+			next = append(next, old[:i]...)
+			next = append(next, old[i+1:]...)
+			p.listeners.Store(&next)
+			return true
+		}
+	}
+	return false
+}
+
+// contains reports whether l is registered.
+func (p *processor[T]) contains(l *listener[T]) bool {
+	for _, candidate := range p.snapshot() {
+		if candidate == l {
+			return true
+		}
+	}
+	return false
+}
+
+// distribute hands notes to every listener: one lock acquisition and one
+// non-blocking wake-up per listener. Resync notifications only go to the
+// listeners that are due for a resync.
+func (p *processor[T]) distribute(notes []notification[T]) {
+	if len(notes) == 0 {
+		return
+	}
+	for _, l := range p.snapshot() {
+		l.enqueue(notes)
+	}
+}
+
+// shouldResync is the reflector's ShouldResync: it decides which listeners
+// are due for a resync now, schedules their next one, and reports whether
+// any is due. Until the next call, resync notifications go only to the due
+// listeners, as in client-go.
+func (p *processor[T]) shouldResync() bool {
+	p.resyncMu.Lock()
+	defer p.resyncMu.Unlock()
+	now := p.clock.Now()
+	anyDue := false
+	for _, l := range p.snapshot() {
+		due := l.resyncPeriod > 0 && !now.Before(l.nextResync)
+		l.resyncDue.Store(due)
+		if due {
+			anyDue = true
+			l.nextResync = now.Add(l.resyncPeriod)
+		}
+	}
+	return anyDue
+}
+
+// setResyncCheckPeriod re-derives every listener's effective resync period
+// after the informer's check period was lowered (before start).
+func (p *processor[T]) setResyncCheckPeriod(logger klog.Logger, check time.Duration) {
+	p.resyncMu.Lock()
+	defer p.resyncMu.Unlock()
+	for _, l := range p.snapshot() {
+		l.resyncPeriod = effectiveResyncPeriod(logger, l.requestedResync, check)
+	}
+}
+
+// initResync sets l's resync period and first deadline.
+func (p *processor[T]) initResync(l *listener[T], requested, effective time.Duration) {
+	p.resyncMu.Lock()
+	defer p.resyncMu.Unlock()
+	l.requestedResync = requested
+	l.resyncPeriod = effective
+	l.nextResync = p.clock.Now().Add(effective)
+	// As in client-go, a new listener receives resync notifications until
+	// the next resync check says otherwise.
+	l.resyncDue.Store(true)
+}
+
+// effectiveResyncPeriod is the period a handler that asked for desired gets
+// from an informer checking every check: none if either is zero, else at
+// least check.
+func effectiveResyncPeriod(logger klog.Logger, desired, check time.Duration) time.Duration {
+	switch {
+	case desired == 0:
+		return 0
+	case check == 0:
+		logger.Info("Warning: the informer does not resync, ignoring the handler's resync period", "desired", desired)
+		return 0
+	case desired < check:
+		logger.Info("Warning: raising the handler's resync period to the informer's resync check period", "desired", desired, "resyncCheckPeriod", check)
+		return check
+	default:
+		return desired
+	}
+}

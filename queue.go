@@ -1,0 +1,286 @@
+package informer
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// queueOp says what a queued record asks the informer to do.
+type queueOp uint8
+
+const (
+	// opAdd and opUpdate store the object (an add of a cached key is an
+	// update and vice versa, as in client-go).
+	opAdd queueOp = iota + 1
+	opUpdate
+	// opDelete removes the object.
+	opDelete
+	// opReplace atomically replaces the cache with a complete list.
+	opReplace
+	// opResync re-delivers every cached object to the handlers due for a
+	// resync.
+	opResync
+	// opBookmark sets the cache's resource version.
+	opBookmark
+)
+
+// String returns the name of the operation, for logs.
+func (op queueOp) String() string {
+	switch op {
+	case opAdd:
+		return "add"
+	case opUpdate:
+		return "update"
+	case opDelete:
+		return "delete"
+	case opReplace:
+		return "replace"
+	case opResync:
+		return "resync"
+	case opBookmark:
+		return "bookmark"
+	default:
+		return "unknown"
+	}
+}
+
+// queueRecord is one entry of the queue, held by value. Watch events, the
+// bulk of the traffic, only use obj; the rarer replace and bookmark records
+// carry their payload behind a pointer to keep every record small.
+type queueRecord[T Object] struct {
+	obj  T
+	bulk *bulkRecord[T]
+	op   queueOp
+	// firstList marks the first complete list: the queue is synced once the
+	// informer has processed it.
+	firstList bool
+}
+
+// bulkRecord is the payload of a replace or bookmark record.
+type bulkRecord[T Object] struct {
+	list            []T
+	resourceVersion string
+}
+
+// eventQueue is the in-order queue between the reflector and the informer,
+// with the semantics of client-go's RealFIFO under its default feature gates
+// (atomic events, bookmarks, batch pop, unlocked processing):
+//
+//   - every event is kept, in the order it arrived (no per-key merging);
+//   - a complete list is one record, applied atomically by the consumer;
+//   - a resync is one record;
+//   - a bookmark is a record, so the cache's resource version advances in
+//     order with the events;
+//   - the transform runs once per object, when it is queued;
+//   - the consumer takes everything pending under one lock acquisition, and
+//     producers can queue more while it processes.
+//
+// It implements [ReflectorStore]. The producer methods may be called from
+// any goroutine; next and recycle must be called from a single consumer.
+type eventQueue[T Object] struct {
+	mu      sync.Mutex
+	ready   sync.Cond // signalled when records arrive or the queue closes
+	pending []queueRecord[T]
+	// spare is the consumer's previous batch, emptied, kept to be the next
+	// pending slice so that steady traffic allocates nothing.
+	spare   []queueRecord[T]
+	waiting bool // the consumer is blocked in next
+	closed  bool
+	// populated is set by the first record: a first list makes the queue
+	// synced once processed, any other first record makes it synced at once.
+	populated bool
+
+	transform       TransformFunc[T]
+	logger          klog.Logger
+	transformErrors atomic.Int64
+
+	synced     atomic.Bool
+	syncedOnce sync.Once
+	syncedCh   chan struct{}
+}
+
+var _ ReflectorStore[*metav1.PartialObjectMetadata] = (*eventQueue[*metav1.PartialObjectMetadata])(nil)
+
+// errTransformReturnedNothing reports a transform that returned the zero
+// value (a nil pointer) without an error.
+var errTransformReturnedNothing = errors.New("transform returned no object")
+
+// newEventQueue returns an empty queue. transform may be nil.
+func newEventQueue[T Object](transform TransformFunc[T], logger klog.Logger) *eventQueue[T] {
+	q := &eventQueue[T]{
+		transform: transform,
+		logger:    logger,
+		syncedCh:  make(chan struct{}),
+	}
+	q.ready.L = &q.mu
+	return q
+}
+
+// Add queues an Added event for obj.
+func (q *eventQueue[T]) Add(obj T) error { return q.addEvent(opAdd, obj) }
+
+// Update queues a Modified event for obj.
+func (q *eventQueue[T]) Update(obj T) error { return q.addEvent(opUpdate, obj) }
+
+// Delete queues a Deleted event for obj.
+func (q *eventQueue[T]) Delete(obj T) error { return q.addEvent(opDelete, obj) }
+
+// addEvent transforms obj and queues it. A transform error is logged and
+// counted and the event is dropped: returning it would only make the
+// reflector log it again.
+func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
+	obj, ok := q.transformed(op, obj)
+	if !ok {
+		return nil
+	}
+	q.mu.Lock()
+	if !q.populated {
+		// As in RealFIFO: an event before any list means there is no
+		// initial list to wait for.
+		q.populated = true
+		q.markSynced()
+	}
+	q.pending = append(q.pending, queueRecord[T]{op: op, obj: obj})
+	q.wakeLocked()
+	q.mu.Unlock()
+	return nil
+}
+
+// Replace queues a complete list at resourceVersion as one record. The queue
+// takes ownership of list and transforms its items in place; items whose
+// transform fails are logged, counted and left out of the list.
+func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
+	if q.transform != nil {
+		kept := list[:0]
+		for _, obj := range list {
+			if obj, ok := q.transformed(opReplace, obj); ok {
+				kept = append(kept, obj)
+			}
+		}
+		clear(list[len(kept):])
+		list = kept
+	}
+	bulk := &bulkRecord[T]{list: list, resourceVersion: resourceVersion}
+	q.mu.Lock()
+	first := !q.populated
+	q.populated = true
+	q.pending = append(q.pending, queueRecord[T]{op: opReplace, bulk: bulk, firstList: first})
+	q.wakeLocked()
+	q.mu.Unlock()
+	return nil
+}
+
+// Resync queues one record asking for every cached object to be re-delivered.
+func (q *eventQueue[T]) Resync() error {
+	q.mu.Lock()
+	q.pending = append(q.pending, queueRecord[T]{op: opResync})
+	q.wakeLocked()
+	q.mu.Unlock()
+	return nil
+}
+
+// Bookmark queues a record that sets the cache's resource version, in order
+// with the events.
+func (q *eventQueue[T]) Bookmark(resourceVersion string) error {
+	bulk := &bulkRecord[T]{resourceVersion: resourceVersion}
+	q.mu.Lock()
+	q.pending = append(q.pending, queueRecord[T]{op: opBookmark, bulk: bulk})
+	q.wakeLocked()
+	q.mu.Unlock()
+	return nil
+}
+
+// transformed applies the transform to obj. It reports false, after logging
+// and counting, if the transform failed or returned no object.
+func (q *eventQueue[T]) transformed(op queueOp, obj T) (T, bool) {
+	if q.transform == nil {
+		return obj, true
+	}
+	out, err := q.transform(obj)
+	var zero T
+	if err == nil && out == zero {
+		err = errTransformReturnedNothing
+	}
+	if err != nil {
+		q.transformErrors.Add(1)
+		q.logger.Error(err, "Transform failed, dropping the object", "event", op.String(), "object", klog.KObj(obj))
+		return zero, false
+	}
+	return out, true
+}
+
+// wakeLocked wakes the consumer if it is waiting. q.mu must be held.
+func (q *eventQueue[T]) wakeLocked() {
+	if q.waiting {
+		q.ready.Signal()
+	}
+}
+
+// next blocks until records are pending and returns all of them, oldest
+// first, in one lock acquisition. It returns false once the queue is closed;
+// records still pending then are dropped, as client-go's informer stops
+// processing when it is stopped. The caller owns the returned slice until it
+// hands it back with recycle.
+func (q *eventQueue[T]) next() ([]queueRecord[T], bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.pending) == 0 && !q.closed {
+		q.waiting = true
+		q.ready.Wait()
+		q.waiting = false
+	}
+	if q.closed {
+		return nil, false
+	}
+	batch := q.pending
+	q.pending = q.spare
+	q.spare = nil
+	return batch, true
+}
+
+// recycleLimit is the capacity above which an underused batch slice is
+// dropped rather than kept for reuse, so that a burst does not pin memory.
+const recycleLimit = 4096
+
+// recycle takes back a batch returned by next once it has been processed.
+func (q *eventQueue[T]) recycle(batch []queueRecord[T]) {
+	clear(batch)
+	if cap(batch) > recycleLimit && 4*len(batch) < cap(batch) {
+		return
+	}
+	q.mu.Lock()
+	q.spare = batch[:0]
+	q.mu.Unlock()
+}
+
+// close wakes the consumer and makes next return false from now on.
+func (q *eventQueue[T]) close() {
+	q.mu.Lock()
+	q.closed = true
+	clear(q.pending)
+	q.pending = nil
+	q.ready.Broadcast()
+	q.mu.Unlock()
+}
+
+// len returns the number of records waiting for the consumer.
+func (q *eventQueue[T]) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}
+
+// markSynced records that the initial list has been processed.
+func (q *eventQueue[T]) markSynced() {
+	q.syncedOnce.Do(func() {
+		q.synced.Store(true)
+		close(q.syncedCh)
+	})
+}
+
+// hasSynced reports whether the initial list has been processed.
+func (q *eventQueue[T]) hasSynced() bool { return q.synced.Load() }
