@@ -7,250 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 )
 
-// The Indexer keeps every index as posting lists: a dense slice of the
-// objects filed under one value, so that answering a query is a copy of
-// contiguous memory. Each stored object (an entry) remembers, for every list
-// it is on, its position there, and the list remembers which of the entry's
-// memberships each item is, so that removing an object from a list is an
-// O(1) swap with the list's last item.
-
-// Owners of posting lists other than the user indexes, whose owner is the
-// index's position (0, 1, …).
-const (
-	ownerAll       int32 = -1 // the list of every object
-	ownerNamespace int32 = -2 // one list per namespace
-	ownerLabel     int32 = -3 // one list per label key and value
-)
-
-// posting is the list of objects filed under one value of one index.
-type posting[T Object] struct {
-	items []postingItem[T]
-	owner int32
-	value string       // the index value, namespace or label value
-	label *labelKey[T] // the label key's lists, for ownerLabel
-}
-
-// postingItem is one object on a posting list. obj duplicates entry.obj so
-// that copying a list out never dereferences the entries.
-type postingItem[T Object] struct {
-	obj  T
-	e    *entry[T]
-	slot int32 // index of this membership in e.members
-}
-
-// membership is one posting list an entry is on.
-type membership[T Object] struct {
-	p     *posting[T]
-	pos   int32 // index of the entry's item in p.items
-	owner int32 // p.owner, kept here to scan memberships without dereferencing p
-}
-
-// inlineMembers covers the lists a typical object is on (all, namespace, a
-// few labels, a couple of indexes) without a second allocation.
-const inlineMembers = 8
-
-// entry is one stored object with its memberships.
-type entry[T Object] struct {
-	obj     T
-	name    ObjectName
-	labels  map[string]string // obj's labels, as indexed
-	members []membership[T]
-	inline  [inlineMembers]membership[T]
-}
-
 // labelKey holds the posting lists of one label key, one per value.
 type labelKey[T Object] struct {
 	key    string
 	values map[string]*posting[T]
 	count  int // objects carrying the key: the sum of the lists' lengths
-}
-
-// contents is everything an Indexer stores. Replace builds a new one and
-// swaps it in, so that a failure leaves the old one untouched.
-type contents[T Object] struct {
-	entries    map[ObjectName]*entry[T]
-	all        *posting[T]
-	namespaces map[string]*posting[T]
-	labels     map[string]*labelKey[T]
-	buckets    []map[string]*posting[T] // per user index, by value
-}
-
-func newContents[T Object](indexes, size int) *contents[T] {
-	c := &contents[T]{
-		entries:    make(map[ObjectName]*entry[T], size),
-		all:        &posting[T]{owner: ownerAll, items: make([]postingItem[T], 0, size)},
-		namespaces: map[string]*posting[T]{},
-		labels:     map[string]*labelKey[T]{},
-		buckets:    make([]map[string]*posting[T], indexes),
-	}
-	for i := range c.buckets {
-		c.buckets[i] = map[string]*posting[T]{}
-	}
-	return c
-}
-
-// put stores obj under name with the given index values (one slice per
-// user index) and returns the object it replaced.
-func (c *contents[T]) put(name ObjectName, obj T, values [][]string) (old T, existed bool) {
-	e := c.entries[name]
-	if e == nil {
-		e = &entry[T]{obj: obj, name: name, labels: obj.GetLabels()}
-		e.members = e.inline[:0]
-		c.entries[name] = e
-		c.join(e, c.all)
-		ns := c.namespaces[name.Namespace]
-		if ns == nil {
-			ns = &posting[T]{owner: ownerNamespace, value: name.Namespace}
-			c.namespaces[name.Namespace] = ns
-		}
-		c.join(e, ns)
-		for i, v := range values {
-			c.joinIndex(e, i, v)
-		}
-		for k, v := range e.labels {
-			c.joinLabel(e, k, v)
-		}
-		return old, false
-	}
-	old = e.obj
-	for i, v := range values {
-		c.reindex(e, i, v)
-	}
-	c.relabel(e, obj.GetLabels())
-	e.obj = obj
-	for _, m := range e.members {
-		m.p.items[m.pos].obj = obj
-	}
-	return old, true
-}
-
-// removeEntry takes e off every list and out of the store.
-func (c *contents[T]) removeEntry(e *entry[T]) {
-	for len(e.members) > 0 {
-		c.leave(e, len(e.members)-1)
-	}
-	delete(c.entries, e.name)
-}
-
-// join appends e to p.
-func (c *contents[T]) join(e *entry[T], p *posting[T]) {
-	e.members = append(e.members, membership[T]{p: p, pos: int32(len(p.items)), owner: p.owner})
-	p.items = append(p.items, postingItem[T]{obj: e.obj, e: e, slot: int32(len(e.members) - 1)})
-	if p.label != nil {
-		p.label.count++
-	}
-}
-
-// leave takes e off the list of its membership at slot, moving the list's
-// last item into the hole and e's last membership into slot. A list left
-// empty is dropped from its index.
-func (c *contents[T]) leave(e *entry[T], slot int) {
-	m := e.members[slot]
-	p := m.p
-	last := len(p.items) - 1
-	if int(m.pos) != last {
-		moved := p.items[last]
-		p.items[m.pos] = moved
-		moved.e.members[moved.slot].pos = m.pos
-	}
-	p.items[last] = postingItem[T]{}
-	p.items = p.items[:last]
-	lastSlot := len(e.members) - 1
-	if slot != lastSlot {
-		mm := e.members[lastSlot]
-		e.members[slot] = mm
-		mm.p.items[mm.pos].slot = int32(slot)
-	}
-	e.members[lastSlot] = membership[T]{}
-	e.members = e.members[:lastSlot]
-	if p.label != nil {
-		p.label.count--
-	}
-	switch {
-	case last == 0:
-		c.drop(p)
-	case cap(p.items) >= 64 && last*4 <= cap(p.items):
-		// Give back the memory of a list that shrank a lot.
-		p.items = append(make([]postingItem[T], 0, 2*last), p.items...)
-	}
-}
-
-// drop removes an empty list from the index it belongs to, as client-go
-// removes empty index buckets.
-func (c *contents[T]) drop(p *posting[T]) {
-	switch p.owner {
-	case ownerAll:
-	case ownerNamespace:
-		delete(c.namespaces, p.value)
-	case ownerLabel:
-		delete(p.label.values, p.value)
-		if len(p.label.values) == 0 {
-			delete(c.labels, p.label.key)
-		}
-	default:
-		delete(c.buckets[p.owner], p.value)
-	}
-}
-
-// slotOf returns the slot of e's membership in p, or -1.
-func (e *entry[T]) slotOf(p *posting[T]) int {
-	for i := range e.members {
-		if e.members[i].p == p {
-			return i
-		}
-	}
-	return -1
-}
-
-// joinIndex files e under each distinct value of user index i.
-func (c *contents[T]) joinIndex(e *entry[T], i int, values []string) {
-	for j, v := range values {
-		if slices.Contains(values[:j], v) {
-			continue
-		}
-		p := c.buckets[i][v]
-		if p == nil {
-			p = &posting[T]{owner: int32(i), value: v}
-			c.buckets[i][v] = p
-		}
-		c.join(e, p)
-	}
-}
-
-// reindex moves e to the new values of user index i, touching only the
-// values that changed.
-func (c *contents[T]) reindex(e *entry[T], i int, values []string) {
-	owner := int32(i)
-	kept := 0
-	for slot := 0; slot < len(e.members); {
-		m := e.members[slot]
-		if m.owner == owner {
-			if slices.Contains(values, m.p.value) {
-				kept++
-			} else {
-				c.leave(e, slot)
-				continue // slot now holds another membership
-			}
-		}
-		slot++
-	}
-	if kept == len(values) {
-		return // the common case: the values did not change
-	}
-	for j, v := range values {
-		if slices.Contains(values[:j], v) {
-			continue
-		}
-		p := c.buckets[i][v]
-		if p != nil && e.slotOf(p) >= 0 {
-			continue
-		}
-		if p == nil {
-			p = &posting[T]{owner: owner, value: v}
-			c.buckets[i][v] = p
-		}
-		c.join(e, p)
-	}
 }
 
 // joinLabel files e under label key=value.
@@ -301,14 +62,200 @@ func sameLabels(a, b map[string]string) bool {
 	return true
 }
 
-// appendObjects appends the objects of p to dst.
-func (p *posting[T]) appendObjects(dst []T) []T {
-	for i := range p.items {
-		dst = append(dst, p.items[i].obj)
+// Select returns the objects in namespace ("" for every namespace) whose
+// labels match selector, in no particular order, or nil if none match. A nil
+// selector matches everything. The result is the caller's; the objects are
+// shared and must not be modified.
+//
+// Requirements with the operators =, ==, in and exists are answered from the
+// label index, and the namespace from a per-namespace list: Select walks only
+// the smallest of these candidate lists and tests the other requirements
+// (!=, notin, !key, gt, lt) on its objects. Its cost is proportional to that
+// list, not to the size of the store. The result always equals testing
+// selector.Matches on every object in namespace.
+func (s *Indexer[T]) Select(namespace string, selector labels.Selector) []T {
+	if selector == nil {
+		selector = labels.Everything()
 	}
-	return dst
+	if labels.MatchesNothing(selector) {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	reqs, selectable := selector.Requirements()
+	if !selectable {
+		// The selector cannot describe itself: ask it about every object.
+		return s.c.scan(namespace, selector)
+	}
+	var q query[T]
+	if !s.c.plan(&q, namespace, selector, reqs) {
+		return nil
+	}
+	return q.run(namespace, reqs)
 }
 
-// keep the selection import used until Select lands.
-var _ = selection.In
-var _ labels.Selector
+// query is the plan of one Select: the disjoint candidate lists to walk and
+// what remains to be tested on their objects.
+type query[T Object] struct {
+	lists       []*posting[T]
+	listsBuf    [4]*posting[T]
+	size        int  // total length of lists
+	answered    int  // the requirement the lists answer, -1 if none
+	inNamespace bool // the lists hold only objects of the namespace
+}
+
+// plan picks the smallest candidate lists for namespace and reqs. It
+// returns false when some requirement matches no stored object.
+func (c *contents[T]) plan(q *query[T], namespace string, sel labels.Selector, reqs labels.Requirements) bool {
+	q.lists = q.listsBuf[:0]
+	q.answered = -1
+	base := c.all
+	if namespace != "" {
+		if base = c.namespaces[namespace]; base == nil {
+			return false
+		}
+		q.inNamespace = true
+	}
+	q.size = len(base.items)
+	var best *labelKey[T]
+	var bestValues []string // nil: every value of best (exists)
+	var bestOne [1]string   // bestValues' storage for a single value
+	for j := range reqs {
+		r := &reqs[j]
+		var one [1]string
+		var values []string
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			if v, ok := exactValue(sel, reqs, j); ok {
+				one[0] = v
+				values = one[:]
+			} else {
+				values = distinct(r.ValuesUnsorted())
+			}
+		case selection.Exists:
+		default:
+			continue // not answerable from the index; tested on candidates
+		}
+		lk := c.labels[r.Key()]
+		if lk == nil {
+			return false
+		}
+		n := lk.count
+		if values != nil {
+			n = 0
+			for _, v := range values {
+				if p := lk.values[v]; p != nil {
+					n += len(p.items)
+				}
+			}
+		}
+		if n == 0 {
+			return false
+		}
+		if n < q.size {
+			q.size, q.answered, best, bestValues = n, j, lk, values
+			if len(values) == 1 {
+				bestOne[0] = values[0]
+				bestValues = bestOne[:]
+			}
+		}
+	}
+	switch {
+	case best == nil:
+		q.lists = append(q.lists, base)
+	case bestValues == nil:
+		for _, p := range best.values {
+			q.lists = append(q.lists, p)
+		}
+		q.inNamespace = namespace == ""
+	default:
+		for _, v := range bestValues {
+			if p := best.values[v]; p != nil {
+				q.lists = append(q.lists, p)
+			}
+		}
+		q.inNamespace = namespace == ""
+	}
+	return true
+}
+
+// run collects the objects of the planned lists that are in namespace and
+// match every requirement the lists do not answer.
+func (q *query[T]) run(namespace string, reqs labels.Requirements) []T {
+	out := make([]T, 0, q.size)
+	unanswered := len(reqs)
+	if q.answered >= 0 {
+		unanswered--
+	}
+	for _, p := range q.lists {
+		if unanswered == 0 && q.inNamespace {
+			out = p.appendObjects(out)
+			continue
+		}
+		for i := range p.items {
+			it := &p.items[i]
+			if !q.inNamespace && it.e.name.Namespace != namespace {
+				continue
+			}
+			if matchesExcept(reqs, q.answered, it.e.labels) {
+				out = append(out, it.obj)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func matchesExcept(reqs labels.Requirements, skip int, objLabels map[string]string) bool {
+	for j := range reqs {
+		if j != skip && !reqs[j].Matches(labels.Set(objLabels)) {
+			return false
+		}
+	}
+	return true
+}
+
+// scan tests a selector that cannot list its requirements on every object
+// of namespace.
+func (c *contents[T]) scan(namespace string, sel labels.Selector) []T {
+	p := c.all
+	if namespace != "" {
+		if p = c.namespaces[namespace]; p == nil {
+			return nil
+		}
+	}
+	var out []T
+	for i := range p.items {
+		if sel.Matches(labels.Set(p.items[i].e.labels)) {
+			out = append(out, p.items[i].obj)
+		}
+	}
+	return out
+}
+
+// exactValue returns the value the j-th requirement demands without
+// allocating, when it is the selector's first requirement on its key and
+// has a single value: that is exactly what RequiresExactMatch reports.
+func exactValue(sel labels.Selector, reqs labels.Requirements, j int) (string, bool) {
+	key := reqs[j].Key()
+	for i := range j {
+		if reqs[i].Key() == key {
+			return "", false
+		}
+	}
+	return sel.RequiresExactMatch(key)
+}
+
+// distinct removes repeated values in place: a requirement built without
+// validation may repeat a value, which would list its objects twice.
+func distinct(values []string) []string {
+	out := values[:0]
+	for _, v := range values {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,250 @@
+package informer
+
+import "slices"
+
+// The Indexer keeps every index as posting lists: a dense slice of the
+// objects filed under one value, so that answering a query is a copy of
+// contiguous memory. Each stored object (an entry) remembers, for every list
+// it is on, its position there, and the list remembers which of the entry's
+// memberships each item is, so that removing an object from a list is an
+// O(1) swap with the list's last item.
+
+// Owners of posting lists other than the user indexes, whose owner is the
+// index's position (0, 1, …).
+const (
+	ownerAll       int32 = -1 // the list of every object
+	ownerNamespace int32 = -2 // one list per namespace
+	ownerLabel     int32 = -3 // one list per label key and value
+)
+
+// posting is the list of objects filed under one value of one index.
+type posting[T Object] struct {
+	items []postingItem[T]
+	owner int32
+	value string       // the index value, namespace or label value
+	label *labelKey[T] // the label key's lists, for ownerLabel
+}
+
+// postingItem is one object on a posting list. obj duplicates entry.obj so
+// that copying a list out never dereferences the entries.
+type postingItem[T Object] struct {
+	obj  T
+	e    *entry[T]
+	slot int32 // index of this membership in e.members
+}
+
+// membership is one posting list an entry is on.
+type membership[T Object] struct {
+	p     *posting[T]
+	pos   int32 // index of the entry's item in p.items
+	owner int32 // p.owner, kept here to scan memberships without dereferencing p
+}
+
+// inlineMembers covers the lists a typical object is on (all, namespace, a
+// few labels, a couple of indexes) without a second allocation.
+const inlineMembers = 8
+
+// entry is one stored object with its memberships.
+type entry[T Object] struct {
+	obj     T
+	name    ObjectName
+	labels  map[string]string // obj's labels, as indexed
+	members []membership[T]
+	inline  [inlineMembers]membership[T]
+}
+
+// contents is everything an Indexer stores. Replace builds a new one and
+// swaps it in, so that a failure leaves the old one untouched.
+type contents[T Object] struct {
+	entries    map[ObjectName]*entry[T]
+	all        *posting[T]
+	namespaces map[string]*posting[T]
+	labels     map[string]*labelKey[T]
+	buckets    []map[string]*posting[T] // per user index, by value
+}
+
+func newContents[T Object](indexes, size int) *contents[T] {
+	c := &contents[T]{
+		entries:    make(map[ObjectName]*entry[T], size),
+		all:        &posting[T]{owner: ownerAll, items: make([]postingItem[T], 0, size)},
+		namespaces: map[string]*posting[T]{},
+		labels:     map[string]*labelKey[T]{},
+		buckets:    make([]map[string]*posting[T], indexes),
+	}
+	for i := range c.buckets {
+		c.buckets[i] = map[string]*posting[T]{}
+	}
+	return c
+}
+
+// put stores obj under name with the given index values (one slice per
+// user index) and returns the object it replaced.
+func (c *contents[T]) put(name ObjectName, obj T, values [][]string) (old T, existed bool) {
+	e := c.entries[name]
+	if e == nil {
+		e = &entry[T]{obj: obj, name: name, labels: obj.GetLabels()}
+		e.members = e.inline[:0]
+		c.entries[name] = e
+		c.join(e, c.all)
+		ns := c.namespaces[name.Namespace]
+		if ns == nil {
+			ns = &posting[T]{owner: ownerNamespace, value: name.Namespace}
+			c.namespaces[name.Namespace] = ns
+		}
+		c.join(e, ns)
+		for i, v := range values {
+			c.joinIndex(e, i, v)
+		}
+		for k, v := range e.labels {
+			c.joinLabel(e, k, v)
+		}
+		return old, false
+	}
+	old = e.obj
+	for i, v := range values {
+		c.reindex(e, i, v)
+	}
+	c.relabel(e, obj.GetLabels())
+	e.obj = obj
+	for _, m := range e.members {
+		m.p.items[m.pos].obj = obj
+	}
+	return old, true
+}
+
+// removeEntry takes e off every list and out of the store.
+func (c *contents[T]) removeEntry(e *entry[T]) {
+	for len(e.members) > 0 {
+		c.leave(e, len(e.members)-1)
+	}
+	delete(c.entries, e.name)
+}
+
+// join appends e to p.
+func (c *contents[T]) join(e *entry[T], p *posting[T]) {
+	e.members = append(e.members, membership[T]{p: p, pos: int32(len(p.items)), owner: p.owner})
+	p.items = append(p.items, postingItem[T]{obj: e.obj, e: e, slot: int32(len(e.members) - 1)})
+	if p.label != nil {
+		p.label.count++
+	}
+}
+
+// leave takes e off the list of its membership at slot, moving the list's
+// last item into the hole and e's last membership into slot. A list left
+// empty is dropped from its index.
+func (c *contents[T]) leave(e *entry[T], slot int) {
+	m := e.members[slot]
+	p := m.p
+	last := len(p.items) - 1
+	if int(m.pos) != last {
+		moved := p.items[last]
+		p.items[m.pos] = moved
+		moved.e.members[moved.slot].pos = m.pos
+	}
+	p.items[last] = postingItem[T]{}
+	p.items = p.items[:last]
+	lastSlot := len(e.members) - 1
+	if slot != lastSlot {
+		mm := e.members[lastSlot]
+		e.members[slot] = mm
+		mm.p.items[mm.pos].slot = int32(slot)
+	}
+	e.members[lastSlot] = membership[T]{}
+	e.members = e.members[:lastSlot]
+	if p.label != nil {
+		p.label.count--
+	}
+	switch {
+	case last == 0:
+		c.drop(p)
+	case cap(p.items) >= 64 && last*4 <= cap(p.items):
+		// Give back the memory of a list that shrank a lot.
+		p.items = append(make([]postingItem[T], 0, 2*last), p.items...)
+	}
+}
+
+// drop removes an empty list from the index it belongs to, as client-go
+// removes empty index buckets.
+func (c *contents[T]) drop(p *posting[T]) {
+	switch p.owner {
+	case ownerAll:
+	case ownerNamespace:
+		delete(c.namespaces, p.value)
+	case ownerLabel:
+		delete(p.label.values, p.value)
+		if len(p.label.values) == 0 {
+			delete(c.labels, p.label.key)
+		}
+	default:
+		delete(c.buckets[p.owner], p.value)
+	}
+}
+
+// slotOf returns the slot of e's membership in p, or -1.
+func (e *entry[T]) slotOf(p *posting[T]) int {
+	for i := range e.members {
+		if e.members[i].p == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// joinIndex files e under each distinct value of user index i.
+func (c *contents[T]) joinIndex(e *entry[T], i int, values []string) {
+	for j, v := range values {
+		if slices.Contains(values[:j], v) {
+			continue
+		}
+		p := c.buckets[i][v]
+		if p == nil {
+			p = &posting[T]{owner: int32(i), value: v}
+			c.buckets[i][v] = p
+		}
+		c.join(e, p)
+	}
+}
+
+// reindex moves e to the new values of user index i, touching only the
+// values that changed.
+func (c *contents[T]) reindex(e *entry[T], i int, values []string) {
+	owner := int32(i)
+	kept := 0
+	for slot := 0; slot < len(e.members); {
+		m := e.members[slot]
+		if m.owner == owner {
+			if slices.Contains(values, m.p.value) {
+				kept++
+			} else {
+				c.leave(e, slot)
+				continue // slot now holds another membership
+			}
+		}
+		slot++
+	}
+	if kept == len(values) {
+		return // the common case: the values did not change
+	}
+	for j, v := range values {
+		if slices.Contains(values[:j], v) {
+			continue
+		}
+		p := c.buckets[i][v]
+		if p != nil && e.slotOf(p) >= 0 {
+			continue
+		}
+		if p == nil {
+			p = &posting[T]{owner: owner, value: v}
+			c.buckets[i][v] = p
+		}
+		c.join(e, p)
+	}
+}
+
+// appendObjects appends the objects of p to dst.
+func (p *posting[T]) appendObjects(dst []T) []T {
+	for i := range p.items {
+		dst = append(dst, p.items[i].obj)
+	}
+	return dst
+}
