@@ -186,13 +186,14 @@ func (f *DeltaFIFO[T]) Delete(obj T) error {
 	}
 	f.lock.Lock()
 	defer f.lock.Unlock()
-	f.markPopulatedLocked()
 	if _, queued := f.items[key]; !queued {
 		if f.knownObjects == nil {
+			f.markPopulatedLocked()
 			return nil
 		}
 		_, known, err := f.knownObjects.GetByKey(key)
 		if err == nil && !known {
+			f.markPopulatedLocked()
 			return nil
 		}
 		if err != nil {
@@ -217,15 +218,17 @@ func (f *DeltaFIFO[T]) record(t DeltaType, obj T) error {
 	}
 	f.lock.Lock()
 	defer f.lock.Unlock()
-	f.markPopulatedLocked()
 	return f.transformAndAppendLocked(key, t, obj)
 }
 
+// transformAndAppendLocked queues one watch event. A write that fails
+// changes nothing, not even HasSynced.
 func (f *DeltaFIFO[T]) transformAndAppendLocked(key string, t DeltaType, obj T) error {
 	obj, err := f.transformLocked(key, obj)
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", f.name, t, err)
 	}
+	f.markPopulatedLocked()
 	f.appendLocked(key, Delta[T]{Type: t, Object: obj})
 	return nil
 }

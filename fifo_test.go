@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 )
 
 var _ ReflectorStore[*corev1.Pod] = (*DeltaFIFO[*corev1.Pod])(nil)
@@ -48,6 +51,9 @@ func (k fifoKnown) GetByKey(key string) (*corev1.Pod, bool, error) {
 	}
 	return nil, false, nil
 }
+
+// fifoOp is one operation on a queue under test.
+type fifoOp = func(f *DeltaFIFO[*corev1.Pod]) error
 
 // fifoPopped is what one Pop handed to its process func.
 type fifoPopped struct {
@@ -107,6 +113,22 @@ func fifoExpectNoLeak(t *testing.T) {
 			}
 		}
 	})
+}
+
+// fifoLogger returns a logger writing to t and a func returning what it
+// has logged so far.
+func fifoLogger(t *testing.T) (*klog.Logger, func() string) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	return &logger, logger.GetSink().(ktesting.Underlier).GetBuffer().String
+}
+
+// fifoCheckLog fails the test unless the log contains want, or is empty
+// when want is empty.
+func fifoCheckLog(t *testing.T, log, want string) {
+	t.Helper()
+	if (want == "" && log != "") || !strings.Contains(log, want) {
+		t.Errorf("log %q, want it to contain %q", log, want)
+	}
 }
 
 func fifoMust(t *testing.T, err error) {
@@ -216,9 +238,10 @@ func TestDeltaFIFOKeyKeepsItsPlaceInLine(t *testing.T) {
 
 func TestDeltaFIFODeleteOfAnUnknownKeyIsIgnored(t *testing.T) {
 	tests := []struct {
-		name  string
-		known KeyListerGetter[*corev1.Pod]
-		want  []Deltas[*corev1.Pod]
+		name    string
+		known   KeyListerGetter[*corev1.Pod]
+		want    []Deltas[*corev1.Pod]
+		wantLog string
 	}{{
 		name: "no known objects",
 		want: []Deltas[*corev1.Pod]{
@@ -236,8 +259,9 @@ func TestDeltaFIFODeleteOfAnUnknownKeyIsIgnored(t *testing.T) {
 			{fifoDelta(Deleted, fifoPod("baz", "20"))},
 		},
 	}, {
-		name:  "known objects fail: the deletion is kept",
-		known: fifoKnown{err: errors.New("store unavailable")},
+		name:    "known objects fail: the deletion is kept",
+		known:   fifoKnown{err: errors.New("store unavailable")},
+		wantLog: "Looking up a known object failed; queuing its deletion anyway",
 		want: []Deltas[*corev1.Pod]{
 			{fifoDelta(Added, fifoPod("foo", "10"))},
 			{fifoDelta(Updated, fifoPod("bar", "15"))},
@@ -247,7 +271,8 @@ func TestDeltaFIFODeleteOfAnUnknownKeyIsIgnored(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: tt.known})
+			logger, log := fifoLogger(t)
+			f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: tt.known, Logger: logger})
 			fifoMust(t, f.Add(fifoPod("foo", "10")))
 			fifoMust(t, f.Update(fifoPod("bar", "15")))
 			fifoMust(t, f.Add(fifoPod("qux", "17")))
@@ -256,6 +281,7 @@ func TestDeltaFIFODeleteOfAnUnknownKeyIsIgnored(t *testing.T) {
 			if diff := cmp.Diff(tt.want, fifoDrainDeltas(t, f)); diff != "" {
 				t.Errorf("popped (-want +got):\n%s", diff)
 			}
+			fifoCheckLog(t, log(), tt.wantLog)
 		})
 	}
 }
@@ -264,7 +290,7 @@ func TestDeltaFIFODeduplicatesTrailingDeletions(t *testing.T) {
 	foo := func(rv string) *corev1.Pod { return fifoPod("foo", rv) }
 	tests := []struct {
 		name string
-		ops  func(f *DeltaFIFO[*corev1.Pod]) error
+		ops  fifoOp
 		want Deltas[*corev1.Pod]
 	}{{
 		name: "two watched deletions keep the older",
@@ -307,7 +333,7 @@ func TestDeltaFIFOReplaceDeletesKeysOnlyInTheQueue(t *testing.T) {
 	tests := []struct {
 		name         string
 		emitReplaced bool
-		ops          func(f *DeltaFIFO[*corev1.Pod]) error
+		ops          fifoOp
 		want         Deltas[*corev1.Pod]
 	}{{
 		name: "added object",
@@ -357,5 +383,494 @@ func TestDeltaFIFOReplaceDeletesKeysOnlyInTheQueue(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
+	known := fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6"), fifoPod("baz", "7")}}
+	tests := []struct {
+		name         string
+		known        KeyListerGetter[*corev1.Pod]
+		emitReplaced bool
+		ops          fifoOp
+		want         []Deltas[*corev1.Pod]
+		wantLog      string
+	}{{
+		name:  "a watched deletion is not repeated",
+		known: known,
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Delete(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+		},
+		want: []Deltas[*corev1.Pod]{
+			{fifoDelta(Deleted, fifoPod("baz", "10"))},
+			{fifoDelta(Sync, fifoPod("foo", "5"))},
+			{fifoFSU(fifoPod("bar", "6"))},
+		},
+	}, {
+		name:         "Replaced is emitted when asked for",
+		known:        known,
+		emitReplaced: true,
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Delete(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "6")}, "0"))
+		},
+		want: []Deltas[*corev1.Pod]{
+			{fifoDelta(Deleted, fifoPod("baz", "10"))},
+			{fifoDelta(Replaced, fifoPod("foo", "6"))},
+			{fifoFSU(fifoPod("bar", "6"))},
+		},
+	}, {
+		name:  "a queued object is deleted with its queued state",
+		known: known,
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Add(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+		},
+		want: []Deltas[*corev1.Pod]{
+			{fifoDelta(Added, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
+			{fifoDelta(Sync, fifoPod("foo", "5"))},
+			{fifoFSU(fifoPod("bar", "6"))},
+		},
+	}, {
+		name:  "a recreated object is deleted with its newest state",
+		known: known,
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Delete(fifoPod("bar", "6")), f.Add(fifoPod("bar", "100")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+		},
+		want: []Deltas[*corev1.Pod]{
+			{fifoDelta(Deleted, fifoPod("bar", "6")), fifoDelta(Added, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
+			{fifoDelta(Sync, fifoPod("foo", "5"))},
+			{fifoFSU(fifoPod("baz", "7"))},
+		},
+	}, {
+		name:  "a relisted object is deleted with its relisted state",
+		known: known,
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(
+				f.Replace([]*corev1.Pod{fifoPod("bar", "100"), fifoPod("foo", "5")}, "0"),
+				f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+		},
+		want: []Deltas[*corev1.Pod]{
+			{fifoDelta(Sync, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
+			{fifoDelta(Sync, fifoPod("foo", "5")), fifoDelta(Sync, fifoPod("foo", "5"))},
+			{fifoFSU(fifoPod("baz", "7"))},
+		},
+	}, {
+		name: "without known objects only queued keys are deleted",
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Add(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+		},
+		want: []Deltas[*corev1.Pod]{
+			{fifoDelta(Added, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
+			{fifoDelta(Sync, fifoPod("foo", "5"))},
+		},
+	}, {
+		name:  "a key known objects cannot return is skipped",
+		known: fifoKnown{pods: []*corev1.Pod{fifoPod("bar", "6")}, listedOnly: []string{"ns/gone"}},
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return f.Replace(nil, "0")
+		},
+		want:    []Deltas[*corev1.Pod]{{fifoFSU(fifoPod("bar", "6"))}},
+		wantLog: `Key listed by the known objects has no object; skipping it key="ns/gone"`,
+	}, {
+		name:  "failing known objects are skipped",
+		known: fifoKnown{pods: []*corev1.Pod{fifoPod("bar", "6")}, err: errors.New("store unavailable")},
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Add(fifoPod("baz", "1")), f.Replace(nil, "0"))
+		},
+		want:    []Deltas[*corev1.Pod]{{fifoDelta(Added, fifoPod("baz", "1")), fifoFSU(fifoPod("baz", "1"))}},
+		wantLog: `Looking up a known object failed; skipping it err="store unavailable" key="ns/bar"`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logger, log := fifoLogger(t)
+			f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: tt.known, EmitDeltaTypeReplaced: tt.emitReplaced, Logger: logger})
+			fifoMust(t, tt.ops(f))
+			if diff := cmp.Diff(tt.want, fifoDrainDeltas(t, f)); diff != "" {
+				t.Errorf("popped (-want +got):\n%s", diff)
+			}
+			fifoCheckLog(t, log(), tt.wantLog)
+		})
+	}
+}
+
+// A relisted object must be delivered even when its key's last queued
+// delta is a deletion (kubernetes issue 83810).
+func TestDeltaFIFOReplaceAfterAQueuedDeletion(t *testing.T) {
+	oldObj, newObj := fifoPod("foo", "1"), fifoPod("foo", "2")
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: fifoKnown{pods: []*corev1.Pod{oldObj}}})
+	fifoMust(t, f.Delete(oldObj))
+	fifoMust(t, f.Replace([]*corev1.Pod{newObj}, ""))
+	want := []Deltas[*corev1.Pod]{{fifoDelta(Deleted, oldObj), fifoDelta(Sync, newObj)}}
+	if diff := cmp.Diff(want, fifoDrainDeltas(t, f)); diff != "" {
+		t.Errorf("popped (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeltaFIFOResync(t *testing.T) {
+	known := fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6")}}
+	tests := []struct {
+		name    string
+		known   KeyListerGetter[*corev1.Pod]
+		ops     fifoOp
+		want    []Deltas[*corev1.Pod]
+		wantLog string
+	}{{
+		name:  "every known object is synced",
+		known: known,
+		ops:   func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
+		want:  []Deltas[*corev1.Pod]{{fifoDelta(Sync, fifoPod("foo", "5"))}, {fifoDelta(Sync, fifoPod("bar", "6"))}},
+	}, {
+		name:    "a key known objects cannot return is skipped",
+		known:   fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5")}, listedOnly: []string{"ns/gone"}},
+		ops:     func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
+		want:    []Deltas[*corev1.Pod]{{fifoDelta(Sync, fifoPod("foo", "5"))}},
+		wantLog: `Key listed by the known objects has no object; skipping it key="ns/gone"`,
+	}, {
+		name:  "a queued update is not followed by an older sync",
+		known: known,
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Update(fifoPod("foo", "7")), f.Resync())
+		},
+		want: []Deltas[*corev1.Pod]{{fifoDelta(Updated, fifoPod("foo", "7"))}, {fifoDelta(Sync, fifoPod("bar", "6"))}},
+	}, {
+		name:  "a queued deletion is not followed by a sync",
+		known: known,
+		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
+			return errors.Join(f.Delete(fifoPod("foo", "10")), f.Resync())
+		},
+		want: []Deltas[*corev1.Pod]{{fifoDelta(Deleted, fifoPod("foo", "10"))}, {fifoDelta(Sync, fifoPod("bar", "6"))}},
+	}, {
+		name: "without known objects nothing happens",
+		ops:  func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
+	}, {
+		name:    "failing known objects are skipped",
+		known:   fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5")}, err: errors.New("store unavailable")},
+		ops:     func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
+		wantLog: `Looking up a known object failed; skipping it err="store unavailable" key="ns/foo"`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logger, log := fifoLogger(t)
+			f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: tt.known, Logger: logger})
+			fifoMust(t, tt.ops(f))
+			if diff := cmp.Diff(tt.want, fifoDrainDeltas(t, f)); diff != "" {
+				t.Errorf("popped (-want +got):\n%s", diff)
+			}
+			fifoCheckLog(t, log(), tt.wantLog)
+		})
+	}
+}
+
+func TestDeltaFIFOHasSynced(t *testing.T) {
+	a, b := fifoPod("a", "1"), fifoPod("b", "2")
+	add := func(p *corev1.Pod) fifoOp { return func(f *DeltaFIFO[*corev1.Pod]) error { return f.Add(p) } }
+	replace := func(list ...*corev1.Pod) fifoOp {
+		return func(f *DeltaFIFO[*corev1.Pod]) error { return f.Replace(list, "0") }
+	}
+	pop := func(f *DeltaFIFO[*corev1.Pod]) error { _, err := f.Pop(context.Background(), nil); return err }
+	deleteA := func(f *DeltaFIFO[*corev1.Pod]) error { return f.Delete(a) }
+	requeueA := func(f *DeltaFIFO[*corev1.Pod]) error {
+		return f.AddIfNotPresent(Deltas[*corev1.Pod]{fifoDelta(Added, a)})
+	}
+	invalidAdd := func(f *DeltaFIFO[*corev1.Pod]) error {
+		if err := f.Add(fifoPod("", "1")); err == nil {
+			return errors.New("an unnamed object was accepted")
+		}
+		return nil
+	}
+	tests := []struct {
+		name string
+		ops  []fifoOp
+		want bool
+	}{
+		{name: "nothing happened", want: false},
+		{name: "add first", ops: []fifoOp{add(a)}, want: true},
+		{name: "delete of an unknown key first", ops: []fifoOp{deleteA}, want: true},
+		{name: "add if not present first", ops: []fifoOp{requeueA}, want: true},
+		{name: "invalid add first", ops: []fifoOp{invalidAdd}, want: false},
+		{name: "empty replace", ops: []fifoOp{replace()}, want: true},
+		{name: "replace not popped", ops: []fifoOp{replace(a, b)}, want: false},
+		{name: "replace half popped", ops: []fifoOp{replace(a, b), pop}, want: false},
+		{name: "replace popped", ops: []fifoOp{replace(a, b), pop, pop}, want: true},
+		{name: "replace with a duplicate key popped", ops: []fifoOp{replace(a, fifoPod("a", "2")), pop}, want: true},
+		{name: "add after a replace", ops: []fifoOp{replace(a), add(b)}, want: false},
+		{name: "second replace after the first is popped", ops: []fifoOp{replace(a), pop, replace(a, b)}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
+			for _, op := range tt.ops {
+				fifoMust(t, op(f))
+			}
+			if got := f.HasSynced(); got != tt.want {
+				t.Errorf("HasSynced() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+func TestDeltaFIFOHasSyncedCountsRelistDeletions(t *testing.T) {
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{
+		KnownObjects: fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6"), fifoPod("baz", "7")}},
+	})
+	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+	want := []fifoPopped{
+		{Deltas: Deltas[*corev1.Pod]{fifoDelta(Sync, fifoPod("foo", "5"))}, Initial: true},
+		{Deltas: Deltas[*corev1.Pod]{fifoFSU(fifoPod("bar", "6"))}, Initial: true},
+		{Deltas: Deltas[*corev1.Pod]{fifoFSU(fifoPod("baz", "7"))}, Initial: true},
+		{Deltas: Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("qux", "8"))}, Initial: false},
+	}
+	var got []fifoPopped
+	var synced []bool
+	for range 3 {
+		synced = append(synced, f.HasSynced())
+		got = append(got, fifoPop(t, f))
+	}
+	synced = append(synced, f.HasSynced())
+	fifoMust(t, f.Add(fifoPod("qux", "8")))
+	got = append(got, fifoPop(t, f))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("popped (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, false, false, true}, synced); diff != "" {
+		t.Errorf("HasSynced before each pop and at the end (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeltaFIFOPopAfterClose(t *testing.T) {
+	fifoExpectNoLeak(t)
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
+	const waiters = 10
+	errs := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			_, err := f.Pop(context.Background(), nil)
+			errs <- err
+		}()
+	}
+	f.Close()
+	for range waiters {
+		if err := <-errs; !errors.Is(err, ErrFIFOClosed) {
+			t.Errorf("waiting Pop after Close: got %v, want ErrFIFOClosed", err)
+		}
+	}
+	if !f.IsClosed() {
+		t.Error("IsClosed() = false after Close")
+	}
+
+	// A closed queue still accepts writes and hands out what it holds.
+	fifoMust(t, f.Add(fifoPod("foo", "1")))
+	if diff := cmp.Diff([]Deltas[*corev1.Pod]{{fifoDelta(Added, fifoPod("foo", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
+		t.Errorf("popped after Close (-want +got):\n%s", diff)
+	}
+	if _, err := f.Pop(context.Background(), nil); !errors.Is(err, ErrFIFOClosed) {
+		t.Errorf("Pop of an empty closed queue: got %v, want ErrFIFOClosed", err)
+	}
+}
+
+func TestDeltaFIFOPopStopsWithItsContext(t *testing.T) {
+	fifoExpectNoLeak(t)
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
+	fifoMust(t, f.Add(fifoPod("foo", "1")))
+
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := f.Pop(done, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Pop with a done context: got %v, want context.Canceled", err)
+	}
+	if diff := cmp.Diff([]string{"ns/foo"}, f.ListKeys()); diff != "" {
+		t.Errorf("Pop with a done context removed a key (-want +got):\n%s", diff)
+	}
+	fifoDrain(t, f)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error)
+	go func() {
+		_, err := f.Pop(ctx, nil)
+		result <- err
+	}()
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Errorf("waiting Pop whose context ends: got %v, want context.Canceled", err)
+	}
+}
+
+func TestDeltaFIFOProcessErrorAndRequeue(t *testing.T) {
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
+	fifoMust(t, f.Add(fifoPod("foo", "1")))
+	fifoMust(t, f.Add(fifoPod("bar", "1")))
+	failure := errors.New("handler failed")
+	popped, err := f.Pop(context.Background(), func(Deltas[*corev1.Pod], bool) error { return failure })
+	if !errors.Is(err, failure) {
+		t.Fatalf("Pop: got %v, want the process error", err)
+	}
+	want := Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("foo", "1"))}
+	if diff := cmp.Diff(want, popped); diff != "" {
+		t.Errorf("Pop returned (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ns/bar"}, f.ListKeys()); diff != "" {
+		t.Errorf("a failed pop is not requeued by itself (-want +got):\n%s", diff)
+	}
+
+	fifoMust(t, f.AddIfNotPresent(popped))
+	if diff := cmp.Diff([]string{"ns/bar", "ns/foo"}, f.ListKeys()); diff != "" {
+		t.Errorf("AddIfNotPresent queues at the back (-want +got):\n%s", diff)
+	}
+	// The key is queued now: older deltas cannot overwrite it.
+	fifoMust(t, f.AddIfNotPresent(Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("foo", "0"))}))
+	wantAll := []Deltas[*corev1.Pod]{{fifoDelta(Added, fifoPod("bar", "1"))}, want}
+	if diff := cmp.Diff(wantAll, fifoDrainDeltas(t, f)); diff != "" {
+		t.Errorf("popped (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeltaFIFOTransformsEachObjectOnce(t *testing.T) {
+	// The transform counts its calls on the object; a final-state-unknown
+	// record or a second call would show as a count other than 1.
+	transform := func(p *corev1.Pod) (*corev1.Pod, error) {
+		n, _ := strconv.Atoi(p.Annotations["transforms"])
+		p.Annotations = map[string]string{"transforms": strconv.Itoa(n + 1)}
+		return p, nil
+	}
+	transformed := func(name, rv string) *corev1.Pod {
+		p := fifoPod(name, rv)
+		p.Annotations = map[string]string{"transforms": "1"}
+		return p
+	}
+	known := fifoKnown{pods: []*corev1.Pod{transformed("old", "1")}}
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{Transform: transform, KnownObjects: known})
+	fifoMust(t, f.Add(fifoPod("foo", "10")))
+	fifoMust(t, f.Add(fifoPod("bar", "11")))
+	fifoMust(t, f.Update(fifoPod("foo", "12")))
+	fifoMust(t, f.Delete(fifoPod("foo", "15")))
+	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("baz", "1")}, ""))
+	fifoMust(t, f.Add(fifoPod("bar", "16")))
+	fifoMust(t, f.Replace(nil, ""))
+	fifoMust(t, f.Resync())
+	want := []Deltas[*corev1.Pod]{
+		{fifoDelta(Added, transformed("foo", "10")), fifoDelta(Updated, transformed("foo", "12")), fifoDelta(Deleted, transformed("foo", "15"))},
+		{fifoDelta(Added, transformed("bar", "11")), fifoFSU(transformed("bar", "11")), fifoDelta(Added, transformed("bar", "16")), fifoFSU(transformed("bar", "16"))},
+		{fifoDelta(Sync, transformed("baz", "1")), fifoFSU(transformed("baz", "1"))},
+		{fifoFSU(transformed("old", "1"))},
+	}
+	if diff := cmp.Diff(want, fifoDrainDeltas(t, f)); diff != "" {
+		t.Errorf("popped (-want +got):\n%s", diff)
+	}
+	fifoMust(t, f.Resync())
+	if diff := cmp.Diff([]Deltas[*corev1.Pod]{{fifoDelta(Sync, transformed("old", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
+		t.Errorf("resync (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeltaFIFOTransformErrors(t *testing.T) {
+	failure := errors.New("cannot transform")
+	transform := func(p *corev1.Pod) (*corev1.Pod, error) {
+		switch p.Name {
+		case "bad":
+			return nil, failure
+		case "lost":
+			return nil, nil
+		}
+		return p, nil
+	}
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{Transform: transform})
+	if err := f.Add(fifoPod("bad", "1")); !errors.Is(err, failure) {
+		t.Errorf("Add: got %v, want the transform's error", err)
+	}
+	if err := f.Update(fifoPod("lost", "1")); !errors.Is(err, errFIFONilObject) {
+		t.Errorf("Update: got %v, want an error about a nil object", err)
+	}
+	// Replace is all or nothing.
+	if err := f.Replace([]*corev1.Pod{fifoPod("good", "1"), fifoPod("bad", "1")}, "1"); !errors.Is(err, failure) {
+		t.Errorf("Replace: got %v, want the transform's error", err)
+	}
+	if keys := f.ListKeys(); len(keys) != 0 {
+		t.Errorf("failed writes queued %v", keys)
+	}
+	if f.HasSynced() {
+		t.Error("a failed Replace counted as the first list")
+	}
+}
+
+func TestDeltaFIFORejectsObjectsWithoutAKey(t *testing.T) {
+	unnamed := fifoPod("", "1")
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
+	_, _, getErr := f.Get(unnamed)
+	checks := []struct {
+		op   string
+		err  error
+		want error
+	}{
+		{"Add nil", f.Add(nil), errFIFONilObject},
+		{"Add unnamed", f.Add(unnamed), errFIFOUnnamedObject},
+		{"Update unnamed", f.Update(unnamed), errFIFOUnnamedObject},
+		{"Delete nil", f.Delete(nil), errFIFONilObject},
+		{"Delete unnamed", f.Delete(unnamed), errFIFOUnnamedObject},
+		{"Replace with an unnamed item", f.Replace([]*corev1.Pod{fifoPod("ok", "1"), unnamed}, "1"), errFIFOUnnamedObject},
+		{"AddIfNotPresent empty", f.AddIfNotPresent(nil), errFIFOEmptyDeltas},
+		{"AddIfNotPresent unnamed", f.AddIfNotPresent(Deltas[*corev1.Pod]{fifoDelta(Added, unnamed)}), errFIFOUnnamedObject},
+		{"Get unnamed", getErr, errFIFOUnnamedObject},
+	}
+	for _, c := range checks {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.op, c.err, c.want)
+		}
+	}
+	if keys := f.ListKeys(); len(keys) != 0 {
+		t.Errorf("rejected objects were queued: %v", keys)
+	}
+}
+
+func TestDeltaFIFOBookmarkQueuesNothing(t *testing.T) {
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
+	fifoMust(t, f.Bookmark("42"))
+	if keys := f.ListKeys(); len(keys) != 0 || f.HasSynced() {
+		t.Errorf("Bookmark queued %v or synced the queue (%v)", keys, f.HasSynced())
+	}
+}
+
+// TestDeltaFIFOWithAnIndexer runs the classic informer loop: the consumer
+// applies each pop to the Indexer the queue uses as known objects.
+func TestDeltaFIFOWithAnIndexer(t *testing.T) {
+	store := NewIndexer[*corev1.Pod](nil)
+	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: store, EmitDeltaTypeReplaced: true})
+	apply := func(deltas Deltas[*corev1.Pod], _ bool) error {
+		for _, d := range deltas {
+			if d.Type == Deleted {
+				if err := store.Delete(d.Object); err != nil {
+					return err
+				}
+			} else if err := store.Update(d.Object); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	popAll := func() []Deltas[*corev1.Pod] {
+		var all []Deltas[*corev1.Pod]
+		for len(f.ListKeys()) > 0 {
+			d, err := f.Pop(context.Background(), apply)
+			fifoMust(t, err)
+			all = append(all, d)
+		}
+		return all
+	}
+
+	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("a", "1"), fifoPod("b", "1"), fifoPod("c", "1")}, "1"))
+	popAll()
+	fifoMust(t, f.Delete(fifoPod("a", "2")))
+	fifoMust(t, f.Delete(fifoPod("unknown", "2")))
+	fifoMust(t, f.Update(fifoPod("b", "3")))
+	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("b", "4")}, "4"))
+	fifoMust(t, f.Resync())
+	want := []Deltas[*corev1.Pod]{
+		{fifoDelta(Deleted, fifoPod("a", "2"))},
+		{fifoDelta(Updated, fifoPod("b", "3")), fifoDelta(Replaced, fifoPod("b", "4"))},
+		{fifoFSU(fifoPod("c", "1"))},
+	}
+	if diff := cmp.Diff(want, popAll()); diff != "" {
+		t.Errorf("popped (-want +got):\n%s", diff)
+	}
+	fifoMust(t, f.Resync())
+	if diff := cmp.Diff([]Deltas[*corev1.Pod]{{fifoDelta(Sync, fifoPod("b", "4"))}}, popAll()); diff != "" {
+		t.Errorf("resync (-want +got):\n%s", diff)
 	}
 }
