@@ -97,11 +97,11 @@ func (s *Indexer[T]) Select(namespace string, selector labels.Selector) []T {
 // query is the plan of one Select: the disjoint candidate lists to walk and
 // what remains to be tested on their objects.
 type query[T Object] struct {
-	lists       []*posting[T]
-	listsBuf    [4]*posting[T]
-	size        int  // total length of lists
-	answered    int  // the requirement the lists answer, -1 if none
-	inNamespace bool // the lists hold only objects of the namespace
+	lists    []*posting[T]
+	listsBuf [4]*posting[T]
+	size     int  // total length of lists
+	answered int  // the requirement the lists answer, -1 if none
+	checkNS  bool // the lists hold objects of other namespaces too
 }
 
 // plan picks the smallest candidate lists for namespace and reqs. It
@@ -114,7 +114,6 @@ func (c *contents[T]) plan(q *query[T], namespace string, sel labels.Selector, r
 		if base = c.namespaces[namespace]; base == nil {
 			return false
 		}
-		q.inNamespace = true
 	}
 	q.size = len(base.items)
 	var best *labelKey[T]
@@ -167,14 +166,14 @@ func (c *contents[T]) plan(q *query[T], namespace string, sel labels.Selector, r
 		for _, p := range best.values {
 			q.lists = append(q.lists, p)
 		}
-		q.inNamespace = namespace == ""
+		q.checkNS = namespace != ""
 	default:
 		for _, v := range bestValues {
 			if p := best.values[v]; p != nil {
 				q.lists = append(q.lists, p)
 			}
 		}
-		q.inNamespace = namespace == ""
+		q.checkNS = namespace != ""
 	}
 	return true
 }
@@ -188,13 +187,13 @@ func (q *query[T]) run(namespace string, reqs labels.Requirements) []T {
 		unanswered--
 	}
 	for _, p := range q.lists {
-		if unanswered == 0 && q.inNamespace {
+		if unanswered == 0 && !q.checkNS {
 			out = p.appendObjects(out)
 			continue
 		}
 		for i := range p.items {
 			it := &p.items[i]
-			if !q.inNamespace && it.e.name.Namespace != namespace {
+			if q.checkNS && it.e.name.Namespace != namespace {
 				continue
 			}
 			if matchesExcept(reqs, q.answered, it.e.labels) {

@@ -1,0 +1,184 @@
+package informer
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// checkInvariants verifies every structure of s against its entries: the
+// two-way positions between entries and posting lists, that every list is
+// the one its index maps the value to, that no empty list is kept, label
+// counts, and that each entry is on exactly the lists its object belongs to
+// (recomputing the index functions).
+func (s *Indexer[T]) checkInvariants() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c := s.c
+	if len(c.entries) != len(c.all.items) {
+		return fmt.Errorf("%d entries, %d on the list of all", len(c.entries), len(c.all.items))
+	}
+	if len(c.buckets) != len(s.indexes) {
+		return fmt.Errorf("%d bucket maps for %d indexes", len(c.buckets), len(s.indexes))
+	}
+	lists := []*posting[T]{c.all}
+	for ns, p := range c.namespaces {
+		if p.owner != ownerNamespace || p.value != ns {
+			return fmt.Errorf("namespace list %q has owner %d value %q", ns, p.owner, p.value)
+		}
+		lists = append(lists, p)
+	}
+	for key, lk := range c.labels {
+		if lk.key != key || len(lk.values) == 0 {
+			return fmt.Errorf("label key %q: key %q, %d values", key, lk.key, len(lk.values))
+		}
+		count := 0
+		for v, p := range lk.values {
+			if p.owner != ownerLabel || p.value != v || p.label != lk {
+				return fmt.Errorf("label list %s=%s is misfiled", key, v)
+			}
+			count += len(p.items)
+			lists = append(lists, p)
+		}
+		if count != lk.count {
+			return fmt.Errorf("label key %q counts %d, lists hold %d", key, lk.count, count)
+		}
+	}
+	for i, buckets := range c.buckets {
+		for v, p := range buckets {
+			if p.owner != int32(i) || p.value != v {
+				return fmt.Errorf("index %d list %q is misfiled", i, v)
+			}
+			lists = append(lists, p)
+		}
+	}
+	memberships := 0
+	for _, p := range lists {
+		if len(p.items) == 0 && p != c.all {
+			return fmt.Errorf("empty list kept (owner %d, value %q)", p.owner, p.value)
+		}
+		for pos, it := range p.items {
+			m := it.e.members[it.slot]
+			if m.p != p || int(m.pos) != pos || m.owner != p.owner || it.obj != it.e.obj {
+				return fmt.Errorf("item %d of list (owner %d, value %q) does not match its entry %s", pos, p.owner, p.value, it.e.name)
+			}
+		}
+		memberships += len(p.items)
+	}
+	total := 0
+	for name, e := range c.entries {
+		if e.name != name || NameOf(e.obj) != name {
+			return fmt.Errorf("entry %s is stored under %s", NameOf(e.obj), name)
+		}
+		want := []*posting[T]{c.all, c.namespaces[name.Namespace]}
+		for k, v := range e.obj.GetLabels() {
+			want = append(want, c.labels[k].values[v])
+		}
+		for i, ix := range s.indexes {
+			values, err := ix.fn(e.obj)
+			if err != nil {
+				return fmt.Errorf("index %q of stored %s: %w", ix.name, name, err)
+			}
+			for j, v := range values {
+				if !slices.Contains(values[:j], v) {
+					want = append(want, c.buckets[i][v])
+				}
+			}
+		}
+		var got []*posting[T]
+		for _, m := range e.members {
+			got = append(got, m.p)
+		}
+		if !sameListSet(got, want) {
+			return fmt.Errorf("entry %s is on %d lists, want %d", name, len(got), len(want))
+		}
+		total += len(e.members)
+	}
+	if total != memberships {
+		return fmt.Errorf("entries have %d memberships, lists hold %d items", total, memberships)
+	}
+	return nil
+}
+
+func sameListSet[T Object](got, want []*posting[T]) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for _, p := range want {
+		if p == nil || !slices.Contains(got, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func mustCheck[T Object](t *testing.T, s *Indexer[T]) {
+	t.Helper()
+	if err := s.checkInvariants(); err != nil {
+		t.Fatalf("invariants broken: %v", err)
+	}
+}
+
+func TestPostingsSwapDeleteKeepsPositions(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	for i := range 10 {
+		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": "a"}, "n1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCheck(t, s)
+	// Remove from the middle, the front and the back of the lists.
+	for _, name := range []string{"p4", "p0", "p9", "p5"} {
+		if _, existed, _ := s.remove(ObjectName{Namespace: "ns", Name: name}); !existed {
+			t.Fatalf("remove(%s) found nothing", name)
+		}
+		mustCheck(t, s)
+	}
+	got, _ := s.ByIndex("byNode", "n1")
+	if diff := cmp.Diff([]string{"ns/p1", "ns/p2", "ns/p3", "ns/p6", "ns/p7", "ns/p8"}, keysOf(got)); diff != "" {
+		t.Errorf("ByIndex after removals (-want +got):\n%s", diff)
+	}
+}
+
+func TestPostingsShrinkAfterMassRemoval(t *testing.T) {
+	s := NewIndexer[*corev1.Pod](nil)
+	for i := range 1000 {
+		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": "a"}, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 990 {
+		s.remove(ObjectName{Namespace: "ns", Name: fmt.Sprintf("p%d", i)})
+	}
+	mustCheck(t, s)
+	s.mu.RLock()
+	capacity := cap(s.c.labels["app"].values["a"].items)
+	s.mu.RUnlock()
+	if capacity > 100 {
+		t.Errorf("a list holding 10 objects kept capacity %d", capacity)
+	}
+	if diff := cmp.Diff(10, len(s.Select("", nil))); diff != "" {
+		t.Errorf("Select after shrinking (-want +got):\n%s", diff)
+	}
+}
+
+func TestPostingsManyMembershipsSpillInline(t *testing.T) {
+	many := map[string]string{}
+	for i := range 2 * inlineMembers {
+		many[fmt.Sprintf("k%d", i)] = "v"
+	}
+	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	for i := range 3 {
+		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", many, "n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCheck(t, s)
+	if err := s.Update(testPod("ns", "p1", "2", map[string]string{"k3": "w"}, "m")); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+}
