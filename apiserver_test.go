@@ -1,0 +1,486 @@
+package informer_test
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// fakeAPIServer is a small in-process Kubernetes API server on 127.0.0.1
+// for the tests and examples of the factory and the REST ListerWatchers. It
+// serves list and watch (with label and field selectors and streamed initial
+// events) of the collections it is told about, answering in protobuf or JSON
+// as the request's Accept header asks, and metadata-only
+// (as=PartialObjectMetadata[List]) like the real server. Watch streams are
+// framed as the real server frames them. It records every request.
+type fakeAPIServer struct {
+	server *httptest.Server
+	scheme *k8sruntime.Scheme
+	codecs serializer.CodecFactory
+	stop   chan struct{}
+
+	mu          sync.Mutex
+	rv          int
+	collections map[schema.GroupVersionResource]*fakeCollection
+	requests    []fakeRequest
+}
+
+// fakeCollection is one served resource.
+type fakeCollection struct {
+	kind     schema.GroupVersionKind
+	protobuf bool // whether the server may answer with protobuf, as for built-ins
+	objects  map[string]k8sruntime.Object
+	watchers map[*fakeWatch]struct{}
+}
+
+// fakeWatch is one open watch request.
+type fakeWatch struct {
+	namespace string
+	labels    labels.Selector
+	fields    fields.Selector
+	events    chan watch.Event
+}
+
+// fakeRequest is what the server recorded of one request.
+type fakeRequest struct {
+	Path        string
+	Watch       bool
+	Query       string // selected query parameters: labelSelector, fieldSelector
+	Accept      string
+	ContentType string // of the response
+}
+
+// newFakeAPIServer starts a server that knows the built-in types and those
+// added by addTypes; it stops when the test ends.
+func newFakeAPIServer(tb testing.TB, addTypes ...func(*k8sruntime.Scheme) error) *fakeAPIServer {
+	tb.Helper()
+	s, err := startFakeAPIServer(addTypes...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// startFakeAPIServer starts a server; the caller must Close it.
+func startFakeAPIServer(addTypes ...func(*k8sruntime.Scheme) error) (*fakeAPIServer, error) {
+	scheme := k8sruntime.NewScheme()
+	adders := append([]func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, metav1.AddMetaToScheme}, addTypes...)
+	for _, add := range adders {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("fake API server scheme: %w", err)
+		}
+	}
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	s := &fakeAPIServer{
+		scheme:      scheme,
+		codecs:      serializer.NewCodecFactory(scheme),
+		stop:        make(chan struct{}),
+		rv:          100,
+		collections: map[schema.GroupVersionResource]*fakeCollection{},
+	}
+	s.server = httptest.NewServer(http.HandlerFunc(s.handle))
+	return s, nil
+}
+
+// Close ends every watch and stops the server.
+func (s *fakeAPIServer) Close() {
+	close(s.stop)
+	s.server.Close()
+}
+
+// Config returns a client configuration for the server.
+func (s *fakeAPIServer) Config() *rest.Config {
+	return &rest.Config{Host: s.server.URL}
+}
+
+// Serve makes the server answer for resource, whose objects are of kind.
+// protobuf says whether it may answer with protobuf (true for built-ins).
+func (s *fakeAPIServer) Serve(resource schema.GroupVersionResource, kind schema.GroupVersionKind, protobuf bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.collections[resource] = &fakeCollection{
+		kind: kind, protobuf: protobuf,
+		objects:  map[string]k8sruntime.Object{},
+		watchers: map[*fakeWatch]struct{}{},
+	}
+}
+
+// Create stores obj with the next resource version and sends ADDED to the
+// matching watches. It returns the stored object.
+func (s *fakeAPIServer) Create(resource schema.GroupVersionResource, obj k8sruntime.Object) k8sruntime.Object {
+	return s.write(resource, watch.Added, obj)
+}
+
+// Update replaces obj with the next resource version and sends MODIFIED.
+func (s *fakeAPIServer) Update(resource schema.GroupVersionResource, obj k8sruntime.Object) k8sruntime.Object {
+	return s.write(resource, watch.Modified, obj)
+}
+
+// Delete removes obj and sends DELETED with the next resource version.
+func (s *fakeAPIServer) Delete(resource schema.GroupVersionResource, obj k8sruntime.Object) k8sruntime.Object {
+	return s.write(resource, watch.Deleted, obj)
+}
+
+func (s *fakeAPIServer) write(resource schema.GroupVersionResource, typ watch.EventType, obj k8sruntime.Object) k8sruntime.Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.collections[resource]
+	obj = obj.DeepCopyObject()
+	m, err := meta.Accessor(obj)
+	if c == nil || err != nil {
+		panic(fmt.Sprintf("fake API server: cannot write %T to %v: %v", obj, resource, err))
+	}
+	s.rv++
+	m.SetResourceVersion(strconv.Itoa(s.rv))
+	key := m.GetNamespace() + "/" + m.GetName()
+	if typ == watch.Deleted {
+		delete(c.objects, key)
+	} else {
+		c.objects[key] = obj
+	}
+	for w := range c.watchers {
+		if w.matches(m) {
+			// A copy: encoding sets apiVersion and kind for a moment.
+			w.events <- watch.Event{Type: typ, Object: obj.DeepCopyObject()}
+		}
+	}
+	return obj.DeepCopyObject()
+}
+
+// Requests returns the recorded requests, in order.
+func (s *fakeAPIServer) Requests() []fakeRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// WaitForWatches waits until resource has n open watches.
+func (s *fakeAPIServer) WaitForWatches(tb testing.TB, resource schema.GroupVersionResource, n int) {
+	tb.Helper()
+	eventually(tb, fmt.Sprintf("%d watches of %v", n, resource), func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.collections[resource].watchers) == n
+	})
+}
+
+func (w *fakeWatch) matches(m metav1.Object) bool {
+	if w.namespace != "" && m.GetNamespace() != w.namespace {
+		return false
+	}
+	return w.labels.Matches(labels.Set(m.GetLabels())) &&
+		w.fields.Matches(fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()})
+}
+
+// handle serves GET /api/v1[/namespaces/NS]/RESOURCE and
+// GET /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE.
+func (s *fakeAPIServer) handle(rw http.ResponseWriter, req *http.Request) {
+	resource, namespace, ok := parseCollectionPath(req.URL.Path)
+	query := req.URL.Query()
+	isWatch := query.Get("watch") == "true" || query.Get("watch") == "1"
+	s.mu.Lock()
+	c := s.collections[resource]
+	s.mu.Unlock()
+	if !ok || c == nil || req.Method != http.MethodGet {
+		http.Error(rw, "not found", http.StatusNotFound)
+		return
+	}
+	mediaType, asMetadata, ok := negotiate(req.Header.Get("Accept"), c.protobuf)
+	if !ok {
+		http.Error(rw, "not acceptable", http.StatusNotAcceptable)
+		return
+	}
+	info, _ := k8sruntime.SerializerInfoForMediaType(s.codecs.SupportedMediaTypes(), mediaType)
+	gv := c.kind.GroupVersion()
+	if asMetadata {
+		gv = metav1.SchemeGroupVersion
+	}
+	encoder := s.codecs.EncoderForVersion(info.Serializer, gv)
+	filter, err := newFakeWatch(namespace, query)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	contentType := mediaType
+	if isWatch && mediaType == k8sruntime.ContentTypeProtobuf {
+		contentType += ";stream=watch"
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, fakeRequest{
+		Path: req.URL.Path, Watch: isWatch, Accept: req.Header.Get("Accept"), ContentType: contentType,
+		Query: selectedQuery(query),
+	})
+	s.mu.Unlock()
+	rw.Header().Set("Content-Type", contentType)
+	if !isWatch {
+		s.serveList(rw, c, filter, asMetadata, encoder)
+		return
+	}
+	s.serveWatch(rw, req, c, filter, query.Get("sendInitialEvents") == "true", asMetadata, info, encoder)
+}
+
+func (s *fakeAPIServer) serveList(rw http.ResponseWriter, c *fakeCollection, filter *fakeWatch, asMetadata bool, encoder k8sruntime.Encoder) {
+	s.mu.Lock()
+	items := c.matching(filter)
+	rv := strconv.Itoa(s.rv)
+	s.mu.Unlock()
+	var list k8sruntime.Object
+	if asMetadata {
+		partial := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+		for _, obj := range items {
+			partial.Items = append(partial.Items, *toPartial(obj))
+		}
+		list = partial
+	} else {
+		typed, err := s.scheme.New(c.kind.GroupVersion().WithKind(c.kind.Kind + "List"))
+		if err == nil {
+			err = meta.SetList(typed, items)
+		}
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		listMeta, _ := meta.ListAccessor(typed)
+		listMeta.SetResourceVersion(rv)
+		list = typed
+	}
+	if err := encoder.Encode(list, rw); err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func (s *fakeAPIServer) serveWatch(rw http.ResponseWriter, req *http.Request, c *fakeCollection, w *fakeWatch, initialEvents, asMetadata bool, info k8sruntime.SerializerInfo, encoder k8sruntime.Encoder) {
+	s.mu.Lock()
+	var initial []k8sruntime.Object
+	if initialEvents {
+		initial = c.matching(w)
+	}
+	rv := strconv.Itoa(s.rv)
+	c.watchers[w] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(c.watchers, w)
+		s.mu.Unlock()
+	}()
+
+	rw.WriteHeader(http.StatusOK)
+	flusher, _ := rw.(http.Flusher)
+	flusher.Flush()
+	frames := info.StreamSerializer.Framer.NewFrameWriter(rw)
+	send := func(ev watch.Event) bool {
+		if asMetadata {
+			ev.Object = toPartial(ev.Object)
+		}
+		raw, err := k8sruntime.Encode(encoder, ev.Object)
+		if err == nil {
+			err = info.StreamSerializer.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: k8sruntime.RawExtension{Raw: raw}}, frames)
+		}
+		flusher.Flush()
+		return err == nil
+	}
+	for _, obj := range initial {
+		if !send(watch.Event{Type: watch.Added, Object: obj}) {
+			return
+		}
+	}
+	if initialEvents {
+		bookmark, _ := s.scheme.New(c.kind)
+		m, _ := meta.Accessor(bookmark)
+		m.SetResourceVersion(rv)
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		if !send(watch.Event{Type: watch.Bookmark, Object: bookmark}) {
+			return
+		}
+	}
+	for {
+		select {
+		case ev := <-w.events:
+			if !send(ev) {
+				return
+			}
+		case <-req.Context().Done():
+			return
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// matching returns copies of the objects w selects, sorted by key. Call with
+// s.mu held.
+func (c *fakeCollection) matching(w *fakeWatch) []k8sruntime.Object {
+	keys := make([]string, 0, len(c.objects))
+	for key := range c.objects {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	var out []k8sruntime.Object
+	for _, key := range keys {
+		m, _ := meta.Accessor(c.objects[key])
+		if w.matches(m) {
+			out = append(out, c.objects[key].DeepCopyObject())
+		}
+	}
+	return out
+}
+
+func newFakeWatch(namespace string, query map[string][]string) (*fakeWatch, error) {
+	get := func(k string) string {
+		if v := query[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	ls, err := labels.Parse(get("labelSelector"))
+	if err != nil {
+		return nil, err
+	}
+	fs, err := fields.ParseSelector(get("fieldSelector"))
+	if err != nil {
+		return nil, err
+	}
+	return &fakeWatch{namespace: namespace, labels: ls, fields: fs, events: make(chan watch.Event, 1000)}, nil
+}
+
+// negotiate picks the response media type from an Accept header the way the
+// API server does: the first acceptable entry wins. It reports whether the
+// client asked for metadata only.
+func negotiate(accept string, protobuf bool) (mediaType string, asMetadata, ok bool) {
+	for _, entry := range strings.Split(accept, ",") {
+		typ, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
+		if err != nil {
+			continue
+		}
+		as := params["as"]
+		isMeta := as == "PartialObjectMetadata" || as == "PartialObjectMetadataList"
+		if as != "" && (!isMeta || params["g"] != metav1.GroupName || params["v"] != "v1") {
+			continue
+		}
+		switch {
+		case typ == k8sruntime.ContentTypeProtobuf && (protobuf || isMeta):
+			return typ, isMeta, true
+		case typ == k8sruntime.ContentTypeJSON, typ == "*/*":
+			return k8sruntime.ContentTypeJSON, isMeta, true
+		}
+	}
+	return "", false, false
+}
+
+// toPartial returns the metadata of obj, as the server sends it for
+// as=PartialObjectMetadata.
+func toPartial(obj k8sruntime.Object) *metav1.PartialObjectMetadata {
+	m, _ := meta.Accessor(obj)
+	return meta.AsPartialObjectMetadata(m)
+}
+
+func selectedQuery(query map[string][]string) string {
+	var parts []string
+	for _, k := range []string{"labelSelector", "fieldSelector"} {
+		if v := query[k]; len(v) > 0 {
+			parts = append(parts, k+"="+v[0])
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+func parseCollectionPath(path string) (schema.GroupVersionResource, string, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var gvr schema.GroupVersionResource
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		gvr.Version, parts = parts[1], parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		gvr.Group, gvr.Version, parts = parts[1], parts[2], parts[3:]
+	default:
+		return gvr, "", false
+	}
+	namespace := ""
+	if len(parts) == 3 && parts[0] == "namespaces" {
+		namespace, parts = parts[1], parts[2:]
+	}
+	if len(parts) != 1 {
+		return gvr, "", false
+	}
+	gvr.Resource = parts[0]
+	return gvr, namespace, true
+}
+
+// eventually polls cond until it holds, failing the test after a generous
+// deadline (the deadline guards against hangs; it asserts no speed).
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// goroutineIDs returns the ids of the live goroutines.
+func goroutineIDs() map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	ids := map[string]string{}
+	for _, stack := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(stack, " [")
+		ids[strings.TrimPrefix(header, "goroutine ")] = stack
+	}
+	return ids
+}
+
+// expectNoNewGoroutines returns a check that fails the test if goroutines
+// started after this call are still alive (after a grace period for exiting
+// ones).
+func expectNoNewGoroutines(tb testing.TB) func() {
+	before := goroutineIDs()
+	return func() {
+		tb.Helper()
+		var leaked []string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			leaked = leaked[:0]
+			for id, stack := range goroutineIDs() {
+				if _, old := before[id]; !old && !strings.Contains(stack, "goroutineIDs") {
+					leaked = append(leaked, stack)
+				}
+			}
+			if len(leaked) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(leaked) > 0 {
+			tb.Errorf("%d goroutines leaked:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+		}
+	}
+}

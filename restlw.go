@@ -1,0 +1,311 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// ContentType is the wire format a ListerWatcher built from a *rest.Config
+// asks the API server for.
+type ContentType string
+
+const (
+	// ContentTypeDefault asks for protobuf for the built-in types of
+	// k8s.io/api and for JSON for everything else: the API server serves
+	// custom resources only as JSON.
+	ContentTypeDefault ContentType = ""
+	// ContentTypeJSON asks for JSON.
+	ContentTypeJSON ContentType = "application/json"
+	// ContentTypeProtobuf asks for protobuf and accepts JSON as a fallback.
+	// The Go type (and its list type) must implement protobuf unmarshalling,
+	// which the types of k8s.io/api do.
+	ContentTypeProtobuf ContentType = "application/vnd.kubernetes.protobuf"
+)
+
+// RESTOptions configures the ListerWatchers built from a *rest.Config by
+// [NewRESTListerWatcher], [NewMetadataListerWatcher] and
+// [NewDynamicListerWatcher].
+type RESTOptions struct {
+	// Scheme knows the Go type to list and watch and its list type (for a
+	// CRD type: register it together with metav1.AddToGroupVersion, as
+	// generated scheme builders do). It is consulted first; client-go's
+	// scheme of the built-in types (k8s.io/client-go/kubernetes/scheme) is
+	// always consulted after it. Nil means only the built-in types.
+	Scheme *runtime.Scheme
+	// Resource is the plural resource name ("pods"). Empty means a guess from
+	// the kind by meta.UnsafeGuessKindToResource (lower case, plural by the
+	// English rules of that function: "Pod" → "pods", "Ingress" →
+	// "ingresses", "NetworkPolicy" → "networkpolicies"), which is right for
+	// every built-in type but not for a CRD whose plural is irregular.
+	// Ignored by the metadata and dynamic ListerWatchers, which take a
+	// GroupVersionResource.
+	Resource string
+	// Namespace limits lists and watches to one namespace; empty means all
+	// namespaces. Leave it empty for cluster-scoped resources.
+	Namespace string
+	// TweakListOptions, if set, changes the options of every list and watch
+	// call, for example to set a label or field selector. It is called on a
+	// copy owned by the call.
+	TweakListOptions func(options *metav1.ListOptions)
+	// ContentType selects the wire format of typed ListerWatchers. The
+	// metadata ListerWatcher always asks for protobuf with a JSON fallback;
+	// the dynamic one accepts only JSON (or the default).
+	ContentType ContentType
+	// HTTPClient is the client requests go through, shared by every
+	// ListerWatcher given it. Nil means rest.HTTPClientFor(config).
+	HTTPClient *http.Client
+}
+
+// restParameterCodec encodes metav1.ListOptions as query parameters. It has
+// its own scheme so that a user's scheme need not know the options types.
+var restParameterCodec = newRESTParameterCodec()
+
+var metaV1 = schema.GroupVersion{Version: "v1"}
+
+func newRESTParameterCodec() runtime.ParameterCodec {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, metaV1)
+	return runtime.NewParameterCodec(s)
+}
+
+// RESTListerWatcher lists and watches objects of a Go type T (a built-in
+// type of k8s.io/api or a CRD type registered in a scheme) through a REST
+// client. Lists are decoded into the scheme's list type; watch events carry
+// objects of type T decoded by the scheme. It is safe for concurrent use.
+type RESTListerWatcher[T Object] struct {
+	client    *rest.RESTClient
+	scheme    *runtime.Scheme
+	listKind  schema.GroupVersionKind
+	resource  schema.GroupVersionResource
+	namespace string
+	tweak     func(*metav1.ListOptions)
+}
+
+// NewRESTListerWatcher returns a ListerWatcher for T. It fails with a clear
+// error when T is not known to opts.Scheme nor to client-go's scheme, when
+// the scheme has no list type for T's kind, or when protobuf is asked for a
+// type that cannot be decoded from protobuf. No request is made.
+func NewRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*RESTListerWatcher[T], error) {
+	typeName := reflect.TypeFor[T]().String()
+	if config == nil {
+		return nil, fmt.Errorf("list/watch %s: rest config is nil", typeName)
+	}
+	if err := validateNamespace(opts.Namespace); err != nil {
+		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
+	}
+	scheme, gvk, err := kindOf[T](opts.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
+	}
+	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	list, err := scheme.New(listKind)
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: the scheme has no list type %s: %w", typeName, listKind, err)
+	}
+	if !meta.IsListType(list) {
+		return nil, fmt.Errorf("list/watch %s: %T, registered as %s, has no Items field", typeName, list, listKind)
+	}
+	contentType, err := typedContentType(opts.ContentType, gvk, list)
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
+	}
+	resource := opts.Resource
+	if resource == "" {
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		resource = plural.Resource
+	}
+	client, err := newTypedRESTClient(config, gvk.GroupVersion(), scheme, contentType, opts.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
+	}
+	return &RESTListerWatcher[T]{
+		client:    client,
+		scheme:    scheme,
+		listKind:  listKind,
+		resource:  gvk.GroupVersion().WithResource(resource),
+		namespace: opts.Namespace,
+		tweak:     opts.TweakListOptions,
+	}, nil
+}
+
+// Resource returns the resource this ListerWatcher lists and watches.
+func (lw *RESTListerWatcher[T]) Resource() schema.GroupVersionResource {
+	return lw.resource
+}
+
+// List returns one page of objects. The items point into the decoded list
+// and are owned by the caller.
+func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
+	if lw.tweak != nil {
+		lw.tweak(&options)
+	}
+	list, err := lw.scheme.New(lw.listKind)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+	}
+	err = lw.client.Get().
+		NamespaceIfScoped(lw.namespace, lw.namespace != "").
+		Resource(lw.resource.Resource).
+		SpecificallyVersionedParams(&options, restParameterCodec, metaV1).
+		Do(ctx).
+		Into(list)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+	}
+	listMeta, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+	}
+	items := make([]T, 0, meta.LenList(list))
+	err = meta.EachListItem(list, func(item runtime.Object) error {
+		typed, ok := item.(T)
+		if !ok {
+			return fmt.Errorf("list item is a %T, not a %s", item, reflect.TypeFor[T]())
+		}
+		items = append(items, typed)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+	}
+	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue()}, nil
+}
+
+// Watch starts a watch. Its events carry objects of type T (a *metav1.Status
+// for Error events), decoded by the scheme.
+func (lw *RESTListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	if lw.tweak != nil {
+		lw.tweak(&options)
+	}
+	options.Watch = true
+	w, err := lw.client.Get().
+		NamespaceIfScoped(lw.namespace, lw.namespace != "").
+		Resource(lw.resource.Resource).
+		SpecificallyVersionedParams(&options, restParameterCodec, metaV1).
+		Timeout(watchTimeout(options)).
+		Watch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", lw.resource, err)
+	}
+	return w, nil
+}
+
+// kindOf finds the group, version and kind of T in userScheme, then in
+// client-go's scheme, and returns the scheme that knows it.
+func kindOf[T Object](userScheme *runtime.Scheme) (*runtime.Scheme, schema.GroupVersionKind, error) {
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("the type must be a pointer to a struct")
+	}
+	obj, _ := reflect.New(typ.Elem()).Interface().(T)
+	switch any(obj).(type) {
+	case *metav1.PartialObjectMetadata:
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher or ForResource")
+	case *unstructured.Unstructured:
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("unstructured objects need a GroupVersionResource: use NewDynamicListerWatcher or ForResource")
+	}
+	for _, s := range []*runtime.Scheme{userScheme, clientgoscheme.Scheme} {
+		if s == nil {
+			continue
+		}
+		kinds, unversioned, err := s.ObjectKinds(obj)
+		if err != nil || unversioned {
+			continue
+		}
+		for _, gvk := range kinds {
+			if gvk.Version != runtime.APIVersionInternal {
+				return s, gvk, nil
+			}
+		}
+	}
+	return nil, schema.GroupVersionKind{}, fmt.Errorf("the type is not registered in the scheme (for a CRD type, register it in a runtime.Scheme with its list type and pass that scheme)")
+}
+
+// typedContentType resolves the requested content type for a kind whose
+// list type is list.
+func typedContentType(requested ContentType, gvk schema.GroupVersionKind, list runtime.Object) (ContentType, error) {
+	switch requested {
+	case ContentTypeDefault:
+		if clientgoscheme.Scheme.Recognizes(gvk) && decodesProtobuf(list) {
+			return ContentTypeProtobuf, nil
+		}
+		return ContentTypeJSON, nil
+	case ContentTypeJSON:
+		return ContentTypeJSON, nil
+	case ContentTypeProtobuf:
+		if !decodesProtobuf(list) {
+			return "", fmt.Errorf("content type %s: %T cannot be decoded from protobuf", requested, list)
+		}
+		return ContentTypeProtobuf, nil
+	default:
+		return "", fmt.Errorf("unsupported content type %q (use %q or %q)", requested, ContentTypeJSON, ContentTypeProtobuf)
+	}
+}
+
+// decodesProtobuf tells whether apimachinery's protobuf serializer can
+// decode into obj: it needs the generated Reset and Unmarshal methods.
+func decodesProtobuf(obj runtime.Object) bool {
+	_, ok := obj.(interface {
+		Reset()
+		Unmarshal(data []byte) error
+	})
+	return ok
+}
+
+// newTypedRESTClient returns a REST client for one group version that
+// decodes with scheme and negotiates contentType.
+func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
+	cfg := rest.CopyConfig(config)
+	cfg.GroupVersion = &gv
+	cfg.APIPath = "/apis"
+	if gv.Group == "" {
+		cfg.APIPath = "/api"
+	}
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	cfg.ContentType = string(contentType)
+	cfg.AcceptContentTypes = string(contentType)
+	if contentType == ContentTypeProtobuf {
+		cfg.AcceptContentTypes = string(ContentTypeProtobuf) + "," + string(ContentTypeJSON)
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	httpClient, err := httpClientFor(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return rest.RESTClientForConfigAndClient(cfg, httpClient)
+}
+
+// watchTimeout is the client-side timeout matching the server-side one the
+// reflector asks for, so that a silent connection cannot hang a watch.
+func watchTimeout(options metav1.ListOptions) time.Duration {
+	if options.TimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*options.TimeoutSeconds) * time.Second
+}
+
+// validateNamespace rejects a namespace that cannot be a URL path segment.
+func validateNamespace(namespace string) error {
+	if namespace == "" {
+		return nil
+	}
+	if msgs := rest.IsValidPathSegmentName(namespace); len(msgs) > 0 {
+		return fmt.Errorf("invalid namespace %q: %v", namespace, msgs)
+	}
+	return nil
+}

@@ -1,0 +1,356 @@
+package informer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer"
+)
+
+var (
+	podsResource = corev1.SchemeGroupVersion.WithResource("pods")
+	podKind      = corev1.SchemeGroupVersion.WithKind("Pod")
+	widgetKind   = widgetsGV.WithKind("Widget")
+)
+
+const (
+	protobufAccept = "application/vnd.kubernetes.protobuf,application/json"
+	metadataAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
+		"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
+		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+
+func newPod(namespace, name, app string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": app}},
+		Spec:       corev1.PodSpec{NodeName: "node-1"},
+	}
+}
+
+func newWidget(namespace, name string, size int) *Widget {
+	return &Widget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: widgetsGV.String(), Kind: "Widget"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": "web"}},
+		Spec:       WidgetSpec{Size: size},
+	}
+}
+
+// selectWebInA is a TweakListOptions that keeps the "web" objects except
+// "web-skip".
+func selectWeb(options *metav1.ListOptions) {
+	options.LabelSelector = "app=web"
+	options.FieldSelector = "metadata.name!=web-skip"
+}
+
+// nextEvent returns the next event of w, failing the test if none arrives.
+func nextEvent(t *testing.T, w watch.Interface) watch.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		return ev
+	case <-time.After(20 * time.Second):
+		t.Fatal("timed out waiting for a watch event")
+		return watch.Event{}
+	}
+}
+
+// testListerWatcher lists at "0", then watches from the list's resource
+// version and returns the list and the first watch event after the objects
+// made by write (which must include objects the options filter out before the
+// one they select).
+func testListerWatcher[T informer.Object](t *testing.T, srv *fakeAPIServer, resource schema.GroupVersionResource, lw informer.ListerWatcher[T], write func()) (*informer.ListResult[T], watch.Event) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	list, err := lw.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	w, err := lw.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	defer w.Stop()
+	srv.WaitForWatches(t, resource, 1)
+	write()
+	return list, nextEvent(t, w)
+}
+
+func TestRESTListerWatcherPods(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		contentType informer.ContentType
+		accept      string
+		listType    string
+		watchType   string
+	}{
+		{"default is protobuf", informer.ContentTypeDefault, protobufAccept, "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf;stream=watch"},
+		{"protobuf", informer.ContentTypeProtobuf, protobufAccept, "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf;stream=watch"},
+		{"json", informer.ContentTypeJSON, "application/json", "application/json", "application/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFakeAPIServer(t)
+			srv.Serve(podsResource, podKind, true)
+			web1 := srv.Create(podsResource, newPod("a", "web-1", "web"))
+			srv.Create(podsResource, newPod("a", "db-1", "db"))
+			srv.Create(podsResource, newPod("a", "web-skip", "web"))
+			srv.Create(podsResource, newPod("b", "web-2", "web"))
+			lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{
+				Namespace: "a", TweakListOptions: selectWeb, ContentType: tc.contentType,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var web3 runtime.Object
+			list, ev := testListerWatcher(t, srv, podsResource, lw, func() {
+				srv.Create(podsResource, newPod("a", "db-2", "db"))
+				srv.Create(podsResource, newPod("b", "web-4", "web"))
+				web3 = srv.Create(podsResource, newPod("a", "web-3", "web"))
+			})
+
+			if diff := cmp.Diff(podsResource, lw.Resource()); diff != "" {
+				t.Errorf("Resource() (-want +got):\n%s", diff)
+			}
+			wantList := &informer.ListResult[*corev1.Pod]{Items: []*corev1.Pod{web1.(*corev1.Pod)}, ResourceVersion: "104"}
+			if diff := cmp.Diff(wantList, list); diff != "" {
+				t.Errorf("List (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: web3}, ev); diff != "" {
+				t.Errorf("watch event (-want +got):\n%s", diff)
+			}
+			const query = "labelSelector=app=web&fieldSelector=metadata.name!=web-skip"
+			wantRequests := []fakeRequest{
+				{Path: "/api/v1/namespaces/a/pods", Query: query, Accept: tc.accept, ContentType: tc.listType},
+				{Path: "/api/v1/namespaces/a/pods", Watch: true, Query: query, Accept: tc.accept, ContentType: tc.watchType},
+			}
+			if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRESTListerWatcherCRDTypeUsesJSON(t *testing.T) {
+	srv := newFakeAPIServer(t, addWidgetTypes)
+	srv.Serve(widgetsResource, widgetKind, false)
+	small := srv.Create(widgetsResource, newWidget("a", "small", 1))
+	scheme := runtime.NewScheme()
+	if err := addWidgetTypes(scheme); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := informer.NewRESTListerWatcher[*Widget](srv.Config(), informer.RESTOptions{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var large runtime.Object
+	list, ev := testListerWatcher(t, srv, widgetsResource, lw, func() {
+		large = srv.Create(widgetsResource, newWidget("b", "large", 9))
+	})
+
+	if diff := cmp.Diff(widgetsResource, lw.Resource()); diff != "" {
+		t.Errorf("Resource() (-want +got):\n%s", diff)
+	}
+	wantList := &informer.ListResult[*Widget]{Items: []*Widget{small.(*Widget)}, ResourceVersion: "101"}
+	if diff := cmp.Diff(wantList, list); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	// The client drops apiVersion and kind of a decoded top-level object, as
+	// client-go's typed clients do.
+	wantAdded := large.DeepCopyObject().(*Widget)
+	wantAdded.TypeMeta = metav1.TypeMeta{}
+	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: wantAdded}, ev); diff != "" {
+		t.Errorf("watch event (-want +got):\n%s", diff)
+	}
+	wantRequests := []fakeRequest{
+		{Path: "/apis/example.com/v1/widgets", Accept: "application/json", ContentType: "application/json"},
+		{Path: "/apis/example.com/v1/widgets", Watch: true, Accept: "application/json", ContentType: "application/json"},
+	}
+	if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestRESTListerWatcherExplicitResource(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := addWidgetTypes(scheme); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := informer.NewRESTListerWatcher[*Widget](&rest.Config{Host: "127.0.0.1:1"}, informer.RESTOptions{Scheme: scheme, Resource: "gadgets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(widgetsGV.WithResource("gadgets"), lw.Resource()); diff != "" {
+		t.Errorf("Resource() (-want +got):\n%s", diff)
+	}
+}
+
+func TestRESTListerWatcherErrors(t *testing.T) {
+	widgets := runtime.NewScheme()
+	if err := addWidgetTypes(widgets); err != nil {
+		t.Fatal(err)
+	}
+	noList := runtime.NewScheme()
+	noList.AddKnownTypes(widgetsGV, &Widget{})
+	_, noListErr := noList.New(widgetsGV.WithKind("WidgetList"))
+	config := &rest.Config{Host: "127.0.0.1:1"}
+	for _, tc := range []struct {
+		name string
+		new  func() error
+		want string
+	}{{
+		name: "type not in scheme",
+		new:  newRESTLW[*Widget](config, informer.RESTOptions{}),
+		want: "list/watch *informer_test.Widget: the type is not registered in the scheme (for a CRD type, register it in a runtime.Scheme with its list type and pass that scheme)",
+	}, {
+		name: "no list type",
+		new:  newRESTLW[*Widget](config, informer.RESTOptions{Scheme: noList}),
+		want: "list/watch *informer_test.Widget: the scheme has no list type example.com/v1, Kind=WidgetList: " + noListErr.Error(),
+	}, {
+		name: "protobuf for a CRD type",
+		new:  newRESTLW[*Widget](config, informer.RESTOptions{Scheme: widgets, ContentType: informer.ContentTypeProtobuf}),
+		want: "list/watch *informer_test.Widget: content type application/vnd.kubernetes.protobuf: *informer_test.WidgetList cannot be decoded from protobuf",
+	}, {
+		name: "unknown content type",
+		new:  newRESTLW[*corev1.Pod](config, informer.RESTOptions{ContentType: "application/yaml"}),
+		want: `list/watch *v1.Pod: unsupported content type "application/yaml" (use "application/json" or "application/vnd.kubernetes.protobuf")`,
+	}, {
+		name: "metadata",
+		new:  newRESTLW[*metav1.PartialObjectMetadata](config, informer.RESTOptions{}),
+		want: "list/watch *v1.PartialObjectMetadata: metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher or ForResource",
+	}, {
+		name: "unstructured",
+		new:  newRESTLW[*unstructured.Unstructured](config, informer.RESTOptions{}),
+		want: "list/watch *unstructured.Unstructured: unstructured objects need a GroupVersionResource: use NewDynamicListerWatcher or ForResource",
+	}, {
+		name: "invalid namespace",
+		new:  newRESTLW[*corev1.Pod](config, informer.RESTOptions{Namespace: "a/b"}),
+		want: `list/watch *v1.Pod: invalid namespace "a/b": [may not contain '/']`,
+	}, {
+		name: "nil config",
+		new:  newRESTLW[*corev1.Pod](nil, informer.RESTOptions{}),
+		want: "list/watch *v1.Pod: rest config is nil",
+	}, {
+		name: "metadata without resource",
+		new: func() error {
+			_, err := informer.NewMetadataListerWatcher(config, schema.GroupVersionResource{Version: "v1"}, informer.RESTOptions{})
+			return err
+		},
+		want: "list/watch metadata of /v1, Resource=: the GroupVersionResource needs a version and a resource",
+	}, {
+		name: "dynamic in protobuf",
+		new: func() error {
+			_, err := informer.NewDynamicListerWatcher(config, widgetsResource, informer.RESTOptions{ContentType: informer.ContentTypeProtobuf})
+			return err
+		},
+		want: `list/watch example.com/v1, Resource=widgets: unstructured objects are served only as JSON, not "application/vnd.kubernetes.protobuf"`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.new()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func newRESTLW[T informer.Object](config *rest.Config, opts informer.RESTOptions) func() error {
+	return func() error {
+		_, err := informer.NewRESTListerWatcher[T](config, opts)
+		return err
+	}
+}
+
+func TestMetadataListerWatcher(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	web1 := srv.Create(podsResource, newPod("a", "web-1", "web"))
+	srv.Create(podsResource, newPod("a", "db-1", "db"))
+	lw, err := informer.NewMetadataListerWatcher(srv.Config(), podsResource, informer.RESTOptions{Namespace: "a", TweakListOptions: selectWeb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var web2 runtime.Object
+	list, ev := testListerWatcher(t, srv, podsResource, lw, func() {
+		srv.Create(podsResource, newPod("a", "db-2", "db"))
+		web2 = srv.Create(podsResource, newPod("a", "web-2", "web"))
+	})
+
+	wantList := &informer.ListResult[*metav1.PartialObjectMetadata]{
+		Items:           []*metav1.PartialObjectMetadata{{ObjectMeta: web1.(*corev1.Pod).ObjectMeta}},
+		ResourceVersion: "102",
+	}
+	if diff := cmp.Diff(wantList, list); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	wantAdded := &metav1.PartialObjectMetadata{ObjectMeta: web2.(*corev1.Pod).ObjectMeta}
+	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: wantAdded}, ev); diff != "" {
+		t.Errorf("watch event (-want +got):\n%s", diff)
+	}
+	const query = "labelSelector=app=web&fieldSelector=metadata.name!=web-skip"
+	wantRequests := []fakeRequest{
+		{Path: "/api/v1/namespaces/a/pods", Query: query, Accept: metadataListAccept, ContentType: "application/vnd.kubernetes.protobuf"},
+		{Path: "/api/v1/namespaces/a/pods", Watch: true, Query: query, Accept: metadataAccept, ContentType: "application/vnd.kubernetes.protobuf;stream=watch"},
+	}
+	if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestDynamicListerWatcher(t *testing.T) {
+	srv := newFakeAPIServer(t, addWidgetTypes)
+	srv.Serve(widgetsResource, widgetKind, false)
+	small := srv.Create(widgetsResource, newWidget("a", "small", 1))
+	lw, err := informer.NewDynamicListerWatcher(srv.Config(), widgetsResource, informer.RESTOptions{TweakListOptions: selectWeb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var large runtime.Object
+	list, ev := testListerWatcher(t, srv, widgetsResource, lw, func() {
+		large = srv.Create(widgetsResource, newWidget("b", "large", 9))
+	})
+
+	wantList := &informer.ListResult[*unstructured.Unstructured]{
+		Items:           []*unstructured.Unstructured{toUnstructured(t, small)},
+		ResourceVersion: "101",
+	}
+	if diff := cmp.Diff(wantList, list); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: toUnstructured(t, large)}, ev); diff != "" {
+		t.Errorf("watch event (-want +got):\n%s", diff)
+	}
+	const query = "labelSelector=app=web&fieldSelector=metadata.name!=web-skip"
+	wantRequests := []fakeRequest{
+		{Path: "/apis/example.com/v1/widgets", Query: query, Accept: "application/json", ContentType: "application/json"},
+		{Path: "/apis/example.com/v1/widgets", Watch: true, Query: query, Accept: "application/json", ContentType: "application/json"},
+	}
+	if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func toUnstructured(t *testing.T, obj runtime.Object) *unstructured.Unstructured {
+	t.Helper()
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: content}
+}
