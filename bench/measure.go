@@ -17,8 +17,12 @@ type opStats struct {
 
 // measureOp calls op repeatedly until one batch of calls lasts at least
 // target, and returns the per-call cost of that last batch. The earlier,
-// shorter batches calibrate the batch size and warm up caches.
+// shorter batches calibrate the batch size; an untimed first call warms up
+// caches and lazily built state.
 func measureOp(op func() error, target time.Duration) (opStats, error) {
+	if err := op(); err != nil {
+		return opStats{}, err
+	}
 	n := 1
 	for {
 		stats, elapsed, err := runBatch(op, n)

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubetyped/informer"
 )
 
 // byNodeIndex is the name of the W4 index on spec.nodeName.
@@ -18,6 +20,7 @@ const byNodeIndex = "byNode"
 type podStores struct {
 	pods     []*corev1.Pod
 	clientGo cache.Indexer
+	ours     *informer.Indexer[*corev1.Pod]
 }
 
 // sharedStores is built by the first store workload and reused by the others.
@@ -28,10 +31,13 @@ func storesFor(cfg config) (*podStores, error) {
 	if sharedStores != nil {
 		return sharedStores, nil
 	}
-	st := &podStores{pods: newPods(cfg.storePods), clientGo: newClientGoIndexer(true)}
+	st := &podStores{pods: newPods(cfg.storePods), clientGo: newClientGoIndexer(true), ours: newOurIndexer(true)}
 	for _, pod := range st.pods {
 		if err := st.clientGo.Add(pod); err != nil {
 			return nil, fmt.Errorf("filling client-go's indexer: %w", err)
+		}
+		if err := st.ours.Add(pod); err != nil {
+			return nil, fmt.Errorf("filling our indexer: %w", err)
 		}
 	}
 	sharedStores = st
@@ -46,6 +52,21 @@ func newClientGoIndexer(byNode bool) cache.Indexer {
 		indexers[byNodeIndex] = clientGoNodeIndexFunc
 	}
 	return cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+}
+
+// newOurIndexer returns our indexer with the namespace index and, when
+// byNode is set, the W4 node index.
+func newOurIndexer(byNode bool) *informer.Indexer[*corev1.Pod] {
+	indexers := informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]}
+	if byNode {
+		indexers[byNodeIndex] = ourNodeIndexFunc
+	}
+	return informer.NewIndexer(indexers)
+}
+
+// ourNodeIndexFunc indexes a pod by spec.nodeName.
+func ourNodeIndexFunc(pod *corev1.Pod) ([]string, error) {
+	return []string{pod.Spec.NodeName}, nil
 }
 
 // clientGoNodeIndexFunc indexes a pod by spec.nodeName.
@@ -87,9 +108,6 @@ func checkSameKeys(what string, want int, clientGo, ours []*corev1.Pod) error {
 	if len(clientGo) != want {
 		return fmt.Errorf("%s: client-go returned %d pods, want %d", what, len(clientGo), want)
 	}
-	if ours == nil {
-		return nil
-	}
 	if len(ours) != want {
 		return fmt.Errorf("%s: ours returned %d pods, want %d", what, len(ours), want)
 	}
@@ -102,9 +120,9 @@ func checkSameKeys(what string, want int, clientGo, ours []*corev1.Pod) error {
 	return nil
 }
 
-// opRows turns the ns/op, allocs/op and (when withBytes) B/op medians of
-// one case into rows; pending marks an "ours" side not built yet.
-func opRows(workload, kase string, cg, our opStats, withAllocs, withBytes, pending bool) []row {
+// opRows turns the ns/op and, when asked, the allocs/op and B/op medians of
+// one case into rows.
+func opRows(workload, kase string, cg, our opStats, withAllocs, withBytes bool) []row {
 	type metric struct {
 		name    string
 		cg, our float64
@@ -118,11 +136,7 @@ func opRows(workload, kase string, cg, our opStats, withAllocs, withBytes, pendi
 	}
 	rows := make([]row, len(ms))
 	for i, m := range ms {
-		if pending {
-			rows[i] = pendingRow(workload, kase, m.name, m.cg)
-		} else {
-			rows[i] = newRow(workload, kase, m.name, m.cg, m.our)
-		}
+		rows[i] = newRow(workload, kase, m.name, m.cg, m.our)
 	}
 	return rows
 }

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+
+	"github.com/kubetyped/informer"
 )
 
 // listCase is one W3 query.
@@ -33,6 +35,7 @@ func runList(cfg config) ([]row, error) {
 		return nil, err
 	}
 	cgLister := corev1listers.NewPodLister(st.clientGo)
+	ourLister := informer.NewLister(st.ours, corev1.Resource("pods"))
 	var rows []row
 	for _, c := range listCases {
 		sel, err := labels.Parse(c.selector)
@@ -45,22 +48,36 @@ func runList(cfg config) ([]row, error) {
 			}
 			return cgLister.Pods(c.namespace).List(sel)
 		}
+		ourList := func() ([]*corev1.Pod, error) {
+			if c.namespace == "" {
+				return ourLister.List(sel)
+			}
+			return ourLister.Namespace(c.namespace).List(sel)
+		}
 		cgPods, err := cgList()
 		if err != nil {
 			return nil, fmt.Errorf("%s: client-go: %w", c.name, err)
 		}
-		if err := checkSameKeys(c.name, countMatching(st.pods, c.namespace, sel), cgPods, nil); err != nil {
+		ourPods, err := ourList()
+		if err != nil {
+			return nil, fmt.Errorf("%s: ours: %w", c.name, err)
+		}
+		if err := checkSameKeys(c.name, countMatching(st.pods, c.namespace, sel), cgPods, ourPods); err != nil {
 			return nil, err
 		}
 		cg, our, err := compareOps(cfg, func() error {
 			pods, err := cgList()
 			sinkPods = pods
 			return err
-		}, nil)
+		}, func() error {
+			pods, err := ourList()
+			sinkPods = pods
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
-		rows = append(rows, opRows("W3", c.name, cg, our, true, true, true)...)
+		rows = append(rows, opRows("W3", c.name, cg, our, true, true)...)
 	}
 	heapRows, err := storeHeapRows(cfg)
 	if err != nil {
@@ -83,7 +100,7 @@ func countMatching(pods []*corev1.Pod, namespace string, sel labels.Selector) in
 // storeHeapRows measures the live heap kept by a store of cfg.storePods
 // pods (pods included), for each implementation with the namespace index.
 func storeHeapRows(cfg config) ([]row, error) {
-	var cgRuns []float64
+	var cgRuns, ourRuns []float64
 	for range cfg.count {
 		perPod, err := retainedHeapPerPod(cfg.storePods, func(pods []*corev1.Pod) (any, error) {
 			store := newClientGoIndexer(false)
@@ -98,7 +115,20 @@ func storeHeapRows(cfg config) ([]row, error) {
 			return nil, fmt.Errorf("store heap: client-go: %w", err)
 		}
 		cgRuns = append(cgRuns, perPod)
+		perPod, err = retainedHeapPerPod(cfg.storePods, func(pods []*corev1.Pod) (any, error) {
+			store := newOurIndexer(false)
+			for _, p := range pods {
+				if err := store.Add(p); err != nil {
+					return nil, err
+				}
+			}
+			return store, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store heap: ours: %w", err)
+		}
+		ourRuns = append(ourRuns, perPod)
 	}
 	kase := fmt.Sprintf("%d pods, namespace index", cfg.storePods)
-	return []row{pendingRow("store", kase, "retained heap/pod (B)", median(cgRuns))}, nil
+	return []row{newRow("store", kase, "retained heap/pod (B)", median(cgRuns), median(ourRuns))}, nil
 }

@@ -32,30 +32,41 @@ func runIndex(cfg config) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSameKeys(byIndexCase, want, cgPods, nil); err != nil {
+	ourPods, err := st.ours.ByIndex(byNodeIndex, node)
+	if err != nil {
+		return nil, fmt.Errorf("%s: ours: %w", byIndexCase, err)
+	}
+	if err := checkSameKeys(byIndexCase, want, cgPods, ourPods); err != nil {
 		return nil, err
 	}
 	cg, our, err := compareOps(cfg, func() error {
 		hits, err := st.clientGo.ByIndex(byNodeIndex, node)
 		sinkAny = hits
 		return err
-	}, nil)
+	}, func() error {
+		hits, err := st.ours.ByIndex(byNodeIndex, node)
+		sinkPods = hits
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", byIndexCase, err)
 	}
-	rows := opRows("W4", byIndexCase, cg, our, true, false, true)
+	rows := opRows("W4", byIndexCase, cg, our, true, false)
 
 	original := st.pods[7] // pod-7 lives on node-7
 	moves := nodeMoves(original, "node-8")
 	cgUpdate := alternate(moves, func(p *corev1.Pod) error { return st.clientGo.Update(p) })
-	cg, our, err = compareOps(cfg, cgUpdate, nil)
+	cg, our, err = compareOps(cfg, cgUpdate, alternate(moves, st.ours.Update))
 	if err != nil {
 		return nil, fmt.Errorf("Update: %w", err)
 	}
 	if err := st.clientGo.Update(original); err != nil {
 		return nil, fmt.Errorf("Update: restoring client-go's store: %w", err)
 	}
-	rows = append(rows, opRows("W4", "Update (node-7 ⇄ node-8)", cg, our, true, false, true)...)
+	if err := st.ours.Update(original); err != nil {
+		return nil, fmt.Errorf("Update: restoring our store: %w", err)
+	}
+	rows = append(rows, opRows("W4", "Update (node-7 ⇄ node-8)", cg, our, true, false)...)
 	return rows, nil
 }
 
