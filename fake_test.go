@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func testPod(namespace, name, resourceVersion string) *corev1.Pod {
+func fakePod(namespace, name, resourceVersion string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}}
 }
 
@@ -58,7 +58,7 @@ func strayPackageGoroutines() []string {
 
 func TestFakeListerWatcherListWhole(t *testing.T) {
 	lw := NewFakeListerWatcher[*corev1.Pod]()
-	a, b := testPod("ns", "a", "5"), testPod("ns", "b", "6")
+	a, b := fakePod("ns", "a", "5"), fakePod("ns", "b", "6")
 	lw.SetList("7", a, b)
 	got, err := lw.List(t.Context(), metav1.ListOptions{ResourceVersion: "0", Limit: 1})
 	if err != nil {
@@ -72,7 +72,7 @@ func TestFakeListerWatcherListWhole(t *testing.T) {
 
 func TestFakeListerWatcherListPages(t *testing.T) {
 	lw := NewFakeListerWatcher[*corev1.Pod]()
-	a, b, c := testPod("ns", "a", "1"), testPod("ns", "b", "2"), testPod("ns", "c", "3")
+	a, b, c := fakePod("ns", "a", "1"), fakePod("ns", "b", "2"), fakePod("ns", "c", "3")
 	lw.SetList("9", a, b, c)
 	lw.SetPagination(true)
 	ctx := t.Context()
@@ -163,7 +163,7 @@ func TestFakeListerWatcherEvents(t *testing.T) {
 	reflectorLeakCheck(t)
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
-	a := testPod("ns", "a", "11")
+	a := fakePod("ns", "a", "11")
 	wrong := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}
 
 	// Sends issued before the watch opens wait for it.
@@ -251,7 +251,7 @@ func TestFakeListerWatcherCloseAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := testPod("", "a", "1")
+	a := fakePod("", "a", "1")
 	sent := make(chan error, 1)
 	go func() { sent <- lw.Add(ctx, a) }()
 	if _, err := lw.WaitForCalls(ctx, 2); err != nil {
@@ -286,7 +286,7 @@ func TestFakeListerWatcherStreamingList(t *testing.T) {
 	reflectorLeakCheck(t)
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
-	a, b := testPod("ns", "a", "1"), testPod("ns", "b", "2")
+	a, b := fakePod("ns", "a", "1"), fakePod("ns", "b", "2")
 	lw.SetList("5", a, b)
 	w, err := lw.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil {
@@ -347,7 +347,7 @@ func TestFakeListerWatcherWatchBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := testPod("", "a", "1")
+	a := fakePod("", "a", "1")
 	// With room for two events, both sends return without a reader.
 	if err := errors.Join(lw.Add(ctx, a), lw.Modify(ctx, a)); err != nil {
 		t.Fatal(err)

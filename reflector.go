@@ -1,0 +1,417 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// defaultPageSize is the page size of paginated lists, client-go's
+// pager.PageSize.
+const defaultPageSize = 500
+
+// WatchErrorHandler is called whenever a Reflector's list-and-watch cycle
+// fails: a list fails, or a watch cannot be started for a reason that is not
+// retried in place. The reflector then backs off and lists again. ctx carries
+// the reflector's logger. It must return quickly.
+type WatchErrorHandler func(ctx context.Context, err error)
+
+// DefaultWatchErrorHandler logs err at a level that fits it: an expired
+// resource version at V(4), an unexpected end of stream at V(1), a normal end
+// of stream not at all, anything else as an error.
+func DefaultWatchErrorHandler(ctx context.Context, err error) {
+	logger := klog.FromContext(ctx)
+	switch {
+	case isExpiredError(err):
+		logger.V(4).Info("Watch closed", "err", err)
+	case err == io.EOF:
+	case err == io.ErrUnexpectedEOF:
+		logger.V(1).Info("Watch closed with unexpected EOF", "err", err)
+	default:
+		logger.Error(err, "Failed to watch")
+	}
+}
+
+// ReflectorOptions configures a Reflector. The zero value is usable.
+type ReflectorOptions struct {
+	// Name is used in logs; default: the Go type of the objects.
+	Name string
+	// ResyncPeriod is how often ShouldResync is consulted while watching;
+	// 0 = never.
+	ResyncPeriod time.Duration
+	// ShouldResync decides whether a due resync calls the store's Resync;
+	// nil = always.
+	ShouldResync func() bool
+	// WatchErrorHandler is called when a list-and-watch cycle fails;
+	// nil = DefaultWatchErrorHandler.
+	WatchErrorHandler WatchErrorHandler
+	// Clock drives backoff, resync and watch durations; nil = real clock.
+	Clock clock.WithTicker
+	// PageSize, if non-zero, is the page size of every list (client-go's
+	// WatchListPageSize). When zero, lists at resource version "" or "0" are
+	// paginated by 500, and later lists at a known resource version are not
+	// paginated (so that the API server's watch cache can serve them) unless
+	// the first list showed that the server paginates.
+	PageSize int64
+	// DisableWatchList turns off the streaming initial list, which is used
+	// by default (like client-go's WatchListClient feature gate) unless the
+	// ListerWatcher has a method IsWatchListSemanticsUnSupported() bool that
+	// returns true.
+	DisableWatchList bool
+	// Backoff, if set, replaces the default backoff between failed cycles
+	// and retried watches (0.8 s doubling to 30 s, jitter 1.0). The backoff
+	// resets every 2 minutes.
+	Backoff *wait.Backoff
+	// ExpectedGVK, if set, makes the reflector drop watch events whose
+	// object's apiVersion/kind differ. Only meaningful for types that carry
+	// their kind, such as *unstructured.Unstructured.
+	ExpectedGVK *schema.GroupVersionKind
+}
+
+// ReflectorStats counts the bad input a Reflector dropped. Each dropped item
+// is also logged.
+type ReflectorStats struct {
+	// WrongTypeEvents counts watch events whose object is not a T (or has an
+	// unexpected GVK or is a Table).
+	WrongTypeEvents uint64
+	// NilObjectEvents counts watch events without an object.
+	NilObjectEvents uint64
+	// NamelessEvents counts Added, Modified and Deleted events whose object
+	// has no name.
+	NamelessEvents uint64
+	// UnknownTypeEvents counts watch events of an unknown event type.
+	UnknownTypeEvents uint64
+	// ErrorEvents counts watch Error events (each ends its watch).
+	ErrorEvents uint64
+	// InvalidListItems counts listed objects that are nil or have no name.
+	InvalidListItems uint64
+	// StoreErrors counts store calls that failed for a single event.
+	StoreErrors uint64
+}
+
+// reflectorCounters holds ReflectorStats as atomics, so Stats can be read
+// while Run writes.
+type reflectorCounters struct {
+	wrongType, nilObject, nameless, unknownType, errorEvents, invalidListItems, storeErrors atomic.Uint64
+}
+
+// Reflector keeps a ReflectorStore in step with the API server: it lists
+// (or stream-lists) the resource, then watches it from the list's resource
+// version, and lists again when the watch cannot be resumed. It behaves like
+// client-go's tools/cache Reflector; see docs/semantics.md.
+//
+// The store is called from Run's goroutine only, one call at a time.
+// Objects handed to the store come from the ListerWatcher unchanged.
+type Reflector[T Object] struct {
+	lw                ListerWatcher[T]
+	store             ReflectorStore[T]
+	name              string
+	typeDescription   string
+	resyncPeriod      time.Duration
+	shouldResync      func() bool
+	watchErrorHandler WatchErrorHandler
+	clock             clock.WithTicker
+	delay             wait.DelayFunc
+	pageSize          int64
+	useWatchList      bool
+	expectedGVK       *schema.GroupVersionKind
+	running           atomic.Bool
+	counters          reflectorCounters
+
+	// paginatedResult records that the first list (at "0") came back in
+	// pages: the server does not serve lists from its watch cache, so later
+	// lists keep paginating. Only Run's goroutine uses it.
+	paginatedResult bool
+
+	mu sync.RWMutex
+	// lastSyncResourceVersion is the last resource version seen.
+	lastSyncResourceVersion string
+	// resourceVersionUnavailable records that the last list or watch at
+	// lastSyncResourceVersion failed as expired or too large; the next one
+	// then asks for the latest data (resource version "").
+	resourceVersionUnavailable bool
+}
+
+// watchListSemanticsDeclarer is implemented by lister-watchers that can say
+// they do not support streaming lists (client-go's convention).
+type watchListSemanticsDeclarer interface {
+	IsWatchListSemanticsUnSupported() bool
+}
+
+// NewReflector returns a Reflector that fills store from lw. Nothing
+// happens until Run.
+func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts ReflectorOptions) *Reflector[T] {
+	var zero T
+	r := &Reflector[T]{
+		lw:                lw,
+		store:             store,
+		name:              opts.Name,
+		typeDescription:   fmt.Sprintf("%T", zero),
+		resyncPeriod:      opts.ResyncPeriod,
+		shouldResync:      opts.ShouldResync,
+		watchErrorHandler: opts.WatchErrorHandler,
+		clock:             opts.Clock,
+		pageSize:          opts.PageSize,
+		useWatchList:      !opts.DisableWatchList,
+		expectedGVK:       opts.ExpectedGVK,
+	}
+	if r.name == "" {
+		r.name = r.typeDescription
+	}
+	if r.watchErrorHandler == nil {
+		r.watchErrorHandler = DefaultWatchErrorHandler
+	}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if declarer, ok := lw.(watchListSemanticsDeclarer); ok && declarer.IsWatchListSemanticsUnSupported() {
+		r.useWatchList = false
+	}
+	r.delay = newReflectorDelay(opts.Backoff, r.clock)
+	return r
+}
+
+// Run lists and watches until ctx is done, backing off between failed
+// cycles. It blocks, starts no goroutine, and returns once ctx is done. A
+// Reflector runs at most once at a time: a concurrent second Run logs an
+// error and returns at once.
+func (r *Reflector[T]) Run(ctx context.Context) {
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "reflector", r.name, "type", r.typeDescription)
+	ctx = klog.NewContext(ctx, logger)
+	if !r.running.CompareAndSwap(false, true) {
+		logger.Error(nil, "Reflector is already running")
+		return
+	}
+	defer r.running.Store(false)
+	logger.V(3).Info("Starting reflector", "resyncPeriod", r.resyncPeriod)
+	defer logger.V(3).Info("Stopping reflector")
+	for ctx.Err() == nil {
+		if err := r.listAndWatch(ctx); err != nil {
+			r.watchErrorHandler(ctx, err)
+		}
+		if r.sleep(ctx, r.delay(), nil) != nil {
+			return
+		}
+	}
+}
+
+// LastSyncResourceVersion returns the last resource version the reflector
+// has seen (from a list, a watch event or a bookmark). Safe for concurrent
+// use.
+func (r *Reflector[T]) LastSyncResourceVersion() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.lastSyncResourceVersion
+}
+
+// Stats returns the counts of bad input dropped so far. Safe for concurrent
+// use.
+func (r *Reflector[T]) Stats() ReflectorStats {
+	c := &r.counters
+	return ReflectorStats{
+		WrongTypeEvents:   c.wrongType.Load(),
+		NilObjectEvents:   c.nilObject.Load(),
+		NamelessEvents:    c.nameless.Load(),
+		UnknownTypeEvents: c.unknownType.Load(),
+		ErrorEvents:       c.errorEvents.Load(),
+		InvalidListItems:  c.invalidListItems.Load(),
+		StoreErrors:       c.storeErrors.Load(),
+	}
+}
+
+func (r *Reflector[T]) setLastSyncResourceVersion(rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastSyncResourceVersion = rv
+}
+
+func (r *Reflector[T]) setResourceVersionUnavailable(unavailable bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resourceVersionUnavailable = unavailable
+}
+
+// relistResourceVersion is the resource version to list at: "" (latest,
+// consistent) after an expired or too-large resource version, "0" (any, from
+// the watch cache) before anything was seen, else the last seen one.
+func (r *Reflector[T]) relistResourceVersion() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch {
+	case r.resourceVersionUnavailable:
+		return ""
+	case r.lastSyncResourceVersion == "":
+		return "0"
+	default:
+		return r.lastSyncResourceVersion
+	}
+}
+
+// rewatchResourceVersion is the resource version a streaming list starts
+// at: "" (latest) at first or after an expired one, else the last seen one.
+func (r *Reflector[T]) rewatchResourceVersion() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.resourceVersionUnavailable {
+		return ""
+	}
+	return r.lastSyncResourceVersion
+}
+
+// listAndWatch gets the full state once (streaming list, or list as the
+// fallback), then watches until the watch cannot be resumed. It returns an
+// error only when no watch could be started.
+func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	logger.V(3).Info("Listing and watching")
+	var w watch.Interface
+	if r.useWatchList {
+		var err error
+		w, err = r.streamList(ctx)
+		if ctx.Err() != nil {
+			if w != nil {
+				w.Stop()
+			}
+			return nil
+		}
+		if err != nil {
+			logger.V(4).Info("Streaming list failed, falling back to a regular list; expected if the API server does not support it", "err", err)
+		}
+	}
+	if w == nil {
+		if err := r.list(ctx); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	logger.V(2).Info("Caches populated")
+	resync := r.newResyncTimer(ctx)
+	defer resync.stop()
+	return r.watch(ctx, w, resync)
+}
+
+// list gets the full state with (paginated) list calls and replaces the
+// store's content with it.
+func (r *Reflector[T]) list(ctx context.Context) error {
+	options := metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}
+	pageSize := r.listPageSize(options.ResourceVersion)
+	items, rv, paginated, err := r.listAll(ctx, options, pageSize)
+	if isExpiredError(err) || isTooLargeResourceVersionError(err) {
+		// The resource version is gone or not there yet: get the latest
+		// state so that the reflector makes progress.
+		r.setResourceVersionUnavailable(true)
+		items, rv, paginated, err = r.listAll(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}, pageSize)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to list %s: %w", r.typeDescription, err)
+	}
+	// Pages in answer to a list at "0" mean the server does not serve lists
+	// from its watch cache; later lists then need not avoid pagination.
+	if options.ResourceVersion == "0" && paginated {
+		r.paginatedResult = true
+	}
+	r.setResourceVersionUnavailable(false)
+	if err := r.store.Replace(items, rv); err != nil {
+		return fmt.Errorf("unable to sync list result: %w", err)
+	}
+	r.setLastSyncResourceVersion(rv)
+	return nil
+}
+
+// listPageSize chooses the page size of a list at resourceVersion.
+func (r *Reflector[T]) listPageSize(resourceVersion string) int64 {
+	switch {
+	case r.pageSize != 0:
+		return r.pageSize
+	case r.paginatedResult:
+		return defaultPageSize
+	case resourceVersion != "" && resourceVersion != "0":
+		// An unpaginated list at a known resource version can be served by
+		// the watch cache instead of etcd.
+		return 0
+	default:
+		return defaultPageSize
+	}
+}
+
+// listAll collects every page of a list. Like client-go's pager, when a
+// continue token has expired it lists everything at the requested resource
+// version in one call. It reports whether the result came in pages.
+func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, pageSize int64) ([]T, string, bool, error) {
+	if options.Limit == 0 {
+		options.Limit = pageSize
+	}
+	requestedRV, requestedMatch := options.ResourceVersion, options.ResourceVersionMatch
+	var items []T
+	var listRV string
+	paginated := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, "", paginated, err
+		}
+		page, err := r.lw.List(ctx, options)
+		if err != nil {
+			if !isExpiredContinue(err, options) {
+				return nil, "", paginated, err
+			}
+			options.Limit, options.Continue = 0, ""
+			options.ResourceVersion, options.ResourceVersionMatch = requestedRV, requestedMatch
+			page, err = r.lw.List(ctx, options)
+			if err != nil {
+				return nil, "", paginated, err
+			}
+			if page == nil {
+				return nil, "", paginated, errNilListResult
+			}
+			return r.validListItems(ctx, nil, page.Items), page.ResourceVersion, paginated, nil
+		}
+		if page == nil {
+			return nil, "", paginated, errNilListResult
+		}
+		if !paginated {
+			listRV = page.ResourceVersion
+			items = make([]T, 0, len(page.Items))
+		}
+		items = r.validListItems(ctx, items, page.Items)
+		if page.Continue == "" {
+			return items, listRV, paginated, nil
+		}
+		// A continued list must not repeat the resource version.
+		options.Continue = page.Continue
+		options.ResourceVersion, options.ResourceVersionMatch = "", ""
+		paginated = true
+	}
+}
+
+// validListItems appends to dst the items that can be stored, dropping
+// (logging and counting) nil and nameless ones.
+func (r *Reflector[T]) validListItems(ctx context.Context, dst, items []T) []T {
+	var zero T
+	if dst == nil {
+		dst = make([]T, 0, len(items))
+	}
+	for i, item := range items {
+		if item == zero || item.GetName() == "" {
+			r.counters.invalidListItems.Add(1)
+			klog.FromContext(ctx).Error(nil, "Dropping a listed object without a name", "index", i, "nil", item == zero)
+			continue
+		}
+		dst = append(dst, item)
+	}
+	return dst
+}

@@ -1,0 +1,302 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+// storeCall is one call received by a recordingStore.
+type storeCall struct {
+	Op string
+	// Keys are the object's key (Add/Update/Delete) or the listed keys in
+	// order (Replace).
+	Keys []string
+	// RV is the object's resource version (Add/Update/Delete) or the given
+	// resource version (Replace/Bookmark).
+	RV string
+}
+
+// recordingStore is a ReflectorStore that records every call and can be
+// told to fail calls.
+type recordingStore[T Object] struct {
+	mu      sync.Mutex
+	calls   []storeCall
+	fail    map[string][]error // op -> errors for its next calls
+	changed chan struct{}
+}
+
+var _ ReflectorStore[*corev1.Pod] = (*recordingStore[*corev1.Pod])(nil)
+
+func newRecordingStore[T Object]() *recordingStore[T] {
+	return &recordingStore[T]{fail: map[string][]error{}, changed: make(chan struct{})}
+}
+
+// failNext makes the next len(errs) calls of op fail with errs.
+func (s *recordingStore[T]) failNext(op string, errs ...error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail[op] = append(s.fail[op], errs...)
+}
+
+func (s *recordingStore[T]) record(call storeCall) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if errs := s.fail[call.Op]; len(errs) > 0 {
+		s.fail[call.Op] = errs[1:]
+		return errs[0]
+	}
+	return nil
+}
+
+func (s *recordingStore[T]) Add(obj T) error {
+	return s.record(storeCall{Op: "add", Keys: []string{KeyOf(obj)}, RV: obj.GetResourceVersion()})
+}
+
+func (s *recordingStore[T]) Update(obj T) error {
+	return s.record(storeCall{Op: "update", Keys: []string{KeyOf(obj)}, RV: obj.GetResourceVersion()})
+}
+
+func (s *recordingStore[T]) Delete(obj T) error {
+	return s.record(storeCall{Op: "delete", Keys: []string{KeyOf(obj)}, RV: obj.GetResourceVersion()})
+}
+
+func (s *recordingStore[T]) Replace(list []T, resourceVersion string) error {
+	keys := []string{}
+	for _, obj := range list {
+		keys = append(keys, KeyOf(obj))
+	}
+	return s.record(storeCall{Op: "replace", Keys: keys, RV: resourceVersion})
+}
+
+func (s *recordingStore[T]) Resync() error { return s.record(storeCall{Op: "resync"}) }
+
+func (s *recordingStore[T]) Bookmark(resourceVersion string) error {
+	return s.record(storeCall{Op: "bookmark", RV: resourceVersion})
+}
+
+// waitFor blocks until the store received at least n calls and returns
+// them; it fails the test if ctx ends first.
+func (s *recordingStore[T]) waitFor(t *testing.T, n int) []storeCall {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		if len(s.calls) >= n {
+			calls := append([]storeCall(nil), s.calls...)
+			s.mu.Unlock()
+			return calls
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			t.Fatalf("waiting for %d store calls, got %+v", n, s.calls)
+		}
+	}
+}
+
+func (s *recordingStore[T]) snapshot() []storeCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]storeCall(nil), s.calls...)
+}
+
+// reflectorHarness runs a Reflector on a FakeListerWatcher and a recording
+// store, with a fake clock.
+type reflectorHarness struct {
+	t     *testing.T
+	ctx   context.Context
+	lw    *FakeListerWatcher[*corev1.Pod]
+	store *recordingStore[*corev1.Pod]
+	clock *clocktesting.FakeClock
+	r     *Reflector[*corev1.Pod]
+	errs  chan error
+	stop  func()
+}
+
+// newReflectorHarness builds the harness; lw is configured by the caller
+// before start. Watch errors passed to the error handler are collected.
+func newReflectorHarness(t *testing.T, opts ReflectorOptions) *reflectorHarness {
+	reflectorLeakCheck(t)
+	h := &reflectorHarness{
+		t:     t,
+		lw:    NewFakeListerWatcher[*corev1.Pod](),
+		store: newRecordingStore[*corev1.Pod](),
+		clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
+		errs:  make(chan error, 100),
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	h.ctx = ctx
+	t.Cleanup(cancel)
+	if opts.Clock == nil {
+		opts.Clock = h.clock
+	}
+	if opts.WatchErrorHandler == nil {
+		opts.WatchErrorHandler = func(_ context.Context, err error) { h.errs <- err }
+	}
+	h.r = NewReflector[*corev1.Pod](h.lw, h.store, opts)
+	return h
+}
+
+// start runs the reflector until the test ends or stop is called.
+func (h *reflectorHarness) start() {
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.r.Run(ctx)
+	}()
+	h.stop = func() {
+		cancel()
+		<-done
+	}
+	h.t.Cleanup(h.stop)
+}
+
+// calls waits for n lister-watcher calls and returns them with the random
+// watch timeout checked and cleared, so that whole sequences compare.
+func (h *reflectorHarness) calls(n int) []FakeCall {
+	h.t.Helper()
+	calls, err := h.lw.WaitForCalls(h.ctx, n)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i := range calls {
+		if calls[i].Verb != "watch" {
+			continue
+		}
+		timeout := calls[i].Options.TimeoutSeconds
+		if timeout == nil || *timeout < 300 || *timeout >= 600 {
+			h.t.Errorf("call %d: watch timeout %v, want [300s, 600s)", i, timeout)
+		}
+		calls[i].Options.TimeoutSeconds = nil
+	}
+	return calls
+}
+
+// waitForTimers waits until n timers wait on the fake clock.
+func (h *reflectorHarness) waitForTimers(n int) {
+	h.t.Helper()
+	for h.clock.Waiters() < n {
+		select {
+		case <-h.ctx.Done():
+			h.t.Fatalf("waiting for %d timers, have %d", n, h.clock.Waiters())
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (h *reflectorHarness) must(err error) {
+	h.t.Helper()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func listCall(rv string, limit int64, cont string) FakeCall {
+	return FakeCall{Verb: "list", Options: metav1.ListOptions{ResourceVersion: rv, Limit: limit, Continue: cont}}
+}
+
+func watchCall(rv string) FakeCall {
+	return FakeCall{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}}
+}
+
+func streamCall(rv string) FakeCall {
+	return FakeCall{Verb: "watch", Options: metav1.ListOptions{
+		ResourceVersion:      rv,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    ptr.To(true),
+		AllowWatchBookmarks:  true,
+	}}
+}
+
+func diffOrFail(t *testing.T, what string, want, got any) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+func podKeys(pods ...*corev1.Pod) []string {
+	keys := []string{}
+	for _, p := range pods {
+		keys = append(keys, KeyOf(p))
+	}
+	return keys
+}
+
+func TestReflectorListThenWatch(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	a, b := fakePod("ns", "a", "10"), fakePod("ns", "b", "11")
+	h.lw.SetList("12", a, b)
+	h.start()
+
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "c", "13")))
+	h.must(h.lw.Modify(h.ctx, fakePod("ns", "a", "14")))
+	h.must(h.lw.Delete(h.ctx, fakePod("ns", "b", "15")))
+	h.must(h.lw.Bookmark(h.ctx, "16"))
+
+	got := h.store.waitFor(t, 5)
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: podKeys(a, b), RV: "12"},
+		{Op: "add", Keys: []string{"ns/c"}, RV: "13"},
+		{Op: "update", Keys: []string{"ns/a"}, RV: "14"},
+		{Op: "delete", Keys: []string{"ns/b"}, RV: "15"},
+		{Op: "bookmark", RV: "16"},
+	}, got)
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("12")}, h.calls(2))
+	if rv := h.r.LastSyncResourceVersion(); rv != "16" {
+		t.Errorf("LastSyncResourceVersion = %q, want 16", rv)
+	}
+	h.stop()
+	diffOrFail(t, "stats", ReflectorStats{}, h.r.Stats())
+}
+
+func ExampleNewReflector() {
+	lw := NewFakeListerWatcher[*corev1.Pod]()
+	lw.SetList("5", fakePod("default", "web", "4"))
+	store := newRecordingStore[*corev1.Pod]()
+	r := NewReflector[*corev1.Pod](lw, store, ReflectorOptions{Name: "pods"})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	// The fake serves its list as a streaming list; wait for the store to
+	// receive it.
+	<-storeChanged(store)
+	cancel()
+	<-done
+	fmt.Println(store.snapshot()[0].Op, store.snapshot()[0].Keys, r.LastSyncResourceVersion())
+	// Output: replace [default/web] 5
+}
+
+// storeChanged returns a channel closed once the store got a call.
+func storeChanged[T Object](s *recordingStore[T]) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.calls) > 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return s.changed
+}

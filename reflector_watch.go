@@ -1,0 +1,227 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// The API server ends each watch after a random timeout in [5m, 10m), which
+// spreads reconnections over time and ends watches that went silent.
+const (
+	minWatchTimeout = 5 * time.Minute
+	maxWatchTimeout = 2 * minWatchTimeout
+)
+
+// eventSink receives the objects of watch events: the store while watching,
+// a collection while a streaming list is in progress.
+type eventSink[T Object] interface {
+	Add(obj T) error
+	Update(obj T) error
+	Delete(obj T) error
+	Bookmark(resourceVersion string) error
+}
+
+// watchTimeoutSeconds picks a random watch timeout.
+func watchTimeoutSeconds() *int64 {
+	seconds := int64(minWatchTimeout.Seconds() + rand.Float64()*(maxWatchTimeout-minWatchTimeout).Seconds())
+	return &seconds
+}
+
+// watch consumes w (or, if nil, a new watch from the last resource version)
+// and re-watches after each normal end, until ctx is done or the watch can
+// no longer be resumed (then the caller lists again). It returns an error
+// only when a watch could not be started for a reason that is not retried.
+func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *resyncTimer[T]) error {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		start := r.clock.Now()
+		// A watch from "" or "0" begins with synthetic Added events in no
+		// particular order; their resource versions are not progress.
+		fromKnownVersion := true
+		if w == nil {
+			options := metav1.ListOptions{
+				ResourceVersion:     r.LastSyncResourceVersion(),
+				TimeoutSeconds:      watchTimeoutSeconds(),
+				AllowWatchBookmarks: true,
+			}
+			fromKnownVersion = options.ResourceVersion != "" && options.ResourceVersion != "0"
+			var err error
+			w, err = r.lw.Watch(ctx, options)
+			if err != nil {
+				if !isRetriableWatchError(err) {
+					return err
+				}
+				logger.V(4).Info("Watch failed, backing off", "err", err)
+				if r.sleep(ctx, r.delay(), resync) != nil {
+					return nil
+				}
+				continue
+			}
+		}
+		_, err := r.handleEvents(ctx, w, start, r.store, func(rv string, pastInitialEvents bool) {
+			if fromKnownVersion || pastInitialEvents {
+				r.setLastSyncResourceVersion(rv)
+			}
+		}, false, resync)
+		w = nil // handleEvents stopped it
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, errStopRequested):
+		case isExpiredError(err):
+			// Not marking the resource version unavailable: a list at it
+			// returns data at least that fresh, and falls back to the latest
+			// data itself if it has expired too.
+			logger.V(4).Info("Watch closed", "err", err)
+		case apierrors.IsTooManyRequests(err):
+			logger.V(2).Info("Watch returned 429, backing off")
+			if r.sleep(ctx, r.delay(), resync) != nil {
+				return nil
+			}
+			continue
+		default:
+			logger.Info("Warning: watch ended with error", "err", err)
+		}
+		return nil
+	}
+	if w != nil {
+		w.Stop()
+	}
+	return nil
+}
+
+// handleEvents passes the events of w to sink until w ends, ctx is done, an
+// Error event arrives or a resync fails. onResourceVersion gets the
+// resource version of each accepted event, and whether an event other than
+// Added has been seen. It stops w on return, except when
+// untilInitialEventsEnd is set and the bookmark ending a streaming list's
+// initial events arrived: then it returns at once with true, leaving w open.
+func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, start time.Time, sink eventSink[T],
+	onResourceVersion func(rv string, pastInitialEvents bool), untilInitialEventsEnd bool, resync *resyncTimer[T],
+) (initialEventsEnded bool, err error) {
+	stopWatch := true
+	defer func() {
+		if stopWatch {
+			w.Stop()
+		}
+	}()
+	pastInitialEvents := false
+	count := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return initialEventsEnded, errStopRequested
+		case <-resync.C():
+			if err := resync.fire(ctx); err != nil {
+				return initialEventsEnded, err
+			}
+			continue
+		case event, ok := <-w.ResultChan():
+			if !ok {
+				if count == 0 && r.clock.Since(start) < time.Second {
+					return initialEventsEnded, errVeryShortWatch
+				}
+				klog.FromContext(ctx).V(4).Info("Watch closed", "events", count)
+				return initialEventsEnded, nil
+			}
+			if event.Type == watch.Error {
+				r.counters.errorEvents.Add(1)
+				return initialEventsEnded, apierrors.FromObject(event.Object)
+			}
+			obj, ok := r.acceptEvent(ctx, event)
+			if !ok {
+				continue
+			}
+			if event.Type != watch.Added {
+				pastInitialEvents = true
+			}
+			if event.Type == watch.Bookmark && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				initialEventsEnded = true
+			}
+			r.deliver(ctx, sink, event.Type, obj)
+			onResourceVersion(obj.GetResourceVersion(), pastInitialEvents)
+			count++
+			if untilInitialEventsEnd && initialEventsEnded {
+				stopWatch = false
+				klog.FromContext(ctx).V(4).Info("Initial events ended", "events", count, "duration", r.clock.Since(start))
+				return true, nil
+			}
+		}
+	}
+}
+
+// acceptEvent returns the event's object if it is a T the store can take;
+// otherwise it logs and counts the event and returns false.
+func (r *Reflector[T]) acceptEvent(ctx context.Context, event watch.Event) (T, bool) {
+	var zero T
+	logger := klog.FromContext(ctx)
+	if event.Object == nil {
+		r.counters.nilObject.Add(1)
+		logger.Error(nil, "Dropping a watch event without an object", "eventType", event.Type)
+		return zero, false
+	}
+	obj, ok := event.Object.(T)
+	if !ok {
+		r.counters.wrongType.Add(1)
+		logger.Error(nil, "Dropping a watch event with an object of an unexpected type", "eventType", event.Type, "objectType", fmt.Sprintf("%T", event.Object))
+		return zero, false
+	}
+	if obj == zero {
+		r.counters.nilObject.Add(1)
+		logger.Error(nil, "Dropping a watch event with a nil object", "eventType", event.Type)
+		return zero, false
+	}
+	if gvk := obj.GetObjectKind().GroupVersionKind(); isTableKind(gvk.Group, gvk.Kind) || (r.expectedGVK != nil && *r.expectedGVK != gvk) {
+		r.counters.wrongType.Add(1)
+		logger.Error(nil, "Dropping a watch event with an object of an unexpected kind", "eventType", event.Type, "gvk", gvk)
+		return zero, false
+	}
+	switch event.Type {
+	case watch.Added, watch.Modified, watch.Deleted:
+		if obj.GetName() == "" {
+			r.counters.nameless.Add(1)
+			logger.Error(nil, "Dropping a watch event whose object has no name", "eventType", event.Type, "resourceVersion", obj.GetResourceVersion())
+			return zero, false
+		}
+	case watch.Bookmark:
+	default:
+		r.counters.unknownType.Add(1)
+		logger.Error(nil, "Dropping a watch event of unknown type", "eventType", event.Type)
+		return zero, false
+	}
+	return obj, true
+}
+
+// deliver passes obj to sink according to the event type; a store error is
+// logged and counted and the event is lost, as in client-go.
+func (r *Reflector[T]) deliver(ctx context.Context, sink eventSink[T], eventType watch.EventType, obj T) {
+	var err error
+	switch eventType {
+	case watch.Added:
+		err = sink.Add(obj)
+	case watch.Modified:
+		err = sink.Update(obj)
+	case watch.Deleted:
+		err = sink.Delete(obj)
+	case watch.Bookmark:
+		err = sink.Bookmark(obj.GetResourceVersion())
+	}
+	if err != nil {
+		r.counters.storeErrors.Add(1)
+		klog.FromContext(ctx).Error(err, "Store rejected a watch event", "eventType", eventType, "object", KeyOf(obj))
+	}
+}
+
+// isTableKind reports the meta.k8s.io Table kind, which a watch returns when
+// asked for tables; informers cannot store it.
+func isTableKind(group, kind string) bool {
+	return group == metav1.GroupName && kind == "Table"
+}

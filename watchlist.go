@@ -1,0 +1,146 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// streamList gets the full state with a streaming list: a watch asking for
+// the initial state as Added events, ended by a bookmark annotated
+// "k8s.io/initial-events-end". The collected objects replace the store's
+// content in one call, and the still-open watch is returned so that
+// watching goes on without a gap. A watch that ends before the bookmark is
+// restarted from scratch. It returns (nil, nil) when ctx is done, and an
+// error when the server cannot serve a streaming list; the caller then
+// lists instead.
+func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		options := metav1.ListOptions{
+			ResourceVersion:      r.rewatchResourceVersion(),
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+			SendInitialEvents:    ptr.To(true),
+			AllowWatchBookmarks:  true,
+			TimeoutSeconds:       watchTimeoutSeconds(),
+		}
+		start := r.clock.Now()
+		w, err := r.lw.Watch(ctx, options)
+		if err != nil {
+			if r.retryStreamList(ctx, err) {
+				continue
+			}
+			return nil, err
+		}
+		collected := newInitialObjects[T]()
+		var listRV string
+		ended, err := r.handleEvents(ctx, w, start, collected, func(rv string, pastInitialEvents bool) {
+			// Only a bookmark (or a later event) carries the version the
+			// initial state is complete at.
+			if pastInitialEvents {
+				listRV = rv
+			}
+		}, true, nil)
+		if err != nil {
+			if errors.Is(err, errStopRequested) {
+				return nil, nil
+			}
+			if r.retryStreamList(ctx, err) {
+				continue
+			}
+			return nil, err
+		}
+		if !ended {
+			logger.V(4).Info("Streaming list ended before its initial events; restarting it")
+			continue
+		}
+		r.setResourceVersionUnavailable(false)
+		if err := r.store.Replace(collected.list(), listRV); err != nil {
+			w.Stop()
+			return nil, fmt.Errorf("unable to sync streaming list result: %w", err)
+		}
+		r.setLastSyncResourceVersion(listRV)
+		return w, nil
+	}
+	return nil, nil
+}
+
+// retryStreamList decides whether a failed streaming list is tried again
+// (after a backoff for an overloaded or unreachable server, at the latest
+// resource version for an expired or too large one). False means the caller
+// falls back to a list.
+func (r *Reflector[T]) retryStreamList(ctx context.Context, err error) bool {
+	switch {
+	case isRetriableWatchError(err):
+		klog.FromContext(ctx).V(2).Info("Streaming list failed, backing off", "err", err)
+		return r.sleep(ctx, r.delay(), nil) == nil
+	case isExpiredError(err) || isTooLargeResourceVersionError(err):
+		r.setResourceVersionUnavailable(true)
+		return true
+	default:
+		return false
+	}
+}
+
+// initialObjects collects the initial events of a streaming list: the
+// latest state of each object by name, in order of first appearance.
+type initialObjects[T Object] struct {
+	index   map[ObjectName]int
+	items   []T
+	removed int
+}
+
+func newInitialObjects[T Object]() *initialObjects[T] {
+	return &initialObjects[T]{index: make(map[ObjectName]int)}
+}
+
+// Add records obj, replacing an earlier state of the same object.
+func (c *initialObjects[T]) Add(obj T) error {
+	name := NameOf(obj)
+	if i, ok := c.index[name]; ok {
+		c.items[i] = obj
+		return nil
+	}
+	c.index[name] = len(c.items)
+	c.items = append(c.items, obj)
+	return nil
+}
+
+// Update records obj like Add.
+func (c *initialObjects[T]) Update(obj T) error { return c.Add(obj) }
+
+// Delete forgets obj.
+func (c *initialObjects[T]) Delete(obj T) error {
+	name := NameOf(obj)
+	if i, ok := c.index[name]; ok {
+		var zero T
+		c.items[i] = zero
+		delete(c.index, name)
+		c.removed++
+	}
+	return nil
+}
+
+// Bookmark ignores bookmarks: until the initial events end, the store has
+// not got the state a bookmark would refer to.
+func (c *initialObjects[T]) Bookmark(string) error { return nil }
+
+// list returns the collected objects.
+func (c *initialObjects[T]) list() []T {
+	if c.removed == 0 {
+		return c.items
+	}
+	var zero T
+	items := make([]T, 0, len(c.items)-c.removed)
+	for _, item := range c.items {
+		if item != zero {
+			items = append(items, item)
+		}
+	}
+	return items
+}
