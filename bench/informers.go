@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubetyped/informer"
 )
 
 // informerUnderTest is one implementation's informer, built over fake
@@ -75,5 +77,31 @@ func newClientGoInformer(listPods int, listRV string, events []watch.Event, hand
 		run:       inf.RunWithContext,
 		hasSynced: inf.HasSynced,
 		storeLen:  func() int { return len(inf.GetStore().ListKeys()) },
+	}, nil
+}
+
+// newOurInformer builds our informer.
+func newOurInformer(listPods int, listRV string, events []watch.Event, handlers []*countingHandler) (*informerUnderTest, error) {
+	watches := newWatchScript(events)
+	lw := newOurListerWatcher(newPods(listPods), listRV, watches)
+	inf := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
+		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+		Resource: corev1.Resource("pods"),
+	})
+	for _, h := range handlers {
+		_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+			AddFunc:    func(*corev1.Pod, bool) { h.onAdd() },
+			UpdateFunc: func(_, _ *corev1.Pod) { h.onUpdate() },
+			DeleteFunc: func(informer.DeletedObject[*corev1.Pod]) { h.onDelete() },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ours: adding a handler: %w", err)
+		}
+	}
+	return &informerUnderTest{
+		watches:   watches,
+		run:       inf.Run,
+		hasSynced: inf.HasSynced,
+		storeLen:  func() int { return len(inf.Indexer().ListKeys()) },
 	}, nil
 }

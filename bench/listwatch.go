@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubetyped/informer"
 )
 
 // scriptedWatch is a watch.Interface over a channel that the harness fills
@@ -120,3 +122,36 @@ func (lw *clientGoListerWatcher) WatchWithContext(ctx context.Context, _ metav1.
 // (with the WatchListClient gate on by default it would otherwise wait for
 // an initial-events bookmark that never comes).
 func (lw *clientGoListerWatcher) IsWatchListSemanticsUnSupported() bool { return true }
+
+// ourListerWatcher is an informer.ListerWatcher for our informer with the
+// same behaviour as clientGoListerWatcher.
+type ourListerWatcher struct {
+	mu      sync.Mutex
+	items   []*corev1.Pod
+	rv      string
+	watches *watchScript
+}
+
+// newOurListerWatcher takes ownership of items.
+func newOurListerWatcher(items []*corev1.Pod, resourceVersion string, watches *watchScript) *ourListerWatcher {
+	return &ourListerWatcher{items: items, rv: resourceVersion, watches: watches}
+}
+
+// List implements informer.ListerWatcher. The items are handed over on the
+// first call, so that the harness keeps no reference to them.
+func (lw *ourListerWatcher) List(context.Context, metav1.ListOptions) (*informer.ListResult[*corev1.Pod], error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	items := lw.items
+	lw.items = nil
+	return &informer.ListResult[*corev1.Pod]{Items: items, ResourceVersion: lw.rv}, nil
+}
+
+// Watch implements informer.ListerWatcher.
+func (lw *ourListerWatcher) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	return lw.watches.open(ctx)
+}
+
+// IsWatchListSemanticsUnSupported makes our reflector list and then watch,
+// as client-go's does with its fake.
+func (lw *ourListerWatcher) IsWatchListSemanticsUnSupported() bool { return true }

@@ -19,7 +19,7 @@ const (
 )
 
 // writeSVGFile writes a horizontal bar chart of every row's ratio on a
-// logarithmic axis to path. Rows whose "ours" side is pending are left out.
+// logarithmic axis to path.
 func writeSVGFile(path string, rows []row) error {
 	if err := os.WriteFile(path, []byte(ratioChart(rows)), 0o644); err != nil {
 		return fmt.Errorf("writing chart: %w", err)
@@ -29,24 +29,18 @@ func writeSVGFile(path string, rows []row) error {
 
 // ratioChart renders the chart as an SVG document.
 func ratioChart(rows []row) string {
-	var shown []row
-	for _, r := range rows {
-		if !r.pending {
-			shown = append(shown, r)
-		}
-	}
-	lo, hi := ratioDecades(shown)
+	lo, hi := ratioDecades(rows)
 	x := func(ratio float64) float64 {
 		return svgLabelWidth + svgPlotWidth*(math.Log10(ratio)-lo)/(hi-lo)
 	}
 	width := svgLabelWidth + svgPlotWidth + svgRightPad
-	height := svgTop + svgRowHeight*len(shown) + svgBottom
+	height := svgTop + svgRowHeight*len(rows) + svgBottom
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">client-go ÷ ours (log scale; right of 1× = ours is faster or smaller)</text>`+"\n")
-	plotBottom := svgTop + svgRowHeight*len(shown)
+	plotBottom := svgTop + svgRowHeight*len(rows)
 	for d := lo; d <= hi; d++ {
 		gx := x(math.Pow(10, d))
 		stroke := "#ddd"
@@ -56,7 +50,7 @@ func ratioChart(rows []row) string {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>`+"\n", gx, svgTop-5, gx, plotBottom, stroke)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", gx, plotBottom+16, html.EscapeString(decadeLabel(d)))
 	}
-	for i, r := range shown {
+	for i, r := range rows {
 		y := svgTop + i*svgRowHeight
 		label := fmt.Sprintf("%s %s · %s", r.Workload, r.Case, r.Metric)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", svgLabelWidth-8, y+14, html.EscapeString(label))

@@ -20,13 +20,6 @@ type row struct {
 	// Ratio is ClientGo / Ours: above 1 means ours is faster or smaller.
 	// It is nil when Ours is 0 and ClientGo is not (an infinite ratio).
 	Ratio *float64 `json:"ratio"`
-	// pending marks a row whose "ours" side is not built yet (printed n/a).
-	pending bool
-}
-
-// pendingRow is a row for a figure whose "ours" side does not exist yet.
-func pendingRow(workload, kase, metric string, clientGo float64) row {
-	return row{Workload: workload, Case: kase, Metric: metric, ClientGo: clientGo, pending: true}
 }
 
 // newRow builds a row and its ratio.
@@ -49,12 +42,8 @@ func writeMarkdown(w io.Writer, rows []row) error {
 	b.WriteString("| workload | case | metric | client-go | ours | ratio |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|\n")
 	for _, r := range rows {
-		ours, ratio := formatValue(r.Ours), formatRatio(r.Ratio)
-		if r.pending {
-			ours, ratio = "n/a", "n/a"
-		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
-			r.Workload, r.Case, r.Metric, formatValue(r.ClientGo), ours, ratio)
+			r.Workload, r.Case, r.Metric, formatValue(r.ClientGo), formatValue(r.Ours), formatRatio(r.Ratio))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
