@@ -182,7 +182,7 @@ func (f *DeltaFIFO[T]) Update(obj T) error {
 func (f *DeltaFIFO[T]) Delete(obj T) error {
 	key, err := fifoKeyOf(obj)
 	if err != nil {
-		return fmt.Errorf("%s: delete: %w", f.name, err)
+		return fmt.Errorf("%s: %s delta: %w", f.name, Deleted, err)
 	}
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -214,7 +214,7 @@ func (f *DeltaFIFO[T]) Bookmark(string) error {
 func (f *DeltaFIFO[T]) record(t DeltaType, obj T) error {
 	key, err := fifoKeyOf(obj)
 	if err != nil {
-		return fmt.Errorf("%s: %s: %w", f.name, t, err)
+		return fmt.Errorf("%s: %s delta: %w", f.name, t, err)
 	}
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -226,7 +226,7 @@ func (f *DeltaFIFO[T]) record(t DeltaType, obj T) error {
 func (f *DeltaFIFO[T]) transformAndAppendLocked(key string, t DeltaType, obj T) error {
 	obj, err := f.transformLocked(key, obj)
 	if err != nil {
-		return fmt.Errorf("%s: %s: %w", f.name, t, err)
+		return fmt.Errorf("%s: %s delta: %w", f.name, t, err)
 	}
 	f.markPopulatedLocked()
 	f.appendLocked(key, Delta[T]{Type: t, Object: obj})

@@ -131,6 +131,22 @@ func fifoCheckLog(t *testing.T, log, want string) {
 	}
 }
 
+// fifoWaitForBlockedPops returns once n goroutines wait in DeltaFIFO.Pop,
+// so that a test exercises the wake-up of waiting Pops.
+func fifoWaitForBlockedPops(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if strings.Count(stacks, "sync.(*Cond).Wait") >= n && strings.Count(stacks, "DeltaFIFO[...]).Pop(") >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines did not block in Pop", n)
+		}
+	}
+}
+
 func fifoMust(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -646,6 +662,7 @@ func TestDeltaFIFOPopAfterClose(t *testing.T) {
 			errs <- err
 		}()
 	}
+	fifoWaitForBlockedPops(t, waiters)
 	f.Close()
 	for range waiters {
 		if err := <-errs; !errors.Is(err, ErrFIFOClosed) {
@@ -687,9 +704,15 @@ func TestDeltaFIFOPopStopsWithItsContext(t *testing.T) {
 		_, err := f.Pop(ctx, nil)
 		result <- err
 	}()
+	fifoWaitForBlockedPops(t, 1)
 	cancel()
-	if err := <-result; !errors.Is(err, context.Canceled) {
-		t.Errorf("waiting Pop whose context ends: got %v, want context.Canceled", err)
+	select {
+	case err := <-result:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("waiting Pop whose context ends: got %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting Pop did not return when its context ended")
 	}
 }
 
