@@ -108,8 +108,9 @@ var (
 )
 
 // DeltaFIFO is client-go's classic informer queue, typed: a producer (a
-// [Reflector]) records changes and a consumer pops, per object key, every
-// change that happened since the key was last popped.
+// [Reflector], through [ReflectorStore]) records changes and a consumer
+// pops, per object key, every change that happened since the key was last
+// popped.
 //
 // Keys are popped in the order they were first queued; more changes to a
 // queued key are appended to its Deltas without moving it in line. Two
