@@ -174,3 +174,33 @@ func httpClientFor(config *rest.Config, shared *http.Client) (*http.Client, erro
 	}
 	return client, nil
 }
+
+// NewResourceListerWatcher returns the ListerWatcher of a named resource for
+// T *metav1.PartialObjectMetadata (a [MetadataListerWatcher]) or
+// *unstructured.Unstructured (a [DynamicListerWatcher]). Any other T is an
+// error: use [NewRESTListerWatcher] for typed objects.
+func NewResourceListerWatcher[T Object](config *rest.Config, resource schema.GroupVersionResource, opts RESTOptions) (ListerWatcher[T], error) {
+	var zero T
+	var lw any
+	switch any(zero).(type) {
+	case *metav1.PartialObjectMetadata:
+		metadataLW, err := NewMetadataListerWatcher(config, resource, opts)
+		if err != nil {
+			return nil, err
+		}
+		lw = metadataLW
+	case *unstructured.Unstructured:
+		dynamicLW, err := NewDynamicListerWatcher(config, resource, opts)
+		if err != nil {
+			return nil, err
+		}
+		lw = dynamicLW
+	default:
+		return nil, fmt.Errorf("list/watch %s as %T: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object", resource, zero)
+	}
+	typed, ok := lw.(ListerWatcher[T])
+	if !ok {
+		return nil, fmt.Errorf("list/watch %s: %T does not serve %T", resource, lw, zero)
+	}
+	return typed, nil
+}
