@@ -114,14 +114,16 @@ func (f *FakeListerWatcher[T]) IsWatchListSemanticsUnSupported() bool {
 	return f.watchListOff
 }
 
-// FailNextList makes the next len(errs) List calls fail, in order, with errs.
+// FailNextList scripts the outcome of the next len(errs) List calls, in
+// order: each fails with its error, or proceeds normally if it is nil.
 func (f *FakeListerWatcher[T]) FailNextList(errs ...error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listErrs = append(f.listErrs, errs...)
 }
 
-// FailNextWatch makes the next len(errs) Watch calls fail, in order, with errs.
+// FailNextWatch scripts the outcome of the next len(errs) Watch calls, in
+// order: each fails with its error, or proceeds normally if it is nil.
 func (f *FakeListerWatcher[T]) FailNextWatch(errs ...error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -171,7 +173,9 @@ func (f *FakeListerWatcher[T]) List(ctx context.Context, options metav1.ListOpti
 	if len(f.listErrs) > 0 {
 		err := f.listErrs[0]
 		f.listErrs = f.listErrs[1:]
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -228,7 +232,9 @@ func (f *FakeListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOpt
 	if len(f.watchErrs) > 0 {
 		err := f.watchErrs[0]
 		f.watchErrs = f.watchErrs[1:]
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ func TestFakeListerWatcherScriptedErrorsAndCalls(t *testing.T) {
 	gone := apierrors.NewResourceExpired("too old")
 	tooMany := apierrors.NewTooManyRequests("slow down", 1)
 	lw.FailNextList(gone)
-	lw.FailNextWatch(tooMany)
+	lw.FailNextWatch(tooMany, nil)
 	ctx := t.Context()
 
 	if _, err := lw.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); !errors.Is(err, gone) {

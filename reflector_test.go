@@ -2,14 +2,22 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -120,14 +128,26 @@ func (s *recordingStore[T]) snapshot() []storeCall {
 // reflectorHarness runs a Reflector on a FakeListerWatcher and a recording
 // store, with a fake clock.
 type reflectorHarness struct {
-	t     *testing.T
-	ctx   context.Context
-	lw    *FakeListerWatcher[*corev1.Pod]
-	store *recordingStore[*corev1.Pod]
-	clock *clocktesting.FakeClock
-	r     *Reflector[*corev1.Pod]
-	errs  chan error
-	stop  func()
+	t      *testing.T
+	ctx    context.Context
+	lw     *FakeListerWatcher[*corev1.Pod]
+	store  *recordingStore[*corev1.Pod]
+	clock  *clocktesting.FakeClock
+	r      *Reflector[*corev1.Pod]
+	errs   chan error
+	stop   func()
+	logger klog.Logger
+}
+
+// errorLogs returns the messages logged as errors so far.
+func (h *reflectorHarness) errorLogs() []string {
+	var messages []string
+	for _, entry := range h.logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		if entry.Type == ktesting.LogError {
+			messages = append(messages, entry.Message)
+		}
+	}
+	return messages
 }
 
 // newReflectorHarness builds the harness; lw is configured by the caller
@@ -141,7 +161,10 @@ func newReflectorHarness(t *testing.T, opts ReflectorOptions) *reflectorHarness 
 		clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
 		errs:  make(chan error, 100),
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	// Logs go to the test's log (shown on failure or with -v) and to a
+	// buffer that tests inspect.
+	h.logger = ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), h.logger), time.Minute)
 	h.ctx = ctx
 	t.Cleanup(cancel)
 	if opts.Clock == nil {
@@ -206,6 +229,35 @@ func (h *reflectorHarness) must(err error) {
 	h.t.Helper()
 	if err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// skipBackoff lets the pending backoff (at most a jittered 30 s) elapse.
+func (h *reflectorHarness) skipBackoff() {
+	h.t.Helper()
+	h.waitForTimers(1)
+	h.clock.Step(time.Minute)
+}
+
+// handledError returns the next error passed to the WatchErrorHandler.
+func (h *reflectorHarness) handledError() error {
+	h.t.Helper()
+	select {
+	case err := <-h.errs:
+		return err
+	case <-h.ctx.Done():
+		h.t.Fatal("no error reached the WatchErrorHandler")
+		return nil
+	}
+}
+
+// noHandledErrors fails the test if the WatchErrorHandler was called.
+func (h *reflectorHarness) noHandledErrors() {
+	h.t.Helper()
+	select {
+	case err := <-h.errs:
+		h.t.Errorf("unexpected error passed to the WatchErrorHandler: %v", err)
+	default:
 	}
 }
 
@@ -299,4 +351,248 @@ func storeChanged[T Object](s *recordingStore[T]) <-chan struct{} {
 		return ch
 	}
 	return s.changed
+}
+
+// manyPods returns n pods named p0000… with resource versions 1…n.
+func manyPods(n int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = fakePod("ns", fmt.Sprintf("p%04d", i), fmt.Sprint(i+1))
+	}
+	return pods
+}
+
+func TestReflectorPaginatedFirstListKeepsPaginating(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	pods := manyPods(1001)
+	h.lw.SetList("2000", pods...)
+	h.lw.SetPagination(true)
+	h.start()
+
+	got := h.store.waitFor(t, 1)
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "2000"}}, got)
+	// The watch expires; the relist at the last resource version is
+	// paginated too, because the server showed that it paginates.
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "new", "2001")))
+	h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
+	h.skipBackoff()
+	h.store.waitFor(t, 3)
+	diffOrFail(t, "calls", []FakeCall{
+		listCall("0", 500, ""),
+		listCall("", 500, "fake:2000:500"),
+		listCall("", 500, "fake:2000:1000"),
+		watchCall("2000"),
+		listCall("2001", 500, ""),
+		listCall("", 500, "fake:2000:500"),
+		listCall("", 500, "fake:2000:1000"),
+		watchCall("2000"),
+	}, h.calls(8))
+	h.noHandledErrors()
+}
+
+func TestReflectorUnpaginatedServerRelistsWithoutLimit(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7", manyPods(3)...)
+	h.start()
+	h.must(h.lw.Modify(h.ctx, fakePod("ns", "p0000", "8")))
+	h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
+	h.skipBackoff()
+	h.store.waitFor(t, 3)
+	// The relist at a known resource version is not paginated, so that the
+	// watch cache can serve it.
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
+}
+
+func TestReflectorPageSizeOption(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true, PageSize: 2})
+	pods := manyPods(3)
+	h.lw.SetList("7", pods...)
+	h.lw.SetPagination(true)
+	h.start()
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "7"}}, h.store.waitFor(t, 1))
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 2, ""), listCall("", 2, "fake:7:2"), watchCall("7")}, h.calls(3))
+}
+
+func TestReflectorExpiredContinueTokenListsEverything(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true, PageSize: 2})
+	pods := manyPods(3)
+	h.lw.SetList("7", pods...)
+	h.lw.SetPagination(true)
+	h.lw.FailNextList(nil, apierrors.NewResourceExpired("continue token expired"))
+	h.start()
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "7"}}, h.store.waitFor(t, 1))
+	// Like client-go's pager: one unpaginated list at the requested version.
+	diffOrFail(t, "calls", []FakeCall{
+		listCall("0", 2, ""),
+		listCall("", 2, "fake:7:2"),
+		listCall("0", 0, ""),
+		watchCall("7"),
+	}, h.calls(4))
+	h.noHandledErrors()
+}
+
+func TestReflectorUnavailableResourceVersionRelistsLatest(t *testing.T) {
+	tooLarge := apierrors.NewTimeoutError("Too large resource version", 1)
+	tooLarge.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}
+	for name, err := range map[string]error{
+		"expired":               apierrors.NewResourceExpired("too old"),
+		"gone":                  apierrors.NewGone("gone"),
+		"too large":             tooLarge,
+		"too large, old server": apierrors.NewTimeoutError("Too large resource version", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+			h.lw.SetList("7", fakePod("ns", "a", "1"))
+			h.lw.FailNextList(err)
+			h.start()
+			h.store.waitFor(t, 1)
+			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("", 500, ""), watchCall("7")}, h.calls(3))
+
+			// A watch that expires relists at the last version; when that
+			// version is gone too, the reflector lists the latest state.
+			h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "8")))
+			h.lw.FailNextList(err)
+			h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
+			h.skipBackoff()
+			h.store.waitFor(t, 3)
+			diffOrFail(t, "calls", []FakeCall{listCall("8", 0, ""), listCall("", 0, ""), watchCall("7")}, h.calls(6)[3:])
+			h.noHandledErrors()
+		})
+	}
+}
+
+func TestReflectorListErrorGoesToHandlerAndRetriesAfterBackoff(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7", fakePod("ns", "a", "1"))
+	boom := apierrors.NewInternalError(errors.New("boom"))
+	h.lw.FailNextList(boom)
+	h.start()
+	if err := h.handledError(); !errors.Is(err, boom) {
+		t.Fatalf("handled error = %v, want one wrapping %v", err, boom)
+	}
+	h.skipBackoff()
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a"}, RV: "7"}}, h.store.waitFor(t, 1))
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("0", 500, ""), watchCall("7")}, h.calls(3))
+}
+
+func TestReflectorNormalWatchCloseRewatchesWithoutRelist(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.CloseWatch(h.ctx))
+	h.must(h.lw.Bookmark(h.ctx, "9"))
+	h.must(h.lw.CloseWatch(h.ctx))
+	h.must(h.lw.Delete(h.ctx, fakePod("ns", "a", "10")))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{}, RV: "7"},
+		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
+		{Op: "bookmark", RV: "9"},
+		{Op: "delete", Keys: []string{"ns/a"}, RV: "10"},
+	}, h.store.waitFor(t, 4))
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8"), watchCall("9")}, h.calls(4))
+	if h.clock.HasWaiters() {
+		t.Error("a normal watch close started a backoff")
+	}
+}
+
+func TestReflectorVeryShortWatchRelists(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	// Ended at once without any event: suspicious, so back off and relist.
+	h.must(h.lw.CloseWatch(h.ctx))
+	h.skipBackoff()
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+	h.noHandledErrors()
+}
+
+func TestReflectorWatchCallErrors(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	for name, err := range map[string]error{
+		"too many requests":  apierrors.NewTooManyRequests("slow down", 1),
+		"connection refused": refused,
+	} {
+		t.Run(name+" is retried without relist", func(t *testing.T) {
+			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+			h.lw.SetList("7")
+			h.lw.FailNextWatch(err, err)
+			h.start()
+			h.calls(2)
+			h.skipBackoff()
+			h.calls(3)
+			h.skipBackoff()
+			h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7"), watchCall("7")}, h.calls(4))
+			h.noHandledErrors()
+		})
+	}
+	t.Run("other errors go to the handler and relist", func(t *testing.T) {
+		h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+		h.lw.SetList("7")
+		forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
+		h.lw.FailNextWatch(forbidden)
+		h.start()
+		if got := h.handledError(); !errors.Is(got, forbidden) {
+			t.Fatalf("handled error = %v, want %v", got, forbidden)
+		}
+		h.skipBackoff()
+		diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+	})
+}
+
+func TestReflectorTooManyRequestsDuringWatchRewatches(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.FailWatch(h.ctx, apierrors.NewTooManyRequests("slow down", 1)))
+	h.skipBackoff()
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "9")))
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8")}, h.calls(3))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{}, RV: "7"},
+		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
+		{Op: "add", Keys: []string{"ns/b"}, RV: "9"},
+	}, h.store.waitFor(t, 3))
+	diffOrFail(t, "stats", ReflectorStats{ErrorEvents: 1}, h.r.Stats())
+}
+
+func TestReflectorStoreErrors(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7", fakePod("ns", "a", "1"))
+	rejected := errors.New("rejected")
+	h.store.failNext("replace", rejected)
+	h.store.failNext("add", rejected)
+	h.start()
+	// A failed Replace fails the cycle; the reflector backs off and lists
+	// again.
+	if err := h.handledError(); !errors.Is(err, rejected) {
+		t.Fatalf("handled error = %v, want %v", err, rejected)
+	}
+	h.skipBackoff()
+	// A failed Add loses that event only (as in client-go); it is counted.
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "8")))
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "c", "9")))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{"ns/a"}, RV: "7"},
+		{Op: "replace", Keys: []string{"ns/a"}, RV: "7"},
+		{Op: "add", Keys: []string{"ns/b"}, RV: "8"},
+		{Op: "add", Keys: []string{"ns/c"}, RV: "9"},
+	}, h.store.waitFor(t, 4))
+	diffOrFail(t, "stats", ReflectorStats{StoreErrors: 1}, h.r.Stats())
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("0", 500, ""), watchCall("7")}, h.calls(3))
+}
+
+func TestReflectorRunTwiceConcurrently(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	h.calls(2)
+	h.r.Run(h.ctx) // returns at once: already running
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7")}, h.calls(2))
+	if n := len(h.lw.Calls()); n != 2 {
+		t.Errorf("the second Run made calls: %d calls in all", n)
+	}
 }

@@ -1,0 +1,204 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestReflectorDropsBadWatchEvents(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	nameless := fakePod("ns", "", "8")
+	status := &metav1.Status{Status: metav1.StatusFailure, Code: 500}
+	for _, ev := range []watch.Event{
+		{Type: watch.Added, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}},
+		{Type: watch.Added},
+		{Type: watch.Added, Object: (*corev1.Pod)(nil)},
+		{Type: watch.Added, Object: nameless},
+		{Type: watch.Modified, Object: status},
+		{Type: watch.Bookmark, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}}},
+		{Type: watch.Bookmark},
+		{Type: "WEIRD", Object: fakePod("ns", "weird", "10")},
+		{Type: watch.Deleted, Object: nameless},
+		{Type: watch.Added, Object: fakePod("ns", "ok", "11")},
+	} {
+		h.must(h.lw.Send(h.ctx, ev))
+	}
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{}, RV: "7"},
+		{Op: "add", Keys: []string{"ns/ok"}, RV: "11"},
+	}, h.store.waitFor(t, 2))
+	h.stop()
+	diffOrFail(t, "stats", ReflectorStats{WrongTypeEvents: 3, NilObjectEvents: 3, NamelessEvents: 2, UnknownTypeEvents: 1}, h.r.Stats())
+	diffOrFail(t, "error logs", []string{
+		"Dropping a watch event with an object of an unexpected type",
+		"Dropping a watch event without an object",
+		"Dropping a watch event with a nil object",
+		"Dropping a watch event whose object has no name",
+		"Dropping a watch event with an object of an unexpected type",
+		"Dropping a watch event with an object of an unexpected type",
+		"Dropping a watch event without an object",
+		"Dropping a watch event of unknown type",
+		"Dropping a watch event whose object has no name",
+	}, h.errorLogs())
+	// Still the first watch: bad events do not end it.
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7")}, h.calls(2))
+	if rv := h.r.LastSyncResourceVersion(); rv != "11" {
+		t.Errorf("LastSyncResourceVersion = %q, want 11 (dropped events carry no progress)", rv)
+	}
+}
+
+func TestReflectorDropsInvalidListItems(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7", fakePod("ns", "a", "1"), nil, fakePod("ns", "", "2"), fakePod("ns", "b", "3"))
+	h.start()
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a", "ns/b"}, RV: "7"}}, h.store.waitFor(t, 1))
+	h.stop()
+	diffOrFail(t, "stats", ReflectorStats{InvalidListItems: 2}, h.r.Stats())
+}
+
+func TestReflectorWatchErrorEventsRelist(t *testing.T) {
+	for name, fail := range map[string]func(h *reflectorHarness) error{
+		"error event without a status": func(h *reflectorHarness) error {
+			return h.lw.Send(h.ctx, watch.Event{Type: watch.Error, Object: fakePod("ns", "x", "9")})
+		},
+		"error event without an object": func(h *reflectorHarness) error {
+			return h.lw.Send(h.ctx, watch.Event{Type: watch.Error})
+		},
+		"decode error": func(h *reflectorHarness) error {
+			return h.lw.FailWatch(h.ctx, errors.New("invalid character '}'"))
+		},
+		"internal error status": func(h *reflectorHarness) error {
+			return h.lw.FailWatch(h.ctx, apierrors.NewInternalError(errors.New("etcd down")))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+			h.lw.SetList("7")
+			h.start()
+			h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+			h.must(fail(h))
+			h.skipBackoff()
+			h.store.waitFor(t, 3)
+			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
+			h.stop()
+			diffOrFail(t, "stats", ReflectorStats{ErrorEvents: 1}, h.r.Stats())
+			h.noHandledErrors()
+		})
+	}
+}
+
+func TestReflectorResync(t *testing.T) {
+	answers := make(chan bool)
+	h := newReflectorHarness(t, ReflectorOptions{
+		DisableWatchList: true,
+		ResyncPeriod:     30 * time.Second,
+		ShouldResync:     func() bool { return <-answers },
+	})
+	h.lw.SetList("7")
+	h.start()
+	h.calls(2)
+	resyncDue := func(answer bool) {
+		h.waitForTimers(1)
+		h.clock.Step(30 * time.Second)
+		select {
+		case answers <- answer:
+		case <-h.ctx.Done():
+			t.Fatal("ShouldResync not consulted")
+		}
+	}
+	resyncDue(true)
+	resyncDue(false)
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	resyncDue(true)
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{}, RV: "7"},
+		{Op: "resync"},
+		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
+		{Op: "resync"},
+	}, h.store.waitFor(t, 4))
+
+	// A failed resync ends the watch: back off, relist.
+	h.store.failNext("resync", errors.New("resync failed"))
+	resyncDue(true)
+	h.store.waitFor(t, 5)
+	h.skipBackoff()
+	h.store.waitFor(t, 6)
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
+}
+
+func TestReflectorResyncWhileBackingOff(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{
+		DisableWatchList: true,
+		ResyncPeriod:     time.Second,
+		Backoff:          &wait.Backoff{Duration: 10 * time.Second},
+	})
+	h.lw.SetList("7")
+	h.lw.FailNextWatch(apierrors.NewTooManyRequests("slow down", 1))
+	h.start()
+	h.calls(2)
+	h.waitForTimers(2) // resync and backoff
+	h.clock.Step(time.Second)
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{}, RV: "7"}, {Op: "resync"}}, h.store.waitFor(t, 2))
+	h.waitForTimers(2)
+	h.clock.Step(9 * time.Second)
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7")}, h.calls(3))
+}
+
+func TestReflectorExpectedGVK(t *testing.T) {
+	reflectorLeakCheck(t)
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	object := func(kind schema.GroupVersionKind, name, rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kind)
+		u.SetNamespace("ns")
+		u.SetName(name)
+		u.SetResourceVersion(rv)
+		return u
+	}
+	lw := NewFakeListerWatcher[*unstructured.Unstructured]()
+	lw.SetList("7")
+	store := newRecordingStore[*unstructured.Unstructured]()
+	r := NewReflector[*unstructured.Unstructured](lw, store, ReflectorOptions{
+		DisableWatchList: true,
+		ExpectedGVK:      &gvk,
+		Clock:            clocktesting.NewFakeClock(time.Unix(0, 0)),
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	table := metav1.SchemeGroupVersion.WithKind("Table")
+	for _, obj := range []*unstructured.Unstructured{
+		object(gvk.GroupVersion().WithKind("Gadget"), "gadget", "8"),
+		object(table, "table", "9"),
+		object(gvk, "widget", "10"),
+	} {
+		if err := lw.Add(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{}, RV: "7"},
+		{Op: "add", Keys: []string{"ns/widget"}, RV: "10"},
+	}, store.waitFor(t, 2))
+	diffOrFail(t, "stats", ReflectorStats{WrongTypeEvents: 2}, r.Stats())
+}
