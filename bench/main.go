@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -50,12 +51,18 @@ var workloads = []workload{
 	{"W5", runGet},
 }
 
-func main() {
+func main() { os.Exit(benchMain()) }
+
+// benchMain parses the flags, runs the benchmark and returns the exit code:
+// 0, 1 when a workload fails (wrong result counts, a stalled informer), or
+// 2 for bad flags.
+func benchMain() int {
 	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
 	runList := flag.String("run", "", "comma-separated workloads to run (default: all of W1,W2,W3,W4,W5)")
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 
 	cfg := fullConfig
@@ -68,12 +75,26 @@ func main() {
 	selected, err := selectWorkloads(*runList)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
+		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if err := run(cfg, selected, *jsonOut, *svgPath); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // selectWorkloads returns the workloads named in list, or all of them when
