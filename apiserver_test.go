@@ -38,8 +38,9 @@ type fakeAPIServer struct {
 	codecs serializer.CodecFactory
 	stop   chan struct{}
 
-	mu          sync.Mutex
-	rv          int
+	mu              sync.Mutex
+	rejectWatchList bool
+	rv              int
 	collections map[schema.GroupVersionResource]*fakeCollection
 	requests    []fakeRequest
 }
@@ -66,6 +67,7 @@ type fakeRequest struct {
 	Watch       bool
 	Query       string // selected query parameters: labelSelector, fieldSelector
 	Accept      string
+	Code        int    // HTTP status of the response
 	ContentType string // of the response
 }
 
@@ -167,6 +169,15 @@ func (s *fakeAPIServer) write(resource schema.GroupVersionResource, typ watch.Ev
 	return obj.DeepCopyObject()
 }
 
+// RejectStreamingLists makes the server refuse watches with
+// sendInitialEvents=true, as a server without the WatchList feature does, so
+// that clients fall back to list+watch.
+func (s *fakeAPIServer) RejectStreamingLists() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rejectWatchList = true
+}
+
 // Requests returns the recorded requests, in order.
 func (s *fakeAPIServer) Requests() []fakeRequest {
 	s.mu.Lock()
@@ -198,16 +209,32 @@ func (s *fakeAPIServer) handle(rw http.ResponseWriter, req *http.Request) {
 	resource, namespace, ok := parseCollectionPath(req.URL.Path)
 	query := req.URL.Query()
 	isWatch := query.Get("watch") == "true" || query.Get("watch") == "1"
+	record := fakeRequest{Path: req.URL.Path, Watch: isWatch, Query: selectedQuery(query), Accept: req.Header.Get("Accept")}
+	fail := func(code int, reason metav1.StatusReason, message string) {
+		record.Code, record.ContentType = code, k8sruntime.ContentTypeJSON
+		s.record(record)
+		s.writeStatus(rw, code, reason, message)
+	}
 	s.mu.Lock()
 	c := s.collections[resource]
+	rejectWatchList := s.rejectWatchList
 	s.mu.Unlock()
 	if !ok || c == nil || req.Method != http.MethodGet {
-		http.Error(rw, "not found", http.StatusNotFound)
+		fail(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
 		return
 	}
-	mediaType, asMetadata, ok := negotiate(req.Header.Get("Accept"), c.protobuf)
+	mediaType, asMetadata, ok := negotiate(record.Accept, c.protobuf)
 	if !ok {
-		http.Error(rw, "not acceptable", http.StatusNotAcceptable)
+		fail(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "no acceptable media type")
+		return
+	}
+	if isWatch && rejectWatchList && query.Get("sendInitialEvents") == "true" {
+		fail(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")
+		return
+	}
+	filter, err := newFakeWatch(namespace, query)
+	if err != nil {
+		fail(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
 	}
 	info, _ := k8sruntime.SerializerInfoForMediaType(s.codecs.SupportedMediaTypes(), mediaType)
@@ -216,27 +243,32 @@ func (s *fakeAPIServer) handle(rw http.ResponseWriter, req *http.Request) {
 		gv = metav1.SchemeGroupVersion
 	}
 	encoder := s.codecs.EncoderForVersion(info.Serializer, gv)
-	filter, err := newFakeWatch(namespace, query)
-	if err != nil {
-		http.Error(rw, err.Error(), http.StatusBadRequest)
-		return
-	}
-	contentType := mediaType
+	record.Code, record.ContentType = http.StatusOK, mediaType
 	if isWatch && mediaType == k8sruntime.ContentTypeProtobuf {
-		contentType += ";stream=watch"
+		record.ContentType += ";stream=watch"
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, fakeRequest{
-		Path: req.URL.Path, Watch: isWatch, Accept: req.Header.Get("Accept"), ContentType: contentType,
-		Query: selectedQuery(query),
-	})
-	s.mu.Unlock()
-	rw.Header().Set("Content-Type", contentType)
+	s.record(record)
+	rw.Header().Set("Content-Type", record.ContentType)
 	if !isWatch {
 		s.serveList(rw, c, filter, asMetadata, encoder)
 		return
 	}
 	s.serveWatch(rw, req, c, filter, query.Get("sendInitialEvents") == "true", asMetadata, info, encoder)
+}
+
+func (s *fakeAPIServer) record(r fakeRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, r)
+}
+
+// writeStatus answers with a failure Status in JSON, as the API server does.
+func (s *fakeAPIServer) writeStatus(rw http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
+	info, _ := k8sruntime.SerializerInfoForMediaType(s.codecs.SupportedMediaTypes(), k8sruntime.ContentTypeJSON)
+	status := &metav1.Status{Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message}
+	rw.Header().Set("Content-Type", k8sruntime.ContentTypeJSON)
+	rw.WriteHeader(code)
+	_ = s.codecs.EncoderForVersion(info.Serializer, metav1.Unversioned).Encode(status, rw)
 }
 
 func (s *fakeAPIServer) serveList(rw http.ResponseWriter, c *fakeCollection, filter *fakeWatch, asMetadata bool, encoder k8sruntime.Encoder) {
@@ -248,7 +280,11 @@ func (s *fakeAPIServer) serveList(rw http.ResponseWriter, c *fakeCollection, fil
 	if asMetadata {
 		partial := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 		for _, obj := range items {
-			partial.Items = append(partial.Items, *toPartial(obj))
+			// Items carry apiVersion and kind, as those of custom resources
+			// do; clients must not depend on either.
+			item := toPartial(obj)
+			item.TypeMeta = metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: "PartialObjectMetadata"}
+			partial.Items = append(partial.Items, *item)
 		}
 		list = partial
 	} else {

@@ -53,8 +53,9 @@ func (lw *MetadataListerWatcher) Resource() schema.GroupVersionResource {
 	return lw.resource
 }
 
-// List returns one page of metadata. The items point into the decoded list
-// and are owned by the caller.
+// List returns one page of metadata, without apiVersion and kind like the
+// objects of watch events. The items point into the decoded list and are
+// owned by the caller.
 func (lw *MetadataListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*metav1.PartialObjectMetadata], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
@@ -65,6 +66,8 @@ func (lw *MetadataListerWatcher) List(ctx context.Context, options metav1.ListOp
 	}
 	items := make([]*metav1.PartialObjectMetadata, len(list.Items))
 	for i := range list.Items {
+		// As the decoder does for watched objects.
+		list.Items[i].TypeMeta = metav1.TypeMeta{}
 		items[i] = &list.Items[i]
 	}
 	return &ListResult[*metav1.PartialObjectMetadata]{Items: items, ResourceVersion: list.ResourceVersion, Continue: list.Continue}, nil

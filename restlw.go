@@ -146,8 +146,9 @@ func (lw *RESTListerWatcher[T]) Resource() schema.GroupVersionResource {
 	return lw.resource
 }
 
-// List returns one page of objects. The items point into the decoded list
-// and are owned by the caller.
+// List returns one page of objects, without apiVersion and kind like the
+// objects of watch events. The items point into the decoded list and are
+// owned by the caller.
 func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
@@ -175,6 +176,10 @@ func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		if !ok {
 			return fmt.Errorf("list item is a %T, not a %s", item, reflect.TypeFor[T]())
 		}
+		// The decoder drops apiVersion and kind of a watched object; drop
+		// them from listed ones too (custom resources carry them in lists)
+		// so that a cached object does not depend on how it arrived.
+		typed.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 		items = append(items, typed)
 		return nil
 	})

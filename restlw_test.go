@@ -134,8 +134,8 @@ func TestRESTListerWatcherPods(t *testing.T) {
 			}
 			const query = "labelSelector=app=web&fieldSelector=metadata.name!=web-skip"
 			wantRequests := []fakeRequest{
-				{Path: "/api/v1/namespaces/a/pods", Query: query, Accept: tc.accept, ContentType: tc.listType},
-				{Path: "/api/v1/namespaces/a/pods", Watch: true, Query: query, Accept: tc.accept, ContentType: tc.watchType},
+				{Path: "/api/v1/namespaces/a/pods", Query: query, Accept: tc.accept, Code: 200, ContentType: tc.listType},
+				{Path: "/api/v1/namespaces/a/pods", Watch: true, Query: query, Accept: tc.accept, Code: 200, ContentType: tc.watchType},
 			}
 			if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
@@ -164,20 +164,22 @@ func TestRESTListerWatcherCRDTypeUsesJSON(t *testing.T) {
 	if diff := cmp.Diff(widgetsResource, lw.Resource()); diff != "" {
 		t.Errorf("Resource() (-want +got):\n%s", diff)
 	}
-	wantList := &informer.ListResult[*Widget]{Items: []*Widget{small.(*Widget)}, ResourceVersion: "101"}
+	// Typed objects come without apiVersion and kind (which custom resources
+	// carry), from lists as from watches.
+	wantListed := small.(*Widget)
+	wantListed.TypeMeta = metav1.TypeMeta{}
+	wantList := &informer.ListResult[*Widget]{Items: []*Widget{wantListed}, ResourceVersion: "101"}
 	if diff := cmp.Diff(wantList, list); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
-	// The client drops apiVersion and kind of a decoded top-level object, as
-	// client-go's typed clients do.
-	wantAdded := large.DeepCopyObject().(*Widget)
+	wantAdded := large.(*Widget)
 	wantAdded.TypeMeta = metav1.TypeMeta{}
 	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: wantAdded}, ev); diff != "" {
 		t.Errorf("watch event (-want +got):\n%s", diff)
 	}
 	wantRequests := []fakeRequest{
-		{Path: "/apis/example.com/v1/widgets", Accept: "application/json", ContentType: "application/json"},
-		{Path: "/apis/example.com/v1/widgets", Watch: true, Accept: "application/json", ContentType: "application/json"},
+		{Path: "/apis/example.com/v1/widgets", Accept: "application/json", Code: 200, ContentType: "application/json"},
+		{Path: "/apis/example.com/v1/widgets", Watch: true, Accept: "application/json", Code: 200, ContentType: "application/json"},
 	}
 	if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
@@ -305,8 +307,8 @@ func TestMetadataListerWatcher(t *testing.T) {
 	}
 	const query = "labelSelector=app=web&fieldSelector=metadata.name!=web-skip"
 	wantRequests := []fakeRequest{
-		{Path: "/api/v1/namespaces/a/pods", Query: query, Accept: metadataListAccept, ContentType: "application/vnd.kubernetes.protobuf"},
-		{Path: "/api/v1/namespaces/a/pods", Watch: true, Query: query, Accept: metadataAccept, ContentType: "application/vnd.kubernetes.protobuf;stream=watch"},
+		{Path: "/api/v1/namespaces/a/pods", Query: query, Accept: metadataListAccept, Code: 200, ContentType: "application/vnd.kubernetes.protobuf"},
+		{Path: "/api/v1/namespaces/a/pods", Watch: true, Query: query, Accept: metadataAccept, Code: 200, ContentType: "application/vnd.kubernetes.protobuf;stream=watch"},
 	}
 	if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
@@ -338,8 +340,8 @@ func TestDynamicListerWatcher(t *testing.T) {
 	}
 	const query = "labelSelector=app=web&fieldSelector=metadata.name!=web-skip"
 	wantRequests := []fakeRequest{
-		{Path: "/apis/example.com/v1/widgets", Query: query, Accept: "application/json", ContentType: "application/json"},
-		{Path: "/apis/example.com/v1/widgets", Watch: true, Query: query, Accept: "application/json", ContentType: "application/json"},
+		{Path: "/apis/example.com/v1/widgets", Query: query, Accept: "application/json", Code: 200, ContentType: "application/json"},
+		{Path: "/apis/example.com/v1/widgets", Watch: true, Query: query, Accept: "application/json", Code: 200, ContentType: "application/json"},
 	}
 	if diff := cmp.Diff(wantRequests, srv.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
