@@ -41,8 +41,8 @@ type fakeAPIServer struct {
 	mu              sync.Mutex
 	rejectWatchList bool
 	rv              int
-	collections map[schema.GroupVersionResource]*fakeCollection
-	requests    []fakeRequest
+	collections     map[schema.GroupVersionResource]*fakeCollection
+	requests        []fakeRequest
 }
 
 // fakeCollection is one served resource.
