@@ -31,7 +31,7 @@ func runInitialSync(cfg config) ([]row, error) {
 		}
 		ourRuns = append(ourRuns, r)
 	}
-	kase := fmt.Sprintf("list of %d pods", cfg.storePods)
+	kase := "list of " + groupThousands(int64(cfg.storePods)) + " pods"
 	var rows []row
 	add := func(metric string, f func(syncResult) float64) {
 		rows = append(rows, newRow("W2", kase, metric, medianOf(cgRuns, f), medianOf(ourRuns, f)))

@@ -129,6 +129,6 @@ func storeHeapRows(cfg config) ([]row, error) {
 		}
 		ourRuns = append(ourRuns, perPod)
 	}
-	kase := fmt.Sprintf("%d pods, namespace index", cfg.storePods)
+	kase := groupThousands(int64(cfg.storePods)) + " pods, namespace index"
 	return []row{newRow("store", kase, "retained heap/pod (B)", median(cgRuns), median(ourRuns))}, nil
 }
