@@ -26,9 +26,10 @@ type podStores struct {
 // sharedStores is built by the first store workload and reused by the others.
 var sharedStores *podStores
 
-// storesFor returns the W3–W5 stores, building them on first use.
+// storesFor returns the W3–W5 stores of cfg.storePods pods, building them
+// on first use.
 func storesFor(cfg config) (*podStores, error) {
-	if sharedStores != nil {
+	if sharedStores != nil && len(sharedStores.pods) == cfg.storePods {
 		return sharedStores, nil
 	}
 	st := &podStores{pods: newPods(cfg.storePods), clientGo: newClientGoIndexer(true), ours: newOurIndexer(true)}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSelectWorkloads(t *testing.T) {
+	ids := func(ws []workload) []string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.id)
+		}
+		return out
+	}
+	all, err := selectWorkloads("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"W1", "W2", "W3", "W4", "W5"}, ids(all)); diff != "" {
+		t.Errorf("default (-want +got):\n%s", diff)
+	}
+	// Table order is kept whatever the order asked for.
+	some, err := selectWorkloads("w3, W1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"W1", "W3"}, ids(some)); diff != "" {
+		t.Errorf("-run w3,W1 (-want +got):\n%s", diff)
+	}
+	if _, err := selectWorkloads("W1,W9"); err == nil {
+		t.Error("-run W1,W9: no error for an unknown workload")
+	}
+}
