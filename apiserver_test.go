@@ -178,6 +178,16 @@ func (s *fakeAPIServer) RejectStreamingLists() {
 	s.rejectWatchList = true
 }
 
+// SendError sends an Error event carrying status to every watch of
+// resource, as the server does when a watch cannot go on (410 Gone, ...).
+func (s *fakeAPIServer) SendError(resource schema.GroupVersionResource, status *metav1.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.collections[resource].watchers {
+		w.events <- watch.Event{Type: watch.Error, Object: status.DeepCopy()}
+	}
+}
+
 // Requests returns the recorded requests, in order.
 func (s *fakeAPIServer) Requests() []fakeRequest {
 	s.mu.Lock()

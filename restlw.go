@@ -110,6 +110,9 @@ func NewRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*RES
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 	}
+	if !scheme.Recognizes(metav1.Unversioned.WithKind("Status")) {
+		return nil, fmt.Errorf("list/watch %s: the scheme cannot decode the Status of watch errors: register the meta types with metav1.AddToGroupVersion(scheme, %#v)", typeName, gvk.GroupVersion())
+	}
 	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	list, err := scheme.New(listKind)
 	if err != nil {

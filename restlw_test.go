@@ -46,7 +46,17 @@ func newWidget(namespace, name string, size int) *Widget {
 	}
 }
 
-// selectWebInA is a TweakListOptions that keeps the "web" objects except
+// widgetScheme returns a scheme that knows Widget and WidgetList.
+func widgetScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := addWidgetTypes(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
+}
+
+// selectWeb is a TweakListOptions that keeps the "web" objects except
 // "web-skip".
 func selectWeb(options *metav1.ListOptions) {
 	options.LabelSelector = "app=web"
@@ -148,11 +158,7 @@ func TestRESTListerWatcherCRDTypeUsesJSON(t *testing.T) {
 	srv := newFakeAPIServer(t, addWidgetTypes)
 	srv.Serve(widgetsResource, widgetKind, false)
 	small := srv.Create(widgetsResource, newWidget("a", "small", 1))
-	scheme := runtime.NewScheme()
-	if err := addWidgetTypes(scheme); err != nil {
-		t.Fatal(err)
-	}
-	lw, err := informer.NewRESTListerWatcher[*Widget](srv.Config(), informer.RESTOptions{Scheme: scheme})
+	lw, err := informer.NewRESTListerWatcher[*Widget](srv.Config(), informer.RESTOptions{Scheme: widgetScheme(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +193,7 @@ func TestRESTListerWatcherCRDTypeUsesJSON(t *testing.T) {
 }
 
 func TestRESTListerWatcherExplicitResource(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := addWidgetTypes(scheme); err != nil {
-		t.Fatal(err)
-	}
-	lw, err := informer.NewRESTListerWatcher[*Widget](&rest.Config{Host: "127.0.0.1:1"}, informer.RESTOptions{Scheme: scheme, Resource: "gadgets"})
+	lw, err := informer.NewRESTListerWatcher[*Widget](&rest.Config{Host: "127.0.0.1:1"}, informer.RESTOptions{Scheme: widgetScheme(t), Resource: "gadgets"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,12 +203,12 @@ func TestRESTListerWatcherExplicitResource(t *testing.T) {
 }
 
 func TestRESTListerWatcherErrors(t *testing.T) {
-	widgets := runtime.NewScheme()
-	if err := addWidgetTypes(widgets); err != nil {
-		t.Fatal(err)
-	}
+	widgets := widgetScheme(t)
 	noList := runtime.NewScheme()
 	noList.AddKnownTypes(widgetsGV, &Widget{})
+	metav1.AddToGroupVersion(noList, widgetsGV)
+	noMeta := runtime.NewScheme()
+	noMeta.AddKnownTypes(widgetsGV, &Widget{}, &WidgetList{})
 	_, noListErr := noList.New(widgetsGV.WithKind("WidgetList"))
 	config := &rest.Config{Host: "127.0.0.1:1"}
 	for _, tc := range []struct {
@@ -221,6 +223,10 @@ func TestRESTListerWatcherErrors(t *testing.T) {
 		name: "no list type",
 		new:  newRESTLW[*Widget](config, informer.RESTOptions{Scheme: noList}),
 		want: "list/watch *informer_test.Widget: the scheme has no list type example.com/v1, Kind=WidgetList: " + noListErr.Error(),
+	}, {
+		name: "no meta types",
+		new:  newRESTLW[*Widget](config, informer.RESTOptions{Scheme: noMeta}),
+		want: `list/watch *informer_test.Widget: the scheme cannot decode the Status of watch errors: register the meta types with metav1.AddToGroupVersion(scheme, schema.GroupVersion{Group:"example.com", Version:"v1"})`,
 	}, {
 		name: "protobuf for a CRD type",
 		new:  newRESTLW[*Widget](config, informer.RESTOptions{Scheme: widgets, ContentType: informer.ContentTypeProtobuf}),
@@ -355,4 +361,42 @@ func toUnstructured(t *testing.T, obj runtime.Object) *unstructured.Unstructured
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: content}
+}
+
+func TestRESTListerWatcherWatchErrorCarriesStatus(t *testing.T) {
+	gone := &metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old resource version"}
+	srv := newFakeAPIServer(t, addWidgetTypes)
+	srv.Serve(podsResource, podKind, true)
+	srv.Serve(widgetsResource, widgetKind, false)
+	pods, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	widgets, err := informer.NewRESTListerWatcher[*Widget](srv.Config(), informer.RESTOptions{Scheme: widgetScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		resource schema.GroupVersionResource
+		watch    func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	}{
+		{"protobuf", podsResource, pods.Watch},
+		{"json", widgetsResource, widgets.Watch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w, err := tc.watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			srv.WaitForWatches(t, tc.resource, 1)
+			srv.SendError(tc.resource, gone)
+			if diff := cmp.Diff(watch.Event{Type: watch.Error, Object: gone}, nextEvent(t, w)); diff != "" {
+				t.Errorf("watch event (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
