@@ -45,9 +45,10 @@ type HandlerOptions struct {
 type OverflowPolicy int
 
 const (
-	// OverflowBlock makes the informer wait until the handler has taken
-	// notifications: the cache and every other handler stop advancing with
-	// it, and events accumulate in the informer's queue. Nothing is lost.
+	// OverflowBlock makes the informer wait until the handler has returned
+	// from enough calls: the cache and every other handler stop advancing
+	// with it, and events accumulate in the informer's queue. Nothing is
+	// lost.
 	OverflowBlock OverflowPolicy = iota
 	// OverflowCoalesce keeps the informer running and merges notifications
 	// per object. Once the bound is reached, and until the handler has
@@ -107,10 +108,13 @@ type listener[T Object] struct {
 	maxPending   int
 	overflow     OverflowPolicy
 	informerSync func() bool
+	// started is set when the goroutine is launched; guarded by the
+	// informer's mu.
+	started bool
 
 	mu   sync.Mutex
 	ring ring[notification[T]]
-	room sync.Cond // signalled when the ring shrinks below maxPending
+	room sync.Cond // signalled when a delivery makes room below maxPending
 	// stopping is set once the listener stops accepting notifications.
 	stopping bool
 	// queued counts notifications accepted minus those cancelled.
@@ -127,6 +131,8 @@ type listener[T Object] struct {
 	finished chan struct{} // closed once the goroutine has exited or will never run
 	doneOnce sync.Once
 	removed  atomic.Bool
+	// roomWanted is set while the dispatcher waits for room (OverflowBlock).
+	roomWanted atomic.Bool
 
 	pendingInitial atomic.Int64 // initial-list adds not yet delivered
 	delivered      atomic.Int64
@@ -198,7 +204,7 @@ func (l *listener[T]) enqueue(notes []notification[T]) {
 		if l.stopping {
 			break
 		}
-		if l.maxPending > 0 && (l.latest != nil || l.ring.len() >= l.maxPending) {
+		if l.maxPending > 0 && (l.latest != nil || l.pendingLocked() >= int64(l.maxPending)) {
 			if l.overflow == OverflowCoalesce {
 				if l.coalesce(n) {
 					continue
@@ -233,15 +239,40 @@ func (l *listener[T]) signal() {
 	}
 }
 
-// waitForRoom blocks until the ring holds fewer than maxPending
-// notifications (OverflowBlock). It reports false if the listener stopped
+// waitForRoom blocks until fewer than maxPending notifications are pending
+// (OverflowBlock). It reports false if the listener stopped
 // meanwhile. l.mu must be held; it is released while waiting.
 func (l *listener[T]) waitForRoom() bool {
-	for l.ring.len() >= l.maxPending && !l.stopping {
+	for !l.stopping {
+		// Announce the wait before checking, so that a delivery either is
+		// seen by the check or sees the announcement and signals.
+		l.roomWanted.Store(true)
+		if l.pendingLocked() < int64(l.maxPending) {
+			break
+		}
 		l.signal()
 		l.room.Wait()
 	}
+	l.roomWanted.Store(false)
 	return !l.stopping
+}
+
+// pendingLocked returns the number of notifications queued and not yet
+// delivered, including the ones the goroutine has taken from the ring.
+// l.mu must be held.
+func (l *listener[T]) pendingLocked() int64 {
+	return l.queued - l.delivered.Load()
+}
+
+// countDelivered records a returned handler call and, with OverflowBlock,
+// wakes a dispatcher waiting for room.
+func (l *listener[T]) countDelivered() {
+	l.delivered.Add(1)
+	if l.maxPending > 0 && l.roomWanted.Load() {
+		l.mu.Lock()
+		l.room.Signal()
+		l.mu.Unlock()
+	}
 }
 
 // coalesce merges n into the latest pending notification about the same
@@ -287,6 +318,7 @@ func (l *listener[T]) start(wg *sync.WaitGroup, logger klog.Logger) {
 	if !l.hasLogger {
 		l.logger = klog.LoggerWithValues(logger, "handler", l.name)
 	}
+	l.started = true
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -330,9 +362,6 @@ func (l *listener[T]) take(batch []notification[T]) []notification[T] {
 	if l.ring.len() == 0 {
 		l.latest = nil // everything pending was taken: stop coalescing
 	}
-	if l.maxPending > 0 {
-		l.room.Signal()
-	}
 	return batch
 }
 
@@ -369,10 +398,10 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 		default:
 			continue
 		}
-		l.delivered.Add(1)
 		if n.initial {
 			l.pendingInitial.Add(-1)
 		}
+		l.countDelivered()
 	}
 	return next
 }
@@ -381,10 +410,10 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 // counted, n counts as delivered, and with CrashOnPanic the panic goes on.
 func (l *listener[T]) recovered(r any, n *notification[T]) {
 	l.panics.Add(1)
-	l.delivered.Add(1)
 	if n.initial {
 		l.pendingInitial.Add(-1)
 	}
+	l.countDelivered()
 	l.logger.Error(fmt.Errorf("%v", r), "Event handler panicked", "handler", l.name,
 		"notification", n.kind.String(), "object", klog.KObj(n.obj), "stack", string(debug.Stack()))
 	if l.crashOnPanic {

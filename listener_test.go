@@ -1,0 +1,292 @@
+package informer
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+)
+
+func noteAdd(p *corev1.Pod, initial bool) notification[*corev1.Pod] {
+	return notification[*corev1.Pod]{kind: notifyAdd, obj: p, initial: initial}
+}
+func noteUpdate(old, p *corev1.Pod) notification[*corev1.Pod] {
+	return notification[*corev1.Pod]{kind: notifyUpdate, old: old, obj: p,
+		resync: old.ResourceVersion == p.ResourceVersion}
+}
+func noteDelete(p *corev1.Pod, fsu bool) notification[*corev1.Pod] {
+	return notification[*corev1.Pod]{kind: notifyDelete, obj: p, finalStateUnknown: fsu}
+}
+
+// startTestListener starts l with a test logger and stops it at the end of
+// the test, checking that its goroutine exits.
+func startTestListener(t *testing.T, l *listener[*corev1.Pod]) {
+	t.Helper()
+	var wg sync.WaitGroup
+	logger, _ := ktesting.NewTestContext(t)
+	l.start(&wg, logger)
+	t.Cleanup(func() {
+		l.shutdown()
+		wg.Wait()
+		select {
+		case <-l.finished:
+		default:
+			t.Error("listener not finished after its goroutine exited")
+		}
+	})
+}
+
+func synced() bool { return true }
+
+func TestListenerDeliversInOrderAcrossBatches(t *testing.T) {
+	rec := newPLRecorder()
+	l := newListener[*corev1.Pod](rec, "rec", HandlerOptions{}, synced)
+	var notes []notification[*corev1.Pod]
+	var want []plEvent
+	for i := range 3 * deliveryBatch {
+		p := plPod("ns", "p"+strconv.Itoa(i%7), strconv.Itoa(i))
+		notes = append(notes, noteAdd(p, false))
+		want = append(want, plAdd(KeyOf(p), p.ResourceVersion, false))
+	}
+	l.enqueue(notes[:100])
+	startTestListener(t, l)
+	l.enqueue(notes[100:])
+	rec.expect(t, want...)
+	plEventually(t, "delivered counter", func() bool { return l.stats().Delivered == int64(len(want)) })
+	if diff := cmp.Diff(HandlerStats{Delivered: int64(len(want))}, l.stats()); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
+	}
+}
+
+func TestListenerGetsResyncUpdatesOnlyWhenDue(t *testing.T) {
+	rec := newPLRecorder()
+	l := newListener[*corev1.Pod](rec, "rec", HandlerOptions{}, synced)
+	a1, a2 := plPod("ns", "a", "1"), plPod("ns", "a", "2")
+	l.resyncDue.Store(false)
+	l.enqueue([]notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2)})
+	l.resyncDue.Store(true)
+	l.enqueue([]notification[*corev1.Pod]{noteUpdate(a2, a2)})
+	startTestListener(t, l)
+	rec.expect(t, plUpdate("ns/a", "1", "2"), plUpdate("ns/a", "2", "2"))
+}
+
+func TestListenerRecoversPanicsAndStillSyncs(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	rec := newPLRecorder()
+	rec.hook = func(e plEvent) {
+		if e.Key == "ns/boom" {
+			panic("fake panic")
+		}
+	}
+	l := newListener[*corev1.Pod](rec, "panicky", HandlerOptions{Logger: &logger}, synced)
+	l.enqueue([]notification[*corev1.Pod]{
+		noteAdd(plPod("ns", "a", "1"), true),
+		noteAdd(plPod("ns", "boom", "2"), true),
+		noteAdd(plPod("ns", "b", "3"), true),
+		noteDelete(plPod("ns", "boom", "4"), false),
+		noteAdd(plPod("ns", "c", "5"), false),
+	})
+	if l.hasSynced() {
+		t.Fatal("synced before the initial adds were delivered")
+	}
+	startTestListener(t, l)
+	rec.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "3", true), plAdd("ns/c", "5", false))
+	plEventually(t, "listener synced", l.hasSynced)
+	plEventually(t, "all delivered", func() bool { return l.stats().Delivered == 5 })
+	if diff := cmp.Diff(HandlerStats{Delivered: 5, Panics: 2}, l.stats()); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
+	}
+	var panics []string
+	for _, entry := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		if entry.Message != "Event handler panicked" {
+			continue
+		}
+		kv := map[string]any{}
+		for i := 0; i+1 < len(entry.ParameterKVList); i += 2 {
+			kv[entry.ParameterKVList[i].(string)] = entry.ParameterKVList[i+1]
+		}
+		panics = append(panics, kv["handler"].(string)+" "+kv["notification"].(string)+" "+entry.Err.Error())
+	}
+	if diff := cmp.Diff([]string{"panicky add fake panic", "panicky delete fake panic"}, panics); diff != "" {
+		t.Fatalf("panic logs (-want +got):\n%s", diff)
+	}
+}
+
+func TestListenerCrashOnPanicPropagatesThePanic(t *testing.T) {
+	logger := klog.Background().V(10) // the panic log is not under test here
+	rec := newPLRecorder()
+	rec.hook = func(plEvent) { panic("fake panic") }
+	l := newListener[*corev1.Pod](rec, "crashing", HandlerOptions{CrashOnPanic: true, Logger: &logger}, synced)
+	l.logger = logger
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		l.deliverAll([]notification[*corev1.Pod]{noteAdd(plPod("ns", "a", "1"), false)})
+	}()
+	if got != "fake panic" {
+		t.Fatalf("recovered %v, want the handler's panic", got)
+	}
+	if l.stats().Panics != 1 {
+		t.Fatalf("panics = %d, want 1", l.stats().Panics)
+	}
+}
+
+func TestListenerBlockPolicyWaitsForRoomAndLosesNothing(t *testing.T) {
+	release := make(chan struct{})
+	rec := newPLRecorder()
+	rec.hook = func(plEvent) { <-release }
+	l := newListener[*corev1.Pod](rec, "slow", HandlerOptions{MaxPending: 2, Overflow: OverflowBlock}, synced)
+	startTestListener(t, l)
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseAll)
+	var notes []notification[*corev1.Pod]
+	var want []plEvent
+	for i := range 10 {
+		p := plPod("ns", "a", strconv.Itoa(i))
+		notes = append(notes, noteAdd(p, false))
+		want = append(want, plAdd("ns/a", p.ResourceVersion, false))
+	}
+	enqueued := make(chan struct{})
+	go func() {
+		defer close(enqueued)
+		l.enqueue(notes)
+	}()
+	select {
+	case <-enqueued:
+		t.Fatal("enqueue of 10 notifications returned while the handler holds them back with MaxPending 2")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if pending := l.stats().Pending; pending > 2 {
+		t.Fatalf("pending = %d, want at most MaxPending (2)", pending)
+	}
+	releaseAll()
+	<-enqueued
+	rec.expect(t, want...)
+}
+
+func TestListenerShutdownReleasesABlockedDispatcher(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	rec := newPLRecorder()
+	rec.hook = func(plEvent) { <-release }
+	l := newListener[*corev1.Pod](rec, "stuck", HandlerOptions{MaxPending: 1}, synced)
+	var wg sync.WaitGroup
+	l.start(&wg, klog.Background())
+	enqueued := make(chan struct{})
+	go func() {
+		defer close(enqueued)
+		for i := range 5 {
+			l.enqueue([]notification[*corev1.Pod]{noteAdd(plPod("ns", "a", strconv.Itoa(i)), false)})
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	l.shutdown()
+	select {
+	case <-enqueued:
+	case <-time.After(plTimeout):
+		t.Fatal("shutdown did not release the blocked enqueue")
+	}
+	release <- struct{}{} // let the handler call in progress return
+	wg.Wait()
+	// The handler call in progress returned; nothing else was delivered and
+	// nothing is left pending.
+	if diff := cmp.Diff(HandlerStats{Delivered: 1}, l.stats()); diff != "" {
+		t.Fatalf("stats after shutdown (-want +got):\n%s", diff)
+	}
+}
+
+func TestListenerCoalescePolicy(t *testing.T) {
+	pod := func(name, rv string) *corev1.Pod { return plPod("ns", name, rv) }
+	// Two fillers reach MaxPending 2, so every later notification is
+	// subject to coalescing.
+	fillers := []notification[*corev1.Pod]{noteAdd(pod("f1", "1"), false), noteAdd(pod("f2", "1"), false)}
+	fillerEvents := []plEvent{plAdd("ns/f1", "1", false), plAdd("ns/f2", "1", false)}
+	tests := []struct {
+		name      string
+		notes     []notification[*corev1.Pod]
+		want      []plEvent
+		coalesced int64
+	}{{
+		name:      "add then updates becomes the latest add",
+		notes:     []notification[*corev1.Pod]{noteAdd(pod("a", "1"), true), noteUpdate(pod("a", "1"), pod("a", "2")), noteUpdate(pod("a", "2"), pod("a", "3"))},
+		want:      []plEvent{plAdd("ns/a", "3", true)},
+		coalesced: 2,
+	}, {
+		name:      "updates merge from the first old state to the last new state",
+		notes:     []notification[*corev1.Pod]{noteUpdate(pod("a", "0"), pod("a", "1")), noteUpdate(pod("a", "1"), pod("a", "2"))},
+		want:      []plEvent{plUpdate("ns/a", "0", "2")},
+		coalesced: 1,
+	}, {
+		name:      "add then delete cancel out",
+		notes:     []notification[*corev1.Pod]{noteAdd(pod("a", "1"), true), noteDelete(pod("a", "2"), false)},
+		want:      nil,
+		coalesced: 2,
+	}, {
+		name:      "update then delete becomes the delete",
+		notes:     []notification[*corev1.Pod]{noteUpdate(pod("a", "0"), pod("a", "1")), noteDelete(pod("a", "1"), true)},
+		want:      []plEvent{plDelete("ns/a", "1", true)},
+		coalesced: 1,
+	}, {
+		name: "a delete is never merged away",
+		notes: []notification[*corev1.Pod]{noteDelete(pod("a", "1"), false), noteAdd(pod("a", "2"), false),
+			noteUpdate(pod("a", "2"), pod("a", "3"))},
+		want:      []plEvent{plDelete("ns/a", "1", false), plAdd("ns/a", "3", false)},
+		coalesced: 1,
+	}, {
+		name: "a merged notification keeps its position",
+		notes: []notification[*corev1.Pod]{noteAdd(pod("a", "1"), false), noteAdd(pod("b", "1"), false),
+			noteUpdate(pod("a", "1"), pod("a", "2"))},
+		want:      []plEvent{plAdd("ns/a", "2", false), plAdd("ns/b", "1", false)},
+		coalesced: 1,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newPLRecorder()
+			l := newListener[*corev1.Pod](rec, "coalescing", HandlerOptions{MaxPending: 2, Overflow: OverflowCoalesce}, synced)
+			l.enqueue(fillers)
+			l.enqueue(tc.notes) // nothing is delivered yet: the listener has not started
+			wantEvents := append(append([]plEvent(nil), fillerEvents...), tc.want...)
+			startTestListener(t, l)
+			rec.expect(t, wantEvents...)
+			plEventually(t, "listener idle", func() bool { return l.stats().Pending == 0 })
+			want := HandlerStats{Delivered: int64(len(wantEvents)), Coalesced: tc.coalesced}
+			if diff := cmp.Diff(want, l.stats()); diff != "" {
+				t.Errorf("stats (-want +got):\n%s", diff)
+			}
+			if !l.hasSynced() {
+				t.Error("not synced although no initial add is pending")
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.latest != nil {
+				t.Error("still coalescing after the listener drained")
+			}
+		})
+	}
+}
+
+func TestListenerDropsPendingOnShutdown(t *testing.T) {
+	rec := newPLRecorder()
+	l := newListener[*corev1.Pod](rec, "never-started", HandlerOptions{}, synced)
+	var notes []notification[*corev1.Pod]
+	for i := range 10 {
+		notes = append(notes, noteAdd(plPod("ns", "a"+strconv.Itoa(i), "1"), false))
+	}
+	l.enqueue(notes)
+	if diff := cmp.Diff(HandlerStats{Pending: 10}, l.stats()); diff != "" {
+		t.Fatalf("stats before shutdown (-want +got):\n%s", diff)
+	}
+	l.shutdown()
+	l.finish()
+	l.enqueue(notes) // ignored: the listener stopped
+	if diff := cmp.Diff(HandlerStats{Dropped: 10}, l.stats()); diff != "" {
+		t.Fatalf("stats after shutdown (-want +got):\n%s", diff)
+	}
+	<-l.finished
+}

@@ -1,0 +1,258 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+)
+
+// queueText renders records as "op key@rv" strings for cmp.Diff; a replace
+// lists its items, a bookmark shows its resource version.
+func queueText(batch []queueRecord[*corev1.Pod]) []string {
+	out := make([]string, 0, len(batch))
+	for _, rec := range batch {
+		s := rec.op.String()
+		switch rec.op {
+		case opReplace:
+			items := make([]string, 0, len(rec.bulk.list))
+			for _, p := range rec.bulk.list {
+				items = append(items, KeyOf(p)+"@"+p.ResourceVersion)
+			}
+			s += fmt.Sprintf(" [%s] rv=%s", strings.Join(items, " "), rec.bulk.resourceVersion)
+			if rec.firstList {
+				s += " first"
+			}
+		case opBookmark:
+			s += " rv=" + rec.bulk.resourceVersion
+		case opResync:
+		default:
+			s += " " + KeyOf(rec.obj) + "@" + rec.obj.ResourceVersion
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// queueNext pops one batch and renders it.
+func queueNext(t *testing.T, q *eventQueue[*corev1.Pod]) []string {
+	t.Helper()
+	batch, ok := q.next()
+	if !ok {
+		t.Fatal("queue closed")
+	}
+	out := queueText(batch)
+	q.recycle(batch)
+	return out
+}
+
+func newTestQueue(t *testing.T, transform TransformFunc[*corev1.Pod]) *eventQueue[*corev1.Pod] {
+	logger, _ := ktesting.NewTestContext(t)
+	return newEventQueue(transform, logger)
+}
+
+func TestEventQueueKeepsEveryEventInOrder(t *testing.T) {
+	// client-go's TestRealFIFO_detectLineJumpers: no per-key merging, a key
+	// never jumps back in line.
+	q := newTestQueue(t, nil)
+	plMust(t, q.Add(plPod("", "foo", "10")))
+	plMust(t, q.Add(plPod("", "bar", "1")))
+	plMust(t, q.Update(plPod("", "foo", "11")))
+	plMust(t, q.Update(plPod("", "foo", "13")))
+	plMust(t, q.Delete(plPod("", "zab", "30")))
+	want := []string{"add foo@10", "add bar@1", "update foo@11", "update foo@13", "delete zab@30"}
+	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
+		t.Fatalf("first batch (-want +got):\n%s", diff)
+	}
+	plMust(t, q.Add(plPod("", "foo", "14")))
+	if diff := cmp.Diff([]string{"add foo@14"}, queueNext(t, q)); diff != "" {
+		t.Fatalf("second batch (-want +got):\n%s", diff)
+	}
+}
+
+func TestEventQueueReplaceResyncAndBookmarkAreSingleOrderedRecords(t *testing.T) {
+	// client-go's TestRealFIFO_ReplaceAtomic and TestRealFIFO_ResyncAtomic.
+	q := newTestQueue(t, nil)
+	plMust(t, q.Bookmark("5"))
+	plMust(t, q.Add(plPod("ns", "a", "6")))
+	plMust(t, q.Replace([]*corev1.Pod{plPod("ns", "a", "6"), plPod("ns", "b", "7")}, "10"))
+	plMust(t, q.Resync())
+	plMust(t, q.Replace(nil, "20"))
+	plMust(t, q.Bookmark("21"))
+	want := []string{
+		"bookmark rv=5",
+		"add ns/a@6",
+		"replace [ns/a@6 ns/b@7] rv=10",
+		"resync",
+		"replace [] rv=20",
+		"bookmark rv=21",
+	}
+	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
+		t.Fatalf("records (-want +got):\n%s", diff)
+	}
+}
+
+func TestEventQueueSyncedAfterFirstListIsProcessed(t *testing.T) {
+	// client-go's TestRealFIFO_HasSynced, with atomic replaces.
+	q := newTestQueue(t, nil)
+	if q.hasSynced() {
+		t.Fatal("empty queue synced")
+	}
+	plMust(t, q.Replace([]*corev1.Pod{plPod("", "a", "1")}, "1"))
+	plMust(t, q.Replace([]*corev1.Pod{plPod("", "a", "1")}, "2"))
+	if diff := cmp.Diff([]string{"replace [a@1] rv=1 first", "replace [a@1] rv=2"}, queueNext(t, q)); diff != "" {
+		t.Fatalf("only the first list is marked (-want +got):\n%s", diff)
+	}
+	if q.hasSynced() {
+		t.Fatal("synced before the first list was processed")
+	}
+	q.markSynced()
+	if !q.hasSynced() {
+		t.Fatal("not synced after the first list was processed")
+	}
+	select {
+	case <-q.syncedCh:
+	default:
+		t.Fatal("synced channel still open")
+	}
+
+	// An event before any list means there is no initial list to wait for.
+	q2 := newTestQueue(t, nil)
+	plMust(t, q2.Add(plPod("", "a", "1")))
+	if !q2.hasSynced() {
+		t.Fatal("queue whose first record is an event is not synced")
+	}
+	plMust(t, q2.Replace(nil, "2"))
+	if diff := cmp.Diff([]string{"add a@1", "replace [] rv=2"}, queueNext(t, q2)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+// countingTransform marks each pod it sees with a label counting how many
+// times it was transformed, and fails for pods named "bad".
+func countingTransform(pod *corev1.Pod) (*corev1.Pod, error) {
+	if pod.Name == "bad" {
+		return nil, errors.New("cannot transform bad")
+	}
+	if pod.Name == "empty" {
+		return nil, nil
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	n, _ := strconv.Atoi(pod.Labels["transformed"])
+	pod.Labels["transformed"] = strconv.Itoa(n + 1)
+	return pod, nil
+}
+
+func TestEventQueueTransformsOnceAndDropsFailures(t *testing.T) {
+	q := newTestQueue(t, countingTransform)
+	a, b := plPod("", "a", "1"), plPod("", "b", "2")
+	plMust(t, q.Add(a))
+	plMust(t, q.Add(plPod("", "bad", "3")))
+	plMust(t, q.Update(plPod("", "empty", "4")))
+	plMust(t, q.Replace([]*corev1.Pod{plPod("", "bad", "5"), b, plPod("", "empty", "6")}, "7"))
+	plMust(t, q.Delete(plPod("", "bad", "8")))
+	want := []string{"add a@1", "replace [b@2] rv=7"}
+	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
+		t.Fatalf("records (-want +got):\n%s", diff)
+	}
+	for _, p := range []*corev1.Pod{a, b} {
+		if got := p.Labels["transformed"]; got != "1" {
+			t.Errorf("%s transformed %s times, want 1", p.Name, got)
+		}
+	}
+	if got := q.transformErrors.Load(); got != 5 {
+		t.Errorf("transform errors = %d, want 5", got)
+	}
+}
+
+func TestEventQueueNextTakesEverythingAndCloseUnblocks(t *testing.T) {
+	q := newTestQueue(t, nil)
+	got := make(chan []string)
+	go func() {
+		batch, ok := q.next()
+		if !ok {
+			got <- nil
+			return
+		}
+		got <- queueText(batch)
+	}()
+	select {
+	case b := <-got:
+		t.Fatalf("next returned %v from an empty queue", b)
+	case <-time.After(20 * time.Millisecond):
+	}
+	plMust(t, q.Add(plPod("", "a", "1")))
+	if diff := cmp.Diff([]string{"add a@1"}, <-got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+
+	closed := make(chan bool)
+	go func() {
+		_, ok := q.next()
+		closed <- ok
+	}()
+	time.Sleep(10 * time.Millisecond)
+	q.close()
+	if ok := <-closed; ok {
+		t.Fatal("next returned records after close")
+	}
+	plMust(t, q.Add(plPod("", "b", "2")))
+	if _, ok := q.next(); ok {
+		t.Fatal("next returned records after close")
+	}
+}
+
+func TestEventQueueConcurrentProducersKeepTheirOrder(t *testing.T) {
+	// client-go's TestRealFIFO_basic.
+	q := newEventQueue[*corev1.Pod](nil, klog.Background())
+	const perProducer = 500
+	var wg sync.WaitGroup
+	for _, producer := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perProducer {
+				_ = q.Add(plPod(producer, "x"+strconv.Itoa(i), strconv.Itoa(i)))
+			}
+		}()
+	}
+	last := map[string]int{"a": -1, "b": -1}
+	for seen := 0; seen < 2*perProducer; {
+		batch, _ := q.next()
+		for _, rec := range batch {
+			n, _ := strconv.Atoi(rec.obj.ResourceVersion)
+			if n != last[rec.obj.Namespace]+1 {
+				t.Fatalf("producer %s: got %d after %d", rec.obj.Namespace, n, last[rec.obj.Namespace])
+			}
+			last[rec.obj.Namespace] = n
+		}
+		seen += len(batch)
+		q.recycle(batch)
+	}
+	wg.Wait()
+}
+
+func TestEventQueueSteadyTrafficAllocatesNothing(t *testing.T) {
+	q := newEventQueue[*corev1.Pod](nil, klog.Background())
+	pod := plPod("", "a", "1")
+	allocs := testing.AllocsPerRun(100, func() {
+		for range 64 {
+			_ = q.Update(pod)
+		}
+		batch, _ := q.next()
+		q.recycle(batch)
+	})
+	if allocs != 0 {
+		t.Fatalf("allocations per round = %v, want 0", allocs)
+	}
+}

@@ -1,0 +1,166 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Registration is the handle of a handler added to an [Informer]. It is
+// safe for concurrent use.
+type Registration struct {
+	owner  any // the informer that issued it
+	target registrationTarget
+}
+
+// registrationTarget is the untyped view of a listener a Registration needs.
+type registrationTarget interface {
+	hasSynced() bool
+	stats() HandlerStats
+	handlerName() string
+	finishedChan() <-chan struct{}
+}
+
+// HasSynced reports whether the informer has synced and this handler has
+// received, and returned from, every add of the initial list (or, for a
+// handler added to a running informer, of the objects cached at that time).
+// A panicking handler call counts as returned.
+func (r *Registration) HasSynced() bool { return r.target.hasSynced() }
+
+// Stats returns the handler's counters.
+func (r *Registration) Stats() HandlerStats { return r.target.stats() }
+
+// Name returns the handler's name, as used in logs.
+func (r *Registration) Name() string { return r.target.handlerName() }
+
+func (l *listener[T]) handlerName() string           { return l.name }
+func (l *listener[T]) finishedChan() <-chan struct{} { return l.finished }
+
+// AddEventHandler adds h with default options: see
+// [Informer.AddEventHandlerWithOptions].
+func (i *Informer[T]) AddEventHandler(h ResourceEventHandler[T]) (*Registration, error) {
+	return i.AddEventHandlerWithOptions(h, HandlerOptions{})
+}
+
+// AddEventHandlerWithOptions adds h, which receives every later change of
+// the cache. Added before Run, it receives the initial list as adds with
+// isInInitialList true. Added to a running informer, it first receives
+// OnAdd(obj, true) for every cached object (event processing is paused while
+// these are queued, so no change is missed or seen twice), then the live
+// notifications. A handler may be added several times; each registration is
+// independent. It fails once the informer has stopped.
+func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts HandlerOptions) (*Registration, error) {
+	if h == nil {
+		return nil, errors.New("cannot add a nil event handler")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.handlerCount++
+	name := opts.Name
+	if name == "" {
+		name = fmt.Sprintf("%T#%d", h, i.handlerCount)
+	}
+	if i.stopped.Load() {
+		return nil, fmt.Errorf("handler %s was not added because the informer has stopped", name)
+	}
+	logger := klog.Background()
+	if opts.Logger != nil {
+		logger = *opts.Logger
+	}
+	requested := i.defaultResync
+	if opts.ResyncPeriod != nil {
+		requested = *opts.ResyncPeriod
+	}
+	requested = i.adjustResyncPeriod(logger, requested)
+
+	l := newListener(h, name, opts, i.queue.hasSynced)
+	i.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.resyncCheckPeriod))
+	reg := &Registration{owner: i, target: l}
+	if !i.started {
+		i.proc.add(l)
+		return reg, nil
+	}
+
+	i.dispatchMu.Lock()
+	defer i.dispatchMu.Unlock()
+	i.proc.add(l)
+	l.start(&i.listenersWG, i.runLogger)
+	cached := i.indexer.List()
+	notes := make([]notification[T], 0, min(len(cached), dispatchChunk))
+	for _, obj := range cached {
+		notes = append(notes, notification[T]{kind: notifyAdd, obj: obj, initial: true})
+		if len(notes) == cap(notes) {
+			l.enqueue(notes)
+			clear(notes)
+			notes = notes[:0]
+		}
+	}
+	l.enqueue(notes)
+	return reg, nil
+}
+
+// adjustResyncPeriod applies client-go's rules to a handler's requested
+// resync period: at least one second; below the informer's check period it
+// lowers the check period before Run and is raised to it after. i.mu must be
+// held.
+func (i *Informer[T]) adjustResyncPeriod(logger klog.Logger, requested time.Duration) time.Duration {
+	if requested <= 0 {
+		return 0
+	}
+	if requested < minimumResyncPeriod {
+		logger.Info("Warning: resync period is too small, raising it to the minimum", "resyncPeriod", requested, "minimumResyncPeriod", minimumResyncPeriod)
+		requested = minimumResyncPeriod
+	}
+	if requested < i.resyncCheckPeriod {
+		if i.started {
+			logger.Info("Warning: resync period is below the resync check period of the running informer, raising it", "resyncPeriod", requested, "resyncCheckPeriod", i.resyncCheckPeriod)
+			return i.resyncCheckPeriod
+		}
+		i.resyncCheckPeriod = requested
+		i.proc.setResyncCheckPeriod(logger, requested)
+	}
+	return requested
+}
+
+// RemoveEventHandler stops the deliveries of a handler: notifications not yet
+// delivered are dropped. It does not wait for a handler call in progress
+// (see [Informer.ShutDownEventHandler]). Removing a handler twice, or
+// removing a registration issued by another informer, does nothing.
+func (i *Informer[T]) RemoveEventHandler(r *Registration) error {
+	if r == nil {
+		return errors.New("cannot remove a nil registration")
+	}
+	if r.owner != any(i) {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, l := range i.proc.snapshot() {
+		if registrationTarget(l) != r.target {
+			continue
+		}
+		i.proc.remove(l)
+		l.shutdown()
+		if !l.started {
+			l.finish()
+		}
+		return nil
+	}
+	return nil
+}
+
+// ShutDownEventHandler removes a handler like RemoveEventHandler, then waits
+// until its goroutine has exited, so that the handler is never called again.
+// It must not be called from the handler's own methods, which would wait
+// for themselves.
+func (i *Informer[T]) ShutDownEventHandler(r *Registration) error {
+	if err := i.RemoveEventHandler(r); err != nil {
+		return err
+	}
+	if r.owner == any(i) {
+		<-r.target.finishedChan()
+	}
+	return nil
+}
