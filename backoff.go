@@ -32,6 +32,9 @@ var (
 	// errNilListResult reports a ListerWatcher that returned neither a list
 	// nor an error.
 	errNilListResult = errors.New("list returned no result and no error")
+	// errNilWatch reports a ListerWatcher that returned neither a watch nor
+	// an error.
+	errNilWatch = errors.New("watch returned no watch and no error")
 	// errVeryShortWatch reports a watch that ended within a second without
 	// delivering any event, which suggests a server or proxy problem.
 	errVeryShortWatch = errors.New("very short watch: watch ended within a second without any event")

@@ -278,9 +278,9 @@ func streamCall(rv string) FakeCall {
 	}}
 }
 
-func diffOrFail(t *testing.T, what string, want, got any) {
+func diffOrFail(t *testing.T, what string, want, got any, opts ...cmp.Option) {
 	t.Helper()
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, opts...); diff != "" {
 		t.Fatalf("%s (-want +got):\n%s", what, diff)
 	}
 }

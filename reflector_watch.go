@@ -55,6 +55,9 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 			fromKnownVersion = options.ResourceVersion != "" && options.ResourceVersion != "0"
 			var err error
 			w, err = r.lw.Watch(ctx, options)
+			if err == nil && w == nil {
+				err = errNilWatch
+			}
 			if err != nil {
 				if !isRetriableWatchError(err) {
 					return err

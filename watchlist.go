@@ -31,6 +31,9 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 		}
 		start := r.clock.Now()
 		w, err := r.lw.Watch(ctx, options)
+		if err == nil && w == nil {
+			err = errNilWatch
+		}
 		if err != nil {
 			if r.retryStreamList(ctx, err) {
 				continue
