@@ -1,0 +1,360 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+)
+
+// FactoryOptions configures a [Factory]. The zero value is valid: all
+// namespaces, no resync, built-in types only, protobuf for built-ins.
+type FactoryOptions struct {
+	// Namespace limits every informer to one namespace; empty means all
+	// namespaces. Informers created [WithClusterScope] ignore it.
+	Namespace string
+	// TweakListOptions, if set, changes the options of every list and watch
+	// call of every informer, for example to set a label or field selector.
+	TweakListOptions func(options *metav1.ListOptions)
+	// DefaultResync is the resync period of informers not given
+	// [WithResync]; 0 means no resync.
+	DefaultResync time.Duration
+	// Transform, if set, runs on every object of every informer before the
+	// informer's own transform, for example [ClearManagedFields].
+	Transform MetadataTransformFunc
+	// Name, if set, prefixes the name of every informer in logs.
+	Name string
+	// Scheme knows the CRD Go types to inform on (see [RESTOptions].Scheme);
+	// built-in types are always known.
+	Scheme *runtime.Scheme
+	// ContentType is the wire format of the typed informers made by [For]:
+	// by default protobuf for built-in types and JSON for the others.
+	ContentType ContentType
+	// HTTPClient is the client every request goes through. Nil means one
+	// client built from the config and owned by the factory, whose idle
+	// connections Shutdown closes.
+	HTTPClient *http.Client
+}
+
+// InformerKey identifies one informer of a [Factory]: the Go type of its
+// objects and the resource it lists and watches.
+type InformerKey struct {
+	// Type is the Go type of the informer's objects, e.g. *v1.Pod.
+	Type reflect.Type
+	// Resource is the resource the informer lists and watches.
+	Resource schema.GroupVersionResource
+}
+
+// String returns the type and the resource, e.g. "*v1.Pod v1/pods" or
+// "*v1.PartialObjectMetadata apps/v1/deployments".
+func (k InformerKey) String() string {
+	return fmt.Sprintf("%v %s/%s", k.Type, k.Resource.GroupVersion(), k.Resource.Resource)
+}
+
+// Factory creates and runs informers that share one HTTP client and one
+// configuration, like client-go's SharedInformerFactory: [For] and
+// [ForResource] return the same *Informer[T] for a type (or type and
+// resource) every time, so that every part of a program shares one cache and
+// one watch per resource.
+//
+// All methods are safe for concurrent use. Objects in the informers' caches
+// are shared and must not be modified.
+type Factory struct {
+	config        *rest.Config
+	opts          FactoryOptions
+	httpClient    *http.Client
+	ownHTTPClient bool
+
+	mu        sync.Mutex
+	informers map[InformerKey]*factoryEntry
+	byType    map[reflect.Type]*factoryEntry // informers made by For
+	cancels   []context.CancelFunc           // of every Start that started something
+	shutDown  bool
+	wg        sync.WaitGroup // one per running informer
+}
+
+// factoryInformer is what the factory needs of an *Informer[T].
+type factoryInformer interface {
+	Run(ctx context.Context)
+	HasSynced() bool
+}
+
+type factoryEntry struct {
+	key      InformerKey
+	name     string // the informer's name in logs
+	informer factoryInformer
+	started  bool
+}
+
+// NewFactory returns a factory for the cluster config points to. It makes no
+// request; it fails if config is nil or cannot give an HTTP client, or if an
+// option is invalid.
+func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
+	if config == nil {
+		return nil, fmt.Errorf("informer factory: rest config is nil")
+	}
+	if err := validateNamespace(opts.Namespace); err != nil {
+		return nil, fmt.Errorf("informer factory: %w", err)
+	}
+	switch opts.ContentType {
+	case ContentTypeDefault, ContentTypeJSON, ContentTypeProtobuf:
+	default:
+		return nil, fmt.Errorf("informer factory: unsupported content type %q", opts.ContentType)
+	}
+	f := &Factory{
+		config:     rest.CopyConfig(config),
+		opts:       opts,
+		httpClient: opts.HTTPClient,
+		informers:  map[InformerKey]*factoryEntry{},
+		byType:     map[reflect.Type]*factoryEntry{},
+	}
+	if f.httpClient == nil {
+		client, err := rest.HTTPClientFor(f.config)
+		if err != nil {
+			return nil, fmt.Errorf("informer factory: HTTP client: %w", err)
+		}
+		f.httpClient, f.ownHTTPClient = client, true
+	}
+	return f, nil
+}
+
+// For returns the factory's informer for the Go type T, a built-in type of
+// k8s.io/api or a CRD type known to FactoryOptions.Scheme, creating it on the
+// first call; every call returns the same pointer. It fails at once, with a
+// clear error, for a type the factory cannot list and watch, and after
+// Shutdown.
+//
+// Options apply when the informer is created. On a later call, indexers
+// given [WithIndexers] are added to the existing informer, and any other
+// option is an error, since the informer is already configured.
+//
+// An informer created after Start runs once Start is called again.
+func For[T Object](f *Factory, opts ...InformerOption[T]) (*Informer[T], error) {
+	s := collectInformerOptions(opts)
+	typ := reflect.TypeFor[T]()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutDown {
+		return nil, fmt.Errorf("informer for %v: the factory is shut down", typ)
+	}
+	if entry, ok := f.byType[typ]; ok {
+		return reuseInformer(entry, s)
+	}
+	namespace := f.opts.Namespace
+	if s.clusterScoped {
+		namespace = ""
+	}
+	lw, err := NewRESTListerWatcher[T](f.config, RESTOptions{
+		Scheme:           f.opts.Scheme,
+		Resource:         s.resource,
+		Namespace:        namespace,
+		TweakListOptions: f.opts.TweakListOptions,
+		ContentType:      f.opts.ContentType,
+		HTTPClient:       f.httpClient,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("informer for %v: %w", typ, err)
+	}
+	inf, entry := newFactoryInformer(f, lw, InformerKey{Type: typ, Resource: lw.Resource()}, "", s)
+	f.byType[typ] = entry
+	return inf, nil
+}
+
+// ForResource returns the factory's informer for a named resource with T
+// *metav1.PartialObjectMetadata (metadata only, see [MetadataListerWatcher])
+// or *unstructured.Unstructured (see [DynamicListerWatcher]), creating it on
+// the first call; every call with the same T and resource returns the same
+// pointer. Other types are an error: use [For]. Options behave as in For;
+// [WithResourceName] is an error here.
+func ForResource[T Object](f *Factory, resource schema.GroupVersionResource, opts ...InformerOption[T]) (*Informer[T], error) {
+	s := collectInformerOptions(opts)
+	key := InformerKey{Type: reflect.TypeFor[T](), Resource: resource}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutDown {
+		return nil, fmt.Errorf("informer for %v: the factory is shut down", key)
+	}
+	if s.resource != "" {
+		return nil, fmt.Errorf("informer for %v: WithResourceName applies to For only", key)
+	}
+	if entry, ok := f.informers[key]; ok {
+		return reuseInformer(entry, s)
+	}
+	namespace := f.opts.Namespace
+	if s.clusterScoped {
+		namespace = ""
+	}
+	lw, err := NewResourceListerWatcher[T](f.config, resource, RESTOptions{
+		Namespace:        namespace,
+		TweakListOptions: f.opts.TweakListOptions,
+		HTTPClient:       f.httpClient,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("informer for %v: %w", key, err)
+	}
+	inf, _ := newFactoryInformer(f, lw, key, key.Type.Elem().Name(), s)
+	return inf, nil
+}
+
+// newFactoryInformer creates and registers an informer. form, if set, is
+// appended to its default name ("pods (PartialObjectMetadata)"). Call with
+// f.mu held.
+func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form string, s informerSettings[T]) (*Informer[T], *factoryEntry) {
+	name := s.name
+	if name == "" {
+		name = key.Resource.GroupResource().String()
+		if form != "" {
+			name += " (" + form + ")"
+		}
+		if f.opts.Name != "" {
+			name = f.opts.Name + "/" + name
+		}
+	}
+	resync := f.opts.DefaultResync
+	if s.resync != nil {
+		resync = *s.resync
+	}
+	transform := s.transform
+	if f.opts.Transform != nil {
+		transform = Chain(TransformFor[T](f.opts.Transform), s.transform)
+	}
+	inf := NewInformer(lw, InformerOptions[T]{
+		ResyncPeriod: resync,
+		Indexers:     s.indexers,
+		Transform:    transform,
+		Name:         name,
+		Resource:     key.Resource.GroupResource(),
+	})
+	entry := &factoryEntry{key: key, name: name, informer: inf}
+	f.informers[key] = entry
+	return inf, entry
+}
+
+// reuseInformer returns the informer of entry after applying the options a
+// later For or ForResource call may give. Call with f.mu held.
+func reuseInformer[T Object](entry *factoryEntry, s informerSettings[T]) (*Informer[T], error) {
+	inf, ok := entry.informer.(*Informer[T])
+	if !ok {
+		return nil, fmt.Errorf("informer for %v: the factory holds a %T", entry.key, entry.informer)
+	}
+	if len(s.creationOnly) > 0 {
+		return nil, fmt.Errorf("informer for %v already exists: %s only apply when it is created", entry.key, strings.Join(s.creationOnly, ", "))
+	}
+	if len(s.indexers) > 0 {
+		if err := inf.AddIndexers(s.indexers); err != nil {
+			return nil, fmt.Errorf("informer for %v: %w", entry.key, err)
+		}
+	}
+	return inf, nil
+}
+
+// Start runs every informer created so far and not yet started, each in its
+// own goroutine, until ctx is done or Shutdown is called. It does not block.
+// Calling it again starts the informers created since; it does nothing after
+// Shutdown. Informers log through the logger of ctx.
+func (f *Factory) Start(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutDown {
+		return
+	}
+	var runCtx context.Context
+	for _, entry := range f.informers {
+		if entry.started {
+			continue
+		}
+		if runCtx == nil {
+			var cancel context.CancelFunc
+			runCtx, cancel = context.WithCancel(ctx)
+			f.cancels = append(f.cancels, cancel)
+		}
+		entry.started = true
+		klog.FromContext(ctx).V(2).Info("Starting informer", "informer", entry.name, "key", entry.key.String())
+		f.wg.Go(func() { entry.informer.Run(runCtx) })
+	}
+}
+
+// cacheSyncPollInterval is how often WaitForCacheSync looks at the
+// informers; a look costs one atomic load per informer.
+const cacheSyncPollInterval = 10 * time.Millisecond
+
+// WaitForCacheSync waits until every started informer has synced (its first
+// list is in its cache) or ctx is done, and reports for each started
+// informer whether it synced. The error is nil when all synced; otherwise it
+// names the informers that did not and wraps context.Cause(ctx).
+func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, error) {
+	f.mu.Lock()
+	var started []*factoryEntry
+	for _, entry := range f.informers {
+		if entry.started {
+			started = append(started, entry)
+		}
+	}
+	f.mu.Unlock()
+
+	ticker := time.NewTicker(cacheSyncPollInterval)
+	defer ticker.Stop()
+poll:
+	for !allSynced(started) {
+		select {
+		case <-ctx.Done():
+			break poll
+		case <-ticker.C:
+		}
+	}
+	synced := make(map[InformerKey]bool, len(started))
+	var missing []string
+	for _, entry := range started {
+		ok := entry.informer.HasSynced()
+		synced[entry.key] = ok
+		if !ok {
+			missing = append(missing, entry.key.String())
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return synced, fmt.Errorf("informers not synced: %s: %w", strings.Join(missing, ", "), context.Cause(ctx))
+	}
+	return synced, nil
+}
+
+func allSynced(entries []*factoryEntry) bool {
+	for _, entry := range entries {
+		if !entry.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Shutdown stops every informer the factory started and waits until every
+// goroutine it started has exited; then it closes the idle connections of
+// the HTTP client it owns. Afterwards Start does nothing and For and
+// ForResource fail. It may be called more than once, also concurrently.
+//
+// Unlike client-go's factory, which waits for the context given to Start to
+// end, Shutdown cancels the informers itself.
+func (f *Factory) Shutdown() {
+	f.mu.Lock()
+	f.shutDown = true
+	cancels := f.cancels
+	f.cancels = nil
+	f.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
+	f.wg.Wait()
+	if f.ownHTTPClient {
+		f.httpClient.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,467 @@
+package informer_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubetyped/informer"
+)
+
+var (
+	podType      = reflect.TypeFor[*corev1.Pod]()
+	nodeType     = reflect.TypeFor[*corev1.Node]()
+	widgetType   = reflect.TypeFor[*Widget]()
+	metadataType = reflect.TypeFor[*metav1.PartialObjectMetadata]()
+	unstructType = reflect.TypeFor[*unstructured.Unstructured]()
+)
+
+func newFactory(t *testing.T, config *rest.Config, opts informer.FactoryOptions) *informer.Factory {
+	t.Helper()
+	f, err := informer.NewFactory(config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
+	return f
+}
+
+// offline is a config for tests that make no request.
+var offline = &rest.Config{Host: "127.0.0.1:1"}
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func TestFactoryHasOneInformerPerType(t *testing.T) {
+	f := newFactory(t, offline, informer.FactoryOptions{Scheme: widgetScheme(t)})
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
+	podMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
+	widgets := must[*informer.Informer[*Widget]](t)(informer.For[*Widget](f))
+	widgetsU := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.ForResource[*unstructured.Unstructured](f, widgetsResource))
+	widgetMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, widgetsResource))
+
+	byName := informer.Indexers[*corev1.Pod]{"node": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil }}
+	if got := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.WithIndexers(byName))); got != pods {
+		t.Error("For[*corev1.Pod] returned a second informer")
+	}
+	if _, ok := pods.Indexer().GetIndexers()["node"]; !ok {
+		t.Error("WithIndexers on a later call did not add the index")
+	}
+	if got := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource)); got != podMeta {
+		t.Error("ForResource[*metav1.PartialObjectMetadata](pods) returned a second informer")
+	}
+	if got := must[*informer.Informer[*Widget]](t)(informer.For[*Widget](f)); got != widgets {
+		t.Error("For[*Widget] returned a second informer")
+	}
+	if got := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.ForResource[*unstructured.Unstructured](f, widgetsResource)); got != widgetsU {
+		t.Error("ForResource[*unstructured.Unstructured](widgets) returned a second informer")
+	}
+	if podMeta == widgetMeta {
+		t.Error("two resources share one metadata informer")
+	}
+}
+
+func TestFactoryRejectsAtCreation(t *testing.T) {
+	f := newFactory(t, offline, informer.FactoryOptions{})
+	stopped := newFactory(t, offline, informer.FactoryOptions{})
+	stopped.Shutdown()
+	for _, tc := range []struct {
+		name string
+		new  func() error
+		want string
+	}{{
+		name: "type not in scheme",
+		new:  func() error { _, err := informer.For[*Widget](f); return err },
+		want: "informer for *informer_test.Widget: list/watch *informer_test.Widget: the type is not registered in the scheme (for a CRD type, register it in a runtime.Scheme with its list type and pass that scheme)",
+	}, {
+		name: "metadata through For",
+		new:  func() error { _, err := informer.For[*metav1.PartialObjectMetadata](f); return err },
+		want: "informer for *v1.PartialObjectMetadata: list/watch *v1.PartialObjectMetadata: metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher or ForResource",
+	}, {
+		name: "typed through ForResource",
+		new:  func() error { _, err := informer.ForResource[*corev1.Pod](f, podsResource); return err },
+		want: "informer for *v1.Pod v1/pods: list/watch /v1, Resource=pods as *v1.Pod: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object",
+	}, {
+		name: "resource name in ForResource",
+		new: func() error {
+			_, err := informer.ForResource(f, podsResource, informer.WithResourceName[*metav1.PartialObjectMetadata]("pods"))
+			return err
+		},
+		want: "informer for *v1.PartialObjectMetadata v1/pods: WithResourceName applies to For only",
+	}, {
+		name: "creation options on an existing informer",
+		new: func() error {
+			if _, err := informer.For[*corev1.Node](f); err != nil {
+				return err
+			}
+			_, err := informer.For(f, informer.WithResync[*corev1.Node](time.Minute), informer.WithClusterScope[*corev1.Node]())
+			return err
+		},
+		want: "informer for *v1.Node v1/nodes already exists: WithResync, WithClusterScope only apply when it is created",
+	}, {
+		name: "after shutdown",
+		new:  func() error { _, err := informer.For[*corev1.Pod](stopped); return err },
+		want: "informer for *v1.Pod: the factory is shut down",
+	}, {
+		name: "nil config",
+		new:  func() error { _, err := informer.NewFactory(nil, informer.FactoryOptions{}); return err },
+		want: "informer factory: rest config is nil",
+	}, {
+		name: "bad content type",
+		new: func() error {
+			_, err := informer.NewFactory(offline, informer.FactoryOptions{ContentType: "text/plain"})
+			return err
+		},
+		want: `informer factory: unsupported content type "text/plain"`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.new()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func withManagedFields[T runtime.Object](obj T) T {
+	m := any(obj).(metav1.Object)
+	m.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}})
+	return obj
+}
+
+func sortedByName[T metav1.Object](items []T) []T {
+	sort.Slice(items, func(i, j int) bool { return items[i].GetName() < items[j].GetName() })
+	return items
+}
+
+// exchange is a request and the kind of answer it got.
+type exchange struct {
+	Path, Accept string
+	Code         int
+	ContentType  string
+}
+
+func TestFactoryServesTypedMetadataAndUnstructuredInformers(t *testing.T) {
+	const (
+		pods          = "/api/v1/namespaces/a/pods"
+		widgets       = "/apis/example.com/v1/namespaces/a/widgets"
+		json          = "application/json"
+		protobuf      = "application/vnd.kubernetes.protobuf"
+		protobufWatch = "application/vnd.kubernetes.protobuf;stream=watch"
+	)
+	streamingExchanges := map[exchange]bool{
+		{pods, protobufAccept, 200, protobufWatch}: true,
+		{pods, metadataAccept, 200, protobufWatch}: true,
+		{widgets, json, 200, json}:                 true,
+	}
+	t.Run("streaming list", func(t *testing.T) {
+		testFactoryInformers(t, false, streamingExchanges)
+	})
+	t.Run("list and watch", func(t *testing.T) {
+		testFactoryInformers(t, true, map[exchange]bool{
+			// The refused streaming lists.
+			{pods, protobufAccept, 422, json}: true,
+			{pods, metadataAccept, 422, json}: true,
+			{widgets, json, 422, json}:        true,
+			// Lists, then watches.
+			{pods, protobufAccept, 200, protobuf}:      true,
+			{pods, metadataListAccept, 200, protobuf}:  true,
+			{pods, protobufAccept, 200, protobufWatch}: true,
+			{pods, metadataAccept, 200, protobufWatch}: true,
+			{widgets, json, 200, json}:                 true,
+		})
+	})
+}
+
+// testFactoryInformers runs a typed and a metadata-only pod informer and a
+// typed and an unstructured widget informer in a namespaced factory with
+// selectors and a transform, and checks their caches and the requests
+// (which must be wantExchanges).
+func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges map[exchange]bool) {
+	srv := newFakeAPIServer(t, addWidgetTypes)
+	if rejectStreamingLists {
+		srv.RejectStreamingLists()
+	}
+	srv.Serve(podsResource, podKind, true)
+	srv.Serve(widgetsResource, widgetKind, false)
+	web1 := srv.Create(podsResource, withManagedFields(newPod("a", "web-1", "web"))).(*corev1.Pod)
+	srv.Create(podsResource, newPod("a", "db-1", "db"))
+	srv.Create(podsResource, newPod("a", "web-skip", "web"))
+	srv.Create(podsResource, newPod("b", "web-2", "web"))
+	small := srv.Create(widgetsResource, withManagedFields(newWidget("a", "small", 1))).(*Widget)
+	srv.Create(widgetsResource, newWidget("b", "large", 9))
+	checkGoroutines := expectNoNewGoroutines(t)
+
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{
+		Namespace: "a", TweakListOptions: selectWeb, Scheme: widgetScheme(t),
+		Transform: informer.ClearManagedFields, Name: "test",
+	})
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f,
+		informer.WithIndexers(informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]})))
+	podMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
+	widgets := must[*informer.Informer[*Widget]](t)(informer.For[*Widget](f))
+	widgetsU := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.ForResource[*unstructured.Unstructured](f, widgetsResource))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx)
+	f.Start(ctx) // a second Start starts nothing twice
+	synced, err := f.WaitForCacheSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSynced := map[informer.InformerKey]bool{
+		{Type: podType, Resource: podsResource}:         true,
+		{Type: metadataType, Resource: podsResource}:    true,
+		{Type: widgetType, Resource: widgetsResource}:   true,
+		{Type: unstructType, Resource: widgetsResource}: true,
+	}
+	if diff := cmp.Diff(wantSynced, synced); diff != "" {
+		t.Errorf("WaitForCacheSync (-want +got):\n%s", diff)
+	}
+
+	// The factory's namespace, selectors and transform apply to every
+	// informer.
+	web1.ManagedFields = nil
+	small.ManagedFields = nil
+	small.TypeMeta = metav1.TypeMeta{} // dropped by the typed decoder
+	if diff := cmp.Diff([]*corev1.Pod{web1}, pods.Indexer().List()); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]*metav1.PartialObjectMetadata{{ObjectMeta: web1.ObjectMeta}}, podMeta.Indexer().List()); diff != "" {
+		t.Errorf("pod metadata (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]*Widget{small}, widgets.Indexer().List()); diff != "" {
+		t.Errorf("widgets (-want +got):\n%s", diff)
+	}
+	wantU := toUnstructured(t, small)
+	wantU.SetAPIVersion(widgetsGV.String())
+	wantU.SetKind("Widget")
+	if diff := cmp.Diff([]*unstructured.Unstructured{wantU}, widgetsU.Indexer().List()); diff != "" {
+		t.Errorf("unstructured widgets (-want +got):\n%s", diff)
+	}
+
+	// Watch events reach the caches.
+	web3 := srv.Create(podsResource, newPod("a", "web-3", "web")).(*corev1.Pod)
+	eventually(t, "web-3 in the pod caches", func() bool {
+		_, typed, _ := pods.Indexer().GetByKey("a/web-3")
+		_, meta, _ := podMeta.Indexer().GetByKey("a/web-3")
+		return typed && meta
+	})
+	got := must[[]*corev1.Pod](t)(pods.Lister().Namespace("a").List(labels.Everything()))
+	if diff := cmp.Diff([]*corev1.Pod{web1, web3}, sortedByName(got)); diff != "" {
+		t.Errorf("pod lister (-want +got):\n%s", diff)
+	}
+
+	// Built-in types travel as protobuf, CRD types as JSON, metadata as
+	// protobuf.
+	seen := map[exchange]bool{}
+	for _, req := range srv.Requests() {
+		seen[exchange{req.Path, req.Accept, req.Code, req.ContentType}] = true
+	}
+	if diff := cmp.Diff(wantExchanges, seen); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+
+	f.Shutdown()
+	f.Shutdown()
+	checkGoroutines()
+}
+
+func TestFactoryStartsLateInformersOnTheNextStart(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.Serve(corev1.SchemeGroupVersion.WithResource("nodes"), corev1.SchemeGroupVersion.WithKind("Node"), true)
+	checkGoroutines := expectNoNewGoroutines(t)
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
+	f.Start(ctx)
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For[*corev1.Node](f))
+	synced, err := f.WaitForCacheSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podKey := informer.InformerKey{Type: podType, Resource: podsResource}
+	nodeKey := informer.InformerKey{Type: nodeType, Resource: corev1.SchemeGroupVersion.WithResource("nodes")}
+	if diff := cmp.Diff(map[informer.InformerKey]bool{podKey: true}, synced); diff != "" {
+		t.Errorf("before the second Start (-want +got):\n%s", diff)
+	}
+	if nodes.HasSynced() {
+		t.Error("an informer created after Start runs before the next Start")
+	}
+
+	f.Start(ctx)
+	synced, err = f.WaitForCacheSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[informer.InformerKey]bool{podKey: true, nodeKey: true}, synced); diff != "" {
+		t.Errorf("after the second Start (-want +got):\n%s", diff)
+	}
+
+	f.Shutdown()
+	if !pods.IsStopped() || !nodes.IsStopped() {
+		t.Error("Shutdown left an informer running")
+	}
+	f.Start(ctx) // does nothing after Shutdown
+	checkGoroutines()
+}
+
+func TestFactoryWaitForCacheSyncHonoursContext(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true) // nodes are not served: never synced
+	checkGoroutines := expectNoNewGoroutines(t)
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
+	f.Start(ctx)
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	must[*informer.Informer[*corev1.Node]](t)(informer.For[*corev1.Node](f))
+	f.Start(ctx)
+
+	errGaveUp := errors.New("gave up")
+	waitCtx, stopWaiting := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	var synced map[informer.InformerKey]bool
+	var err error
+	wg.Go(func() { synced, err = f.WaitForCacheSync(waitCtx) })
+	stopWaiting(errGaveUp)
+	wg.Wait()
+
+	want := map[informer.InformerKey]bool{
+		{Type: podType, Resource: podsResource}:                                     true,
+		{Type: nodeType, Resource: corev1.SchemeGroupVersion.WithResource("nodes")}: false,
+	}
+	if diff := cmp.Diff(want, synced); diff != "" {
+		t.Errorf("WaitForCacheSync (-want +got):\n%s", diff)
+	}
+	if !errors.Is(err, errGaveUp) {
+		t.Errorf("error %v does not wrap the context's cause", err)
+	}
+	if diff := cmp.Diff("informers not synced: *v1.Node v1/nodes: gave up", err.Error()); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+
+	f.Shutdown()
+	checkGoroutines()
+}
+
+func TestFactoryShutdownStopsInformersWithoutCancel(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	checkGoroutines := expectNoNewGoroutines(t)
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
+	f.Start(context.Background()) // a context that never ends
+	if _, err := f.WaitForCacheSync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(f.Shutdown)
+	}
+	wg.Wait()
+	if !pods.IsStopped() {
+		t.Error("Shutdown left the informer running")
+	}
+	checkGoroutines()
+}
+
+func TestFactoryPerTypeOptions(t *testing.T) {
+	nodesResource := corev1.SchemeGroupVersion.WithResource("nodes")
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.Serve(nodesResource, corev1.SchemeGroupVersion.WithKind("Node"), true)
+	web1 := srv.Create(podsResource, withManagedFields(newPod("a", "web-1", "web"))).(*corev1.Pod)
+	node1 := srv.Create(nodesResource, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}).(*corev1.Node)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4), ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer cancel()
+
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{Namespace: "a", Name: "test", Transform: informer.ClearManagedFields})
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f,
+		informer.WithInformerName[*corev1.Pod]("custom-pods"),
+		informer.WithResync[*corev1.Pod](time.Second),
+		informer.WithTransform(addLabel("t"))))
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.WithClusterScope[*corev1.Node]()))
+	must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
+	var once sync.Once
+	resynced := make(chan struct{})
+	must[*informer.Registration](t)(pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		UpdateFunc: func(oldPod, newPod *corev1.Pod) {
+			if oldPod == newPod {
+				once.Do(func() { close(resynced) })
+			}
+		},
+	}))
+	f.Start(ctx)
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The factory's transform runs first, then the informer's.
+	web1.ManagedFields = nil
+	web1.Labels["trace"] = "t"
+	if diff := cmp.Diff([]*corev1.Pod{web1}, pods.Indexer().List()); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+	// A cluster-scoped informer ignores the factory's namespace.
+	if diff := cmp.Diff([]*corev1.Node{node1}, nodes.Indexer().List()); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	for _, req := range srv.Requests() {
+		if req.Path != "/api/v1/namespaces/a/pods" && req.Path != "/api/v1/nodes" {
+			t.Errorf("unexpected request path %s", req.Path)
+		}
+	}
+	// WithResync sets the handlers' default resync period.
+	select {
+	case <-resynced:
+	case <-time.After(20 * time.Second):
+		t.Error("no resync within 20s of a 1s resync period")
+	}
+	f.Shutdown()
+
+	// Informers are named in logs.
+	logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	for _, line := range []string{
+		`Starting informer informer="custom-pods" key="*v1.Pod v1/pods"`,
+		`Starting informer informer="test/nodes" key="*v1.Node v1/nodes"`,
+		`Starting informer informer="test/pods (PartialObjectMetadata)" key="*v1.PartialObjectMetadata v1/pods"`,
+	} {
+		if !strings.Contains(logs, line) {
+			t.Errorf("no log line %s in:\n%s", line, logs)
+		}
+	}
+}
