@@ -85,7 +85,7 @@ func (s *Indexer[T]) Delete(obj T) error {
 	name := NameOf(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.c.entries[name]; e != nil {
+	if e := s.c.entries.get(name); e != nil {
 		s.c.removeEntry(e)
 	}
 	s.rv = obj.GetResourceVersion()
@@ -110,14 +110,19 @@ func (s *Indexer[T]) GetByKey(key string) (item T, exists bool, err error) {
 		// "/name" is not the key of any object: cluster-scoped keys have no "/".
 		return item, false, nil
 	}
-	item, exists = s.getByName(name)
-	return item, exists, nil
+	s.mu.RLock()
+	e := s.c.entries.getKey(key, name)
+	s.mu.RUnlock()
+	if e == nil {
+		return item, false, nil
+	}
+	return e.obj, true, nil
 }
 
 // getByName looks up the object stored under name without building a key.
 func (s *Indexer[T]) getByName(name ObjectName) (T, bool) {
 	s.mu.RLock()
-	e := s.c.entries[name]
+	e := s.c.entries.get(name)
 	s.mu.RUnlock()
 	if e == nil {
 		var zero T
@@ -202,7 +207,7 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 func (s *Indexer[T]) remove(name ObjectName) (old T, existed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.c.entries[name]
+	e := s.c.entries.get(name)
 	if e == nil {
 		return old, false, nil
 	}
@@ -244,26 +249,6 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 	s.c = fresh
 	s.rv = resourceVersion
 	return removed, previous, nil
-}
-
-// diff reports what replacing c by fresh (built from items) removes and
-// replaces, as documented on replaceAll.
-func (c *contents[T]) diff(fresh *contents[T], items []T) (removed, previous []T) {
-	for _, it := range c.all.items {
-		if fresh.entries[it.e.name] == nil {
-			removed = append(removed, it.obj)
-		}
-	}
-	if len(removed) == len(c.all.items) {
-		return removed, nil // nothing listed was stored before
-	}
-	previous = make([]T, len(items))
-	for i, obj := range items {
-		if e := c.entries[NameOf(obj)]; e != nil {
-			previous[i] = e.obj
-		}
-	}
-	return removed, previous
 }
 
 // Index returns the stored objects that share at least one value of the

@@ -56,7 +56,7 @@ type entry[T Object] struct {
 // contents is everything an Indexer stores. Replace builds a new one and
 // swaps it in, so that a failure leaves the old one untouched.
 type contents[T Object] struct {
-	entries    map[ObjectName]*entry[T]
+	entries    nameTable[T]
 	all        *posting[T]
 	namespaces map[string]*posting[T]
 	labels     map[string]*labelKey[T]
@@ -65,7 +65,7 @@ type contents[T Object] struct {
 
 func newContents[T Object](indexes, size int) *contents[T] {
 	c := &contents[T]{
-		entries:    make(map[ObjectName]*entry[T], size),
+		entries:    newNameTable[T](size),
 		all:        &posting[T]{owner: ownerAll, items: make([]postingItem[T], 0, size)},
 		namespaces: map[string]*posting[T]{},
 		labels:     map[string]*labelKey[T]{},
@@ -80,11 +80,11 @@ func newContents[T Object](indexes, size int) *contents[T] {
 // put stores obj under name with the given index values (one slice per
 // user index) and returns the object it replaced.
 func (c *contents[T]) put(name ObjectName, obj T, values [][]string) (old T, existed bool) {
-	e := c.entries[name]
+	e := c.entries.get(name)
 	if e == nil {
 		e = &entry[T]{obj: obj, name: name, labels: obj.GetLabels()}
 		e.members = e.inline[:0]
-		c.entries[name] = e
+		c.entries.insert(e)
 		c.join(e, c.all)
 		ns := c.namespaces[name.Namespace]
 		if ns == nil {
@@ -117,7 +117,27 @@ func (c *contents[T]) removeEntry(e *entry[T]) {
 	for len(e.members) > 0 {
 		c.leave(e, len(e.members)-1)
 	}
-	delete(c.entries, e.name)
+	c.entries.delete(e)
+}
+
+// diff reports what replacing c by fresh (built from items) removes and
+// replaces, as documented on replaceAll.
+func (c *contents[T]) diff(fresh *contents[T], items []T) (removed, previous []T) {
+	for _, it := range c.all.items {
+		if fresh.entries.get(it.e.name) == nil {
+			removed = append(removed, it.obj)
+		}
+	}
+	if len(removed) == len(c.all.items) {
+		return removed, nil // nothing listed was stored before
+	}
+	previous = make([]T, len(items))
+	for i, obj := range items {
+		if e := c.entries.get(NameOf(obj)); e != nil {
+			previous[i] = e.obj
+		}
+	}
+	return removed, previous
 }
 
 // join appends e to p.

@@ -18,8 +18,11 @@ func (s *Indexer[T]) checkInvariants() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	c := s.c
-	if len(c.entries) != len(c.all.items) {
-		return fmt.Errorf("%d entries, %d on the list of all", len(c.entries), len(c.all.items))
+	if err := c.entries.check(); err != nil {
+		return err
+	}
+	if c.entries.count != len(c.all.items) {
+		return fmt.Errorf("%d entries, %d on the list of all", c.entries.count, len(c.all.items))
 	}
 	if len(c.buckets) != len(s.indexes) {
 		return fmt.Errorf("%d bucket maps for %d indexes", len(c.buckets), len(s.indexes))
@@ -69,8 +72,9 @@ func (s *Indexer[T]) checkInvariants() error {
 		memberships += len(p.items)
 	}
 	total := 0
-	for name, e := range c.entries {
-		if e.name != name || NameOf(e.obj) != name {
+	for _, it := range c.all.items {
+		e, name := it.e, it.e.name
+		if NameOf(e.obj) != name || c.entries.get(name) != e {
 			return fmt.Errorf("entry %s is stored under %s", NameOf(e.obj), name)
 		}
 		want := []*posting[T]{c.all, c.namespaces[name.Namespace]}

@@ -1,0 +1,132 @@
+package informer
+
+import "hash/maphash"
+
+// nameTable is a hash table from ObjectName to entry: the Indexer's primary
+// map. A Go map keyed by the two-string ObjectName hashes both strings
+// separately and compares keys through a generic function, which makes a
+// lookup about 2.5 times slower than in client-go's map keyed by the
+// "namespace/name" string. nameTable instead hashes the bytes of the cache
+// key once, so GetByKey hashes its argument as it is and getByName hashes
+// the same bytes, and it stores no key string: it compares against the
+// entry's own name. It uses linear probing with backward-shift deletion, so
+// no tombstones accumulate. It is not safe for concurrent use; the Indexer's
+// lock guards it.
+type nameTable[T Object] struct {
+	seed  maphash.Seed
+	slots []nameSlot[T] // length a power of two, at most 3/4 full
+	count int
+}
+
+type nameSlot[T Object] struct {
+	hash uint64
+	e    *entry[T] // nil: empty slot
+}
+
+const minNameSlots = 8
+
+func newNameTable[T Object](size int) nameTable[T] {
+	return nameTable[T]{seed: maphash.MakeSeed(), slots: make([]nameSlot[T], slotsFor(size))}
+}
+
+// slotsFor returns the table length that holds n entries at most 3/4 full.
+func slotsFor(n int) int {
+	slots := minNameSlots
+	for slots*3 < n*4 {
+		slots *= 2
+	}
+	return slots
+}
+
+// hashName hashes name's cache key without building it on the heap.
+func (t *nameTable[T]) hashName(name ObjectName) uint64 {
+	if name.Namespace == "" {
+		return maphash.String(t.seed, name.Name)
+	}
+	var buf [128]byte
+	if len(name.Namespace)+1+len(name.Name) <= len(buf) {
+		key := append(append(append(buf[:0], name.Namespace...), '/'), name.Name...)
+		return maphash.Bytes(t.seed, key)
+	}
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	h.WriteString(name.Namespace)
+	h.WriteByte('/')
+	h.WriteString(name.Name)
+	return h.Sum64()
+}
+
+// get returns the entry stored under name, or nil.
+func (t *nameTable[T]) get(name ObjectName) *entry[T] {
+	return t.find(t.hashName(name), name)
+}
+
+// getKey returns the entry whose cache key is key, where name is
+// ParseKey(key): the key's bytes are hashed as they are.
+func (t *nameTable[T]) getKey(key string, name ObjectName) *entry[T] {
+	return t.find(maphash.String(t.seed, key), name)
+}
+
+func (t *nameTable[T]) find(hash uint64, name ObjectName) *entry[T] {
+	mask := uint64(len(t.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.e == nil {
+			return nil
+		}
+		if s.hash == hash && s.e.name == name {
+			return s.e
+		}
+	}
+}
+
+// insert adds e, whose name must not be in the table.
+func (t *nameTable[T]) insert(e *entry[T]) {
+	if (t.count+1)*4 > len(t.slots)*3 {
+		t.resize(len(t.slots) * 2)
+	}
+	t.place(nameSlot[T]{hash: t.hashName(e.name), e: e})
+	t.count++
+}
+
+func (t *nameTable[T]) place(s nameSlot[T]) {
+	mask := uint64(len(t.slots) - 1)
+	i := s.hash & mask
+	for t.slots[i].e != nil {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
+}
+
+// delete removes e, which must be in the table.
+func (t *nameTable[T]) delete(e *entry[T]) {
+	mask := uint64(len(t.slots) - 1)
+	i := t.hashName(e.name) & mask
+	for t.slots[i].e != e {
+		i = (i + 1) & mask
+	}
+	// Shift back the following slots that probed past i, so that every
+	// entry stays reachable from its home slot without tombstones.
+	for j := (i + 1) & mask; t.slots[j].e != nil; j = (j + 1) & mask {
+		home := t.slots[j].hash & mask
+		if (j-home)&mask >= (j-i)&mask {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = nameSlot[T]{}
+	t.count--
+	if len(t.slots) > minNameSlots && t.count*8 < len(t.slots) {
+		t.resize(slotsFor(t.count * 2))
+	}
+}
+
+func (t *nameTable[T]) resize(slots int) {
+	old := t.slots
+	t.slots = make([]nameSlot[T], slots)
+	for _, s := range old {
+		if s.e != nil {
+			t.place(s)
+		}
+	}
+}

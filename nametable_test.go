@@ -1,0 +1,100 @@
+package informer
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// check verifies that the table counts its entries, stays at most 3/4
+// full and finds every entry from its home slot.
+func (t *nameTable[T]) check() error {
+	n := 0
+	for _, s := range t.slots {
+		if s.e == nil {
+			continue
+		}
+		n++
+		if s.hash != t.hashName(s.e.name) {
+			return fmt.Errorf("entry %s has a stale hash", s.e.name)
+		}
+		if t.get(s.e.name) != s.e {
+			return fmt.Errorf("entry %s is unreachable", s.e.name)
+		}
+	}
+	if n != t.count || n*4 > len(t.slots)*3 {
+		return fmt.Errorf("%d entries counted %d in %d slots", n, t.count, len(t.slots))
+	}
+	return nil
+}
+
+func tableEntry(namespace, name string) *entry[*corev1.Pod] {
+	return &entry[*corev1.Pod]{name: ObjectName{Namespace: namespace, Name: name}}
+}
+
+func TestNameTableInsertGetDelete(t *testing.T) {
+	tb := newNameTable[*corev1.Pod](0)
+	var entries []*entry[*corev1.Pod]
+	for i := range 500 {
+		// Cluster-scoped names that look like namespaced keys hash like
+		// them; the comparison of names must tell them apart.
+		e := tableEntry(fmt.Sprintf("ns-%d", i%7), fmt.Sprintf("n-%d", i))
+		if i%5 == 0 {
+			e = tableEntry("", fmt.Sprintf("ns-%d/n-%d", (i+1)%7, i+1))
+		}
+		entries = append(entries, e)
+		tb.insert(e)
+	}
+	if err := tb.check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if got := tb.get(e.name); got != e {
+			t.Fatalf("get(%s) = %v", e.name, got)
+		}
+		if got := tb.getKey(e.name.String(), ParseKey(e.name.String())); e.name.Namespace != "" && got != e {
+			t.Fatalf("getKey(%s) = %v", e.name, got)
+		}
+	}
+	for i, e := range entries {
+		if i%30 != 0 {
+			tb.delete(e)
+		}
+	}
+	if err := tb.check(); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for i, e := range entries {
+		if tb.get(e.name) != nil {
+			found = append(found, fmt.Sprint(i))
+		}
+	}
+	var want []string
+	for i := 0; i < len(entries); i += 30 {
+		want = append(want, fmt.Sprint(i))
+	}
+	if diff := cmp.Diff(want, found); diff != "" {
+		t.Errorf("entries left (-want +got):\n%s", diff)
+	}
+	if len(tb.slots) > 128 {
+		t.Errorf("%d slots kept for %d entries", len(tb.slots), tb.count)
+	}
+}
+
+func TestNameTableLongNames(t *testing.T) {
+	tb := newNameTable[*corev1.Pod](4)
+	long := tableEntry(strings.Repeat("n", 63), strings.Repeat("x", 253))
+	tb.insert(long)
+	key := long.name.String()
+	if tb.get(long.name) != long || tb.getKey(key, ParseKey(key)) != long {
+		t.Error("long name not found")
+	}
+	tb.delete(long)
+	if tb.get(long.name) != nil || tb.count != 0 {
+		t.Error("long name not deleted")
+	}
+}
