@@ -118,7 +118,7 @@ func TestListenerRecoversPanicsAndStillSyncs(t *testing.T) {
 }
 
 func TestListenerCrashOnPanicPropagatesThePanic(t *testing.T) {
-	logger := klog.Background().V(10) // the panic log is not under test here
+	logger := ktesting.NewLogger(t, ktesting.NewConfig())
 	rec := newPLRecorder()
 	rec.hook = func(plEvent) { panic("fake panic") }
 	l := newListener[*corev1.Pod](rec, "crashing", HandlerOptions{CrashOnPanic: true, Logger: &logger}, synced)

@@ -1,0 +1,125 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// prefilledLW lists nothing at resource version "1" and serves one watch
+// whose events are all queued before the informer starts, so that a
+// benchmark measures the informer rather than the producer.
+type prefilledLW struct {
+	events chan watch.Event
+}
+
+func (p *prefilledLW) List(context.Context, metav1.ListOptions) (*ListResult[*corev1.Pod], error) {
+	return &ListResult[*corev1.Pod]{ResourceVersion: "1"}, nil
+}
+
+func (p *prefilledLW) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	return &prefilledWatch{events: p.events}, nil
+}
+
+func (p *prefilledLW) IsWatchListSemanticsUnSupported() bool { return true }
+
+// prefilledWatch never closes its channel: the benchmark stops the informer.
+type prefilledWatch struct{ events chan watch.Event }
+
+func (w *prefilledWatch) ResultChan() <-chan watch.Event { return w.events }
+func (w *prefilledWatch) Stop()                          {}
+
+// benchEvents returns about n watch events in W1's proportions: each pod is
+// added, modified twice (shallow copies with a new resource version) and
+// deleted; a quarter of the events of each kind.
+func benchEvents(n int) []watch.Event {
+	pods := max(n/4, 1)
+	events := make([]watch.Event, 0, 4*pods)
+	base := make([]*corev1.Pod, pods)
+	rv := 1
+	next := func(p *corev1.Pod) *corev1.Pod {
+		c := *p
+		rv++
+		c.ResourceVersion = strconv.Itoa(rv)
+		return &c
+	}
+	for i := range base {
+		base[i] = next(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns-" + strconv.Itoa(i%1000), Name: "pod-" + strconv.Itoa(i),
+			Labels: map[string]string{"app": "app-" + strconv.Itoa(i%100)},
+		}})
+		events = append(events, watch.Event{Type: watch.Added, Object: base[i]})
+	}
+	for range 2 {
+		for i := range base {
+			base[i] = next(base[i])
+			events = append(events, watch.Event{Type: watch.Modified, Object: base[i]})
+		}
+	}
+	for i := range base {
+		events = append(events, watch.Event{Type: watch.Deleted, Object: next(base[i])})
+	}
+	return events
+}
+
+// countingHandler counts notifications and closes done at target.
+type countingHandler struct {
+	count, target int
+	done          chan struct{}
+}
+
+func (c *countingHandler) OnAdd(*corev1.Pod, bool)             { c.tick() }
+func (c *countingHandler) OnUpdate(_, _ *corev1.Pod)           { c.tick() }
+func (c *countingHandler) OnDelete(DeletedObject[*corev1.Pod]) { c.tick() }
+func (c *countingHandler) tick() {
+	c.count++
+	if c.count == c.target {
+		close(c.done)
+	}
+}
+
+// BenchmarkDispatch measures the informer's event path (reflector, queue,
+// cache with a namespace index, listeners) from a prefilled watch to H
+// counting handlers. One op is one watch event.
+func BenchmarkDispatch(b *testing.B) {
+	for _, handlers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("H=%d", handlers), func(b *testing.B) {
+			events := benchEvents(b.N)
+			lw := &prefilledLW{events: make(chan watch.Event, len(events))}
+			for _, ev := range events {
+				lw.events <- ev
+			}
+			inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
+				Indexers: Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
+			})
+			counters := make([]*countingHandler, handlers)
+			for i := range counters {
+				counters[i] = &countingHandler{target: len(events), done: make(chan struct{})}
+				if _, err := inf.AddEventHandler(counters[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().V(10)))
+			done := make(chan struct{})
+			b.ReportAllocs()
+			b.ResetTimer()
+			go func() {
+				defer close(done)
+				inf.Run(ctx)
+			}()
+			for _, c := range counters {
+				<-c.done
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(len(events)), "ns/event")
+			cancel()
+			<-done
+		})
+	}
+}

@@ -1,0 +1,138 @@
+package informer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// resyncPeriods returns the informer's check period followed by the
+// effective resync period of each registration.
+func resyncPeriods(inf *Informer[*corev1.Pod], regs ...*Registration) []time.Duration {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.proc.resyncMu.Lock()
+	defer inf.proc.resyncMu.Unlock()
+	out := []time.Duration{inf.resyncCheckPeriod}
+	for _, r := range regs {
+		out = append(out, r.target.(*listener[*corev1.Pod]).resyncPeriod)
+	}
+	return out
+}
+
+func addWithResync(t *testing.T, inf *Informer[*corev1.Pod], period time.Duration) *Registration {
+	t.Helper()
+	reg, err := inf.AddEventHandlerWithOptions(ResourceEventHandlerFuncs[*corev1.Pod]{}, HandlerOptions{ResyncPeriod: &period})
+	plMust(t, err)
+	return reg
+}
+
+func TestResyncCheckPeriodFollowsHandlersAddedBeforeStart(t *testing.T) {
+	// client-go's TestResyncCheckPeriod.
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: 12 * time.Hour})
+	r1 := addWithResync(t, inf, 0)
+	if diff := cmp.Diff([]time.Duration{12 * time.Hour, 0}, resyncPeriods(inf, r1)); diff != "" {
+		t.Fatalf("after handler 1 (-want +got):\n%s", diff)
+	}
+	r2 := addWithResync(t, inf, time.Minute)
+	if diff := cmp.Diff([]time.Duration{time.Minute, 0, time.Minute}, resyncPeriods(inf, r1, r2)); diff != "" {
+		t.Fatalf("after handler 2 (-want +got):\n%s", diff)
+	}
+	r3 := addWithResync(t, inf, 55*time.Second)
+	r4 := addWithResync(t, inf, 5*time.Second)
+	want := []time.Duration{5 * time.Second, 0, time.Minute, 55 * time.Second, 5 * time.Second}
+	if diff := cmp.Diff(want, resyncPeriods(inf, r1, r2, r3, r4)); diff != "" {
+		t.Fatalf("after handler 4 (-want +got):\n%s", diff)
+	}
+	// Below one second is raised to one second, which lowers the check
+	// period before start.
+	r5 := addWithResync(t, inf, 100*time.Millisecond)
+	if diff := cmp.Diff([]time.Duration{time.Second, time.Second}, resyncPeriods(inf, r5)); diff != "" {
+		t.Fatalf("after handler 5 (-want +got):\n%s", diff)
+	}
+}
+
+func TestResyncPeriodRaisedToCheckPeriodAfterStart(t *testing.T) {
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: 5 * time.Second})
+	plRun(t, inf)
+	plEventually(t, "informer synced", inf.HasSynced)
+	r := addWithResync(t, inf, 2*time.Second)
+	if diff := cmp.Diff([]time.Duration{5 * time.Second, 5 * time.Second}, resyncPeriods(inf, r)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestResyncPeriodIgnoredByAnInformerWithoutResync(t *testing.T) {
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	plRun(t, inf)
+	plEventually(t, "informer synced", inf.HasSynced)
+	r := addWithResync(t, inf, 2*time.Second)
+	if diff := cmp.Diff([]time.Duration{0, 0}, resyncPeriods(inf, r)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestShouldResyncSchedulesEachListener(t *testing.T) {
+	// The schedule of client-go's TestListenerResyncPeriods: periods 0, 2 s
+	// and 3 s on an informer checking every second.
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
+	regs := []*Registration{addWithResync(t, inf, 0), addWithResync(t, inf, 2*time.Second), addWithResync(t, inf, 3*time.Second)}
+	due := func() []bool {
+		var out []bool
+		for _, r := range regs {
+			out = append(out, r.target.(*listener[*corev1.Pod]).resyncDue.Load())
+		}
+		return out
+	}
+	if diff := cmp.Diff([]bool{true, true, true}, due()); diff != "" {
+		t.Fatalf("new listeners receive resyncs until the first check (-want +got):\n%s", diff)
+	}
+	type check struct {
+		any bool
+		due []bool
+	}
+	var got []check
+	for range 6 {
+		clk.Step(time.Second)
+		any := inf.proc.shouldResync()
+		got = append(got, check{any, due()})
+	}
+	want := []check{
+		{false, []bool{false, false, false}}, // t=1
+		{true, []bool{false, true, false}},   // t=2
+		{true, []bool{false, false, true}},   // t=3
+		{true, []bool{false, true, false}},   // t=4
+		{false, []bool{false, false, false}}, // t=5
+		{true, []bool{false, true, true}},    // t=6
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(check{})); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestDistributeSendsResyncNotificationsOnlyToDueListeners(t *testing.T) {
+	var p processor[*corev1.Pod]
+	due, notDue := newPLRecorder(), newPLRecorder()
+	lDue := newListener[*corev1.Pod](due, "due", HandlerOptions{}, synced)
+	lNotDue := newListener[*corev1.Pod](notDue, "not-due", HandlerOptions{}, synced)
+	lDue.resyncDue.Store(true)
+	p.add(lDue)
+	p.add(lNotDue)
+	a1, a2 := plPod("ns", "a", "1"), plPod("ns", "a", "2")
+	p.distribute([]notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2), noteAdd(plPod("ns", "b", "3"), false)})
+	startTestListener(t, lDue)
+	startTestListener(t, lNotDue)
+	due.expect(t, plUpdate("ns/a", "1", "1"), plUpdate("ns/a", "1", "2"), plAdd("ns/b", "3", false))
+	notDue.expect(t, plUpdate("ns/a", "1", "2"), plAdd("ns/b", "3", false))
+
+	if !p.remove(lNotDue) || p.remove(lNotDue) {
+		t.Fatal("remove did not report membership correctly")
+	}
+	if p.contains(lNotDue) || !p.contains(lDue) {
+		t.Fatal("contains disagrees with add and remove")
+	}
+}

@@ -1,0 +1,477 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// registered reports whether r is one of inf's current registrations.
+func registered(inf *Informer[*corev1.Pod], r *Registration) bool {
+	for _, l := range inf.proc.snapshot() {
+		if registrationTarget(l) == r.target {
+			return true
+		}
+	}
+	return false
+}
+
+// plChainCheck verifies, per object, that a handler saw a consistent
+// sequence: an add first (or after a delete), then updates whose old state
+// is the state it saw last, and no event after a delete but an add.
+type plChainCheck struct {
+	mu     sync.Mutex
+	last   map[string]string // key -> last resource version seen; absent = not present
+	errors []string
+}
+
+func (c *plChainCheck) observe(e plEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[string]string{}
+	}
+	last, present := c.last[e.Key]
+	switch {
+	case e.Op == "add" && present:
+		c.errors = append(c.errors, "add of a present object: "+e.Key+"@"+e.RV)
+	case e.Op == "update" && (!present || last != e.OldRV):
+		c.errors = append(c.errors, "update "+e.Key+" from "+e.OldRV+" but last seen "+last)
+	case e.Op == "delete" && !present:
+		c.errors = append(c.errors, "delete of an absent object: "+e.Key)
+	}
+	if e.Op == "delete" {
+		delete(c.last, e.Key)
+	} else {
+		c.last[e.Key] = e.RV
+	}
+}
+
+func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
+	plRun(t, inf)
+	plEventually(t, "informer synced", inf.HasSynced)
+	ctx := plCtx(t)
+
+	// Events flow while handlers join: each must see every object exactly
+	// once, in a consistent sequence.
+	stop := make(chan struct{})
+	produced := make(chan error, 1)
+	go func() {
+		rv := 1
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				produced <- nil
+				return
+			default:
+			}
+			rv++
+			name := "p" + strconv.Itoa(i%20)
+			var err error
+			switch i % 3 {
+			case 0, 1:
+				err = lw.Modify(ctx, plPod("ns", name, strconv.Itoa(rv)))
+			case 2:
+				err = lw.Delete(ctx, plPod("ns", name, strconv.Itoa(rv)))
+			}
+			if err != nil {
+				produced <- err
+				return
+			}
+		}
+	}()
+	type joined struct {
+		rec   *plRecorder
+		check *plChainCheck
+		reg   *Registration
+	}
+	var handlers []joined
+	for range 5 {
+		time.Sleep(5 * time.Millisecond)
+		rec, check := newPLRecorder(), &plChainCheck{}
+		rec.hook = check.observe
+		reg, err := inf.AddEventHandler(rec)
+		plMust(t, err)
+		handlers = append(handlers, joined{rec, check, reg})
+	}
+	close(stop)
+	plMust(t, <-produced)
+	final := plKeys(inf.Indexer().List())
+	for i, h := range handlers {
+		plEventually(t, "late handler synced", h.reg.HasSynced)
+		plEventually(t, "late handler idle", func() bool { return h.reg.Stats().Pending == 0 })
+		h.check.mu.Lock()
+		if len(h.check.errors) > 0 {
+			t.Errorf("handler %d saw an inconsistent sequence:\n%s", i, strings.Join(h.check.errors, "\n"))
+		}
+		var present []string
+		for key := range h.check.last {
+			present = append(present, key)
+		}
+		h.check.mu.Unlock()
+		if diff := cmp.Diff(final, plSorted(present)); diff != "" {
+			t.Errorf("handler %d's view differs from the cache (-cache +handler):\n%s", i, diff)
+		}
+		initialDone := false
+		for _, e := range h.rec.get() {
+			if e.Op == "add" && e.Initial && initialDone {
+				t.Errorf("handler %d got an initial add after a live event: %v", i, e)
+			}
+			if !(e.Op == "add" && e.Initial) {
+				initialDone = true
+			}
+		}
+	}
+}
+
+func plSorted(keys []string) []string {
+	out := append([]string{}, keys...)
+	slices.Sort(out)
+	return out
+}
+
+func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
+	// client-go's TestAddWhileActive, with per-handler HasSynced.
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1", plPod("ns", "pod1", "1"))
+	gate := make(chan struct{})
+	rec1 := newPLRecorder()
+	rec1.hook = func(plEvent) { <-gate }
+	reg1, err := inf.AddEventHandler(rec1)
+	plMust(t, err)
+	plRun(t, inf)
+	plEventually(t, "informer synced", inf.HasSynced)
+	time.Sleep(10 * time.Millisecond)
+	if reg1.HasSynced() {
+		t.Fatal("registration synced while its handler is still in OnAdd")
+	}
+	close(gate)
+	plEventually(t, "registration 1 synced", reg1.HasSynced)
+
+	gate2 := make(chan struct{})
+	rec2 := newPLRecorder()
+	rec2.hook = func(plEvent) { <-gate2 }
+	reg2, err := inf.AddEventHandler(rec2)
+	plMust(t, err)
+	if reg2.HasSynced() {
+		t.Fatal("late registration synced before receiving the cached objects")
+	}
+	close(gate2)
+	plEventually(t, "registration 2 synced", reg2.HasSynced)
+	plMust(t, lw.Add(plCtx(t), plPod("ns", "pod2", "2")))
+	rec1.expect(t, plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", false))
+	rec2.expect(t, plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", false))
+	if !registered(inf, reg1) || !registered(inf, reg2) {
+		t.Fatal("registrations lost")
+	}
+}
+
+func TestSlowHandlerDoesNotDelayOthers(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1")
+	gate := make(chan struct{})
+	defer close(gate)
+	slow := newPLRecorder()
+	slow.hook = func(plEvent) { <-gate }
+	_, err := inf.AddEventHandler(slow)
+	plMust(t, err)
+	fast := newPLRecorder()
+	_, err = inf.AddEventHandler(fast)
+	plMust(t, err)
+	plRun(t, inf)
+	ctx := plCtx(t)
+	var want []plEvent
+	for i := range 100 {
+		p := plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))
+		plMust(t, lw.Add(ctx, p))
+		want = append(want, plAdd(KeyOf(p), p.ResourceVersion, false))
+	}
+	fast.expect(t, want...)
+}
+
+func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
+	panicky := newPLRecorder()
+	panicky.hook = func(plEvent) { panic("fake panic") }
+	regPanicky, err := inf.AddEventHandlerWithOptions(panicky, HandlerOptions{Name: "panicky"})
+	plMust(t, err)
+	healthy := newPLRecorder()
+	_, err = inf.AddEventHandler(healthy)
+	plMust(t, err)
+	plRun(t, inf)
+	plMust(t, lw.Modify(plCtx(t), plPod("ns", "a", "2")))
+	healthy.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "1", true), plUpdate("ns/a", "1", "2"))
+	plEventually(t, "panicking handler synced", regPanicky.HasSynced)
+	plEventually(t, "panicking handler done", func() bool { return regPanicky.Stats().Delivered == 3 })
+	if diff := cmp.Diff(HandlerStats{Delivered: 3, Panics: 3}, regPanicky.Stats()); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
+	}
+	if regPanicky.Name() != "panicky" {
+		t.Fatalf("name = %q", regPanicky.Name())
+	}
+}
+
+func TestBoundedHandlers(t *testing.T) {
+	for _, policy := range []OverflowPolicy{OverflowBlock, OverflowCoalesce} {
+		t.Run(map[OverflowPolicy]string{OverflowBlock: "block", OverflowCoalesce: "coalesce"}[policy], func(t *testing.T) {
+			inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+			lw.SetList("1", plPod("ns", "a", "1"))
+			gate := make(chan struct{})
+			var gateOnce sync.Once
+			openGate := func() { gateOnce.Do(func() { close(gate) }) }
+			t.Cleanup(openGate)
+			bounded, check := newPLRecorder(), &plChainCheck{}
+			bounded.hook = func(e plEvent) {
+				<-gate
+				check.observe(e)
+			}
+			reg, err := inf.AddEventHandlerWithOptions(bounded, HandlerOptions{MaxPending: 4, Overflow: policy})
+			plMust(t, err)
+			plRun(t, inf)
+			ctx := plCtx(t)
+			for i := 2; i <= 50; i++ {
+				plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
+			}
+			if pending := reg.Stats().Pending; pending > 4+2 {
+				t.Errorf("pending = %d with MaxPending 4", pending)
+			}
+			if policy == OverflowBlock {
+				// The informer waits for the handler: the cache lags behind.
+				time.Sleep(20 * time.Millisecond)
+				if rv := inf.Indexer().LastStoreSyncResourceVersion(); rv == "50" {
+					t.Errorf("cache reached the last event while a blocking handler held it back")
+				}
+			}
+			openGate()
+			plEventually(t, "every notification handled", func() bool {
+				stats := reg.Stats()
+				return stats.Delivered+stats.Coalesced == 50 && stats.Pending == 0
+			})
+			check.mu.Lock()
+			defer check.mu.Unlock()
+			if len(check.errors) > 0 {
+				t.Fatalf("inconsistent sequence:\n%s", strings.Join(check.errors, "\n"))
+			}
+			if diff := cmp.Diff(map[string]string{"ns/a": "50"}, check.last); diff != "" {
+				t.Fatalf("final state (-want +got):\n%s", diff)
+			}
+			stats := reg.Stats()
+			if policy == OverflowBlock && stats.Coalesced != 0 || policy == OverflowCoalesce && stats.Coalesced == 0 {
+				t.Fatalf("coalesced = %d under policy %d", stats.Coalesced, policy)
+			}
+		})
+	}
+}
+
+func TestRemoveHandlerWhileActiveDropsPending(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1")
+	gate := make(chan struct{})
+	rec := newPLRecorder()
+	rec.hook = func(plEvent) { <-gate }
+	reg, err := inf.AddEventHandler(rec)
+	plMust(t, err)
+	other := newPLRecorder()
+	_, err = inf.AddEventHandler(other)
+	plMust(t, err)
+	plRun(t, inf)
+	ctx := plCtx(t)
+	for i := range 10 {
+		plMust(t, lw.Add(ctx, plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
+	}
+	other.waitFor(t, 10)
+	plMust(t, inf.RemoveEventHandler(reg))
+	if registered(inf, reg) {
+		t.Fatal("still registered after removal")
+	}
+	close(gate)
+	plMust(t, inf.ShutDownEventHandler(reg)) // waits for the call in progress
+	plMust(t, lw.Add(ctx, plPod("ns", "late", "20")))
+	other.waitFor(t, 11)
+	if got := rec.get(); len(got) != 1 {
+		t.Fatalf("removed handler received %v, want only the call in progress", got)
+	}
+	if diff := cmp.Diff(HandlerStats{Delivered: 1, Dropped: 9}, reg.Stats()); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
+	}
+}
+
+func TestRemoveEventHandlerIsHarmlessWhenRepeatedOrForeign(t *testing.T) {
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	other, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	funcs := ResourceEventHandlerFuncs[*corev1.Pod]{}
+	reg1, err := inf.AddEventHandler(funcs)
+	plMust(t, err)
+	reg2, err := inf.AddEventHandler(funcs) // the same handler twice: two registrations
+	plMust(t, err)
+	if len(inf.proc.snapshot()) != 2 {
+		t.Fatalf("%d registrations, want 2", len(inf.proc.snapshot()))
+	}
+	plMust(t, other.RemoveEventHandler(reg1))
+	plMust(t, other.ShutDownEventHandler(reg1))
+	if !registered(inf, reg1) {
+		t.Fatal("another informer removed this informer's handler")
+	}
+	plMust(t, inf.RemoveEventHandler(reg1))
+	plMust(t, inf.RemoveEventHandler(reg1))
+	if registered(inf, reg1) || !registered(inf, reg2) {
+		t.Fatal("wrong registration removed")
+	}
+	plMust(t, inf.ShutDownEventHandler(reg2)) // never started: returns at once
+	if len(inf.proc.snapshot()) != 0 {
+		t.Fatalf("%d registrations left", len(inf.proc.snapshot()))
+	}
+	if err := inf.RemoveEventHandler(nil); err == nil {
+		t.Fatal("removing a nil registration did not fail")
+	}
+	if _, err := inf.AddEventHandler(nil); err == nil {
+		t.Fatal("adding a nil handler did not fail")
+	}
+}
+
+func TestShutDownEventHandlerWaitsForTheCallInProgress(t *testing.T) {
+	// client-go's TestRemoveEventHandler_SynchronousShutdown.
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1")
+	started, release := make(chan struct{}), make(chan struct{})
+	var finished bool
+	reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
+		AddFunc: func(*corev1.Pod, bool) {
+			close(started)
+			<-release
+			time.Sleep(10 * time.Millisecond)
+			finished = true // read after ShutDownEventHandler returns: no race if it waited
+		},
+	})
+	plMust(t, err)
+	plRun(t, inf)
+	plMust(t, lw.Add(plCtx(t), plPod("ns", "a", "2")))
+	<-started
+	close(release)
+	plMust(t, inf.ShutDownEventHandler(reg))
+	if !finished {
+		t.Fatal("ShutDownEventHandler returned before the handler call finished")
+	}
+}
+
+func TestHandlerAddRemoveAbuse(t *testing.T) {
+	// client-go's TestSharedInformerHandlerAbuse: meant for -race.
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
+	lw.SetList("1")
+	stopInformer := plRun(t, inf)
+	ctx, cancel := context.WithCancel(plCtx(t))
+	var workers sync.WaitGroup
+	for range 20 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			var regs []*Registration
+			funcs := ResourceEventHandlerFuncs[*corev1.Pod]{
+				AddFunc:    func(*corev1.Pod, bool) {},
+				UpdateFunc: func(_, _ *corev1.Pod) {},
+				DeleteFunc: func(DeletedObject[*corev1.Pod]) {},
+			}
+			for ctx.Err() == nil {
+				if rand.IntN(2) == 0 || len(regs) == 0 {
+					reg, err := inf.AddEventHandlerWithOptions(funcs, HandlerOptions{MaxPending: rand.IntN(3), Overflow: OverflowPolicy(rand.IntN(2))})
+					if err != nil {
+						if !strings.Contains(err.Error(), "stopped") {
+							t.Errorf("add: %v", err)
+						}
+						return
+					}
+					regs = append(regs, reg)
+					continue
+				}
+				i := rand.IntN(len(regs))
+				var err error
+				if rand.IntN(2) == 0 {
+					err = inf.RemoveEventHandler(regs[i])
+				} else {
+					err = inf.ShutDownEventHandler(regs[i])
+				}
+				if err != nil {
+					t.Errorf("remove: %v", err)
+				}
+				regs = append(regs[:i], regs[i+1:]...)
+			}
+		}()
+	}
+	for i := range 2000 {
+		name := "p" + strconv.Itoa(rand.IntN(50))
+		var err error
+		switch rand.IntN(3) {
+		case 0:
+			err = lw.Add(ctx, plPod("ns", name, strconv.Itoa(i+2)))
+		case 1:
+			err = lw.Modify(ctx, plPod("ns", name, strconv.Itoa(i+2)))
+		case 2:
+			err = lw.Delete(ctx, plPod("ns", name, strconv.Itoa(i+2)))
+		}
+		plMust(t, err)
+	}
+	stopInformer() // stop first, to exercise contention while stopping
+	cancel()
+	workers.Wait()
+}
+
+func TestInformerLifecycle(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1", plPod("ns", "a", "1"))
+	watchErrors := make(chan error, 10)
+	plMust(t, inf.SetWatchErrorHandler(func(_ context.Context, err error) { watchErrors <- err }))
+	plMust(t, inf.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
+	lw.FailNextList(errors.New("access denied"))
+	lw.FailNextWatch(errors.New("access denied"))
+	if inf.IsStopped() || inf.LastSyncResourceVersion() != "" {
+		t.Fatal("fresh informer reports stopped or a resource version")
+	}
+	stop := plRun(t, inf)
+	select {
+	case err := <-watchErrors:
+		if !strings.Contains(err.Error(), "access denied") {
+			t.Fatalf("watch error handler got %v", err)
+		}
+	case <-time.After(plTimeout):
+		t.Fatal("watch error handler not called")
+	}
+	plEventually(t, "informer synced", inf.HasSynced)
+	if err := inf.SetTransform(nil); err == nil {
+		t.Error("SetTransform after Run did not fail")
+	}
+	if err := inf.SetWatchErrorHandler(nil); err == nil {
+		t.Error("SetWatchErrorHandler after Run did not fail")
+	}
+	plMust(t, inf.AddIndexers(Indexers[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }}))
+	got, err := inf.Indexer().ByIndex("byName", "a")
+	plMust(t, err)
+	if len(got) != 1 || KeyOf(got[0]) != "ns/a" {
+		t.Fatalf("index added after start: got %v", got)
+	}
+	if pod, err := inf.Lister().Namespace("ns").Get("a"); err != nil || pod.Name != "a" {
+		t.Fatalf("lister: %v, %v", pod, err)
+	}
+	inf.Run(context.Background()) // a second Run returns at once
+	stop()
+	if !inf.IsStopped() {
+		t.Fatal("not stopped after Run returned")
+	}
+	if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{}); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("adding to a stopped informer: %v", err)
+	}
+	if err := inf.AddIndexers(Indexers[*corev1.Pod]{"other": func(p *corev1.Pod) ([]string, error) { return nil, nil }}); err == nil {
+		t.Fatal("AddIndexers on a stopped informer did not fail")
+	}
+}
