@@ -1,11 +1,14 @@
 package informer
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -135,4 +138,50 @@ func TestDistributeSendsResyncNotificationsOnlyToDueListeners(t *testing.T) {
 	if p.contains(lNotDue) || !p.contains(lDue) {
 		t.Fatal("contains disagrees with add and remove")
 	}
+}
+
+func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
+	// client-go's TestSharedInformerWatchDisruption, with whole sequences.
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
+	lw.SetList("2", plPod("ns", "pod1", "1"), plPod("ns", "pod2", "2"))
+	noResync, resync := newPLRecorder(), newPLRecorder()
+	zero, second := time.Duration(0), time.Second
+	_, err := inf.AddEventHandlerWithOptions(noResync, HandlerOptions{ResyncPeriod: &zero})
+	plMust(t, err)
+	_, err = inf.AddEventHandlerWithOptions(resync, HandlerOptions{ResyncPeriod: &second})
+	plMust(t, err)
+	plRun(t, inf)
+	initial := []plEvent{plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", true)}
+	noResync.expect(t, initial...)
+	resync.expect(t, initial...)
+	noResync.reset()
+	resync.reset()
+
+	// A periodic resync: only the due handler hears of the cached objects.
+	plEventually(t, "reflector waiting for its resync timer", clk.HasWaiters)
+	clk.Step(time.Second)
+	got := resync.waitFor(t, 2)
+	slices.SortFunc(got, func(a, b plEvent) int { return strings.Compare(a.Key, b.Key) })
+	if diff := cmp.Diff([]plEvent{plUpdate("ns/pod1", "1", "1"), plUpdate("ns/pod2", "2", "2")}, got); diff != "" {
+		t.Fatalf("resync (-want +got):\n%s", diff)
+	}
+	resync.reset()
+
+	// A relist after the watch broke: pod2 changed and pod3 appeared while
+	// disconnected. Until the next resync check, the unchanged pod1 is a
+	// resync update for the due handler only.
+	lw.SetList("4", plPod("ns", "pod1", "1"), plPod("ns", "pod2", "4"), plPod("ns", "pod3", "3"))
+	plMust(t, lw.FailWatch(plCtx(t), apierrors.NewResourceExpired("gone")))
+	plEventually(t, "relist", func() bool {
+		if len(noResync.get()) >= 2 {
+			return true
+		}
+		if clk.HasWaiters() {
+			clk.Step(time.Millisecond) // the reflector's backoff runs on the fake clock
+		}
+		return false
+	})
+	noResync.expect(t, plUpdate("ns/pod2", "2", "4"), plAdd("ns/pod3", "3", false))
+	resync.expect(t, plUpdate("ns/pod1", "1", "1"), plUpdate("ns/pod2", "2", "4"), plAdd("ns/pod3", "3", false))
 }
