@@ -2,16 +2,12 @@ package informer_test
 
 import (
 	"fmt"
-	"mime"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,14 +201,6 @@ func (s *fakeAPIServer) WaitForWatches(tb testing.TB, resource schema.GroupVersi
 	})
 }
 
-func (w *fakeWatch) matches(m metav1.Object) bool {
-	if w.namespace != "" && m.GetNamespace() != w.namespace {
-		return false
-	}
-	return w.labels.Matches(labels.Set(m.GetLabels())) &&
-		w.fields.Matches(fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()})
-}
-
 // handle serves GET /api/v1[/namespaces/NS]/RESOURCE and
 // GET /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE.
 func (s *fakeAPIServer) handle(rw http.ResponseWriter, req *http.Request) {
@@ -369,164 +357,6 @@ func (s *fakeAPIServer) serveWatch(rw http.ResponseWriter, req *http.Request, c 
 			return
 		case <-s.stop:
 			return
-		}
-	}
-}
-
-// matching returns copies of the objects w selects, sorted by key. Call with
-// s.mu held.
-func (c *fakeCollection) matching(w *fakeWatch) []k8sruntime.Object {
-	keys := make([]string, 0, len(c.objects))
-	for key := range c.objects {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	var out []k8sruntime.Object
-	for _, key := range keys {
-		m, _ := meta.Accessor(c.objects[key])
-		if w.matches(m) {
-			out = append(out, c.objects[key].DeepCopyObject())
-		}
-	}
-	return out
-}
-
-func newFakeWatch(namespace string, query map[string][]string) (*fakeWatch, error) {
-	get := func(k string) string {
-		if v := query[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	ls, err := labels.Parse(get("labelSelector"))
-	if err != nil {
-		return nil, err
-	}
-	fs, err := fields.ParseSelector(get("fieldSelector"))
-	if err != nil {
-		return nil, err
-	}
-	return &fakeWatch{namespace: namespace, labels: ls, fields: fs, events: make(chan watch.Event, 1000)}, nil
-}
-
-// negotiate picks the response media type from an Accept header the way the
-// API server does: the first acceptable entry wins. It reports whether the
-// client asked for metadata only.
-func negotiate(accept string, protobuf bool) (mediaType string, asMetadata, ok bool) {
-	for _, entry := range strings.Split(accept, ",") {
-		typ, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
-		if err != nil {
-			continue
-		}
-		as := params["as"]
-		isMeta := as == "PartialObjectMetadata" || as == "PartialObjectMetadataList"
-		if as != "" && (!isMeta || params["g"] != metav1.GroupName || params["v"] != "v1") {
-			continue
-		}
-		switch {
-		case typ == k8sruntime.ContentTypeProtobuf && (protobuf || isMeta):
-			return typ, isMeta, true
-		case typ == k8sruntime.ContentTypeJSON, typ == "*/*":
-			return k8sruntime.ContentTypeJSON, isMeta, true
-		}
-	}
-	return "", false, false
-}
-
-// toPartial returns the metadata of obj, as the server sends it for
-// as=PartialObjectMetadata.
-func toPartial(obj k8sruntime.Object) *metav1.PartialObjectMetadata {
-	m, _ := meta.Accessor(obj)
-	return meta.AsPartialObjectMetadata(m)
-}
-
-func selectedQuery(query map[string][]string) string {
-	var parts []string
-	for _, k := range []string{"labelSelector", "fieldSelector"} {
-		if v := query[k]; len(v) > 0 {
-			parts = append(parts, k+"="+v[0])
-		}
-	}
-	return strings.Join(parts, "&")
-}
-
-func parseCollectionPath(path string) (schema.GroupVersionResource, string, bool) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	var gvr schema.GroupVersionResource
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		gvr.Version, parts = parts[1], parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		gvr.Group, gvr.Version, parts = parts[1], parts[2], parts[3:]
-	default:
-		return gvr, "", false
-	}
-	namespace := ""
-	if len(parts) == 3 && parts[0] == "namespaces" {
-		namespace, parts = parts[1], parts[2:]
-	}
-	if len(parts) != 1 {
-		return gvr, "", false
-	}
-	gvr.Resource = parts[0]
-	return gvr, namespace, true
-}
-
-// eventually polls cond until it holds, failing the test after a generous
-// deadline (the deadline guards against hangs; it asserts no speed).
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// goroutineIDs returns the ids of the live goroutines.
-func goroutineIDs() map[string]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	ids := map[string]string{}
-	for _, stack := range strings.Split(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(stack, " [")
-		ids[strings.TrimPrefix(header, "goroutine ")] = stack
-	}
-	return ids
-}
-
-// expectNoNewGoroutines returns a check that fails the test if goroutines
-// started after this call are still alive (after a grace period for exiting
-// ones).
-func expectNoNewGoroutines(tb testing.TB) func() {
-	before := goroutineIDs()
-	return func() {
-		tb.Helper()
-		var leaked []string
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			leaked = leaked[:0]
-			for id, stack := range goroutineIDs() {
-				if _, old := before[id]; !old && !strings.Contains(stack, "goroutineIDs") {
-					leaked = append(leaked, stack)
-				}
-			}
-			if len(leaked) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if len(leaked) > 0 {
-			tb.Errorf("%d goroutines leaked:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
 		}
 	}
 }

@@ -1,0 +1,85 @@
+package informer_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubetyped/informer"
+)
+
+func TestFactoryPerTypeOptions(t *testing.T) {
+	nodesResource := corev1.SchemeGroupVersion.WithResource("nodes")
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.Serve(nodesResource, corev1.SchemeGroupVersion.WithKind("Node"), true)
+	web1 := srv.Create(podsResource, withManagedFields(newPod("a", "web-1", "web"))).(*corev1.Pod)
+	node1 := srv.Create(nodesResource, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}).(*corev1.Node)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4), ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer cancel()
+
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{Namespace: "a", Name: "test", Transform: informer.ClearManagedFields})
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f,
+		informer.WithInformerName[*corev1.Pod]("custom-pods"),
+		informer.WithResync[*corev1.Pod](time.Second),
+		informer.WithTransform(addLabel("t"))))
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.WithClusterScope[*corev1.Node]()))
+	must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
+	var once sync.Once
+	resynced := make(chan struct{})
+	must[*informer.Registration](t)(pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		UpdateFunc: func(oldPod, newPod *corev1.Pod) {
+			if oldPod == newPod {
+				once.Do(func() { close(resynced) })
+			}
+		},
+	}))
+	f.Start(ctx)
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The factory's transform runs first, then the informer's.
+	web1.ManagedFields = nil
+	web1.Labels["trace"] = "t"
+	if diff := cmp.Diff([]*corev1.Pod{web1}, pods.Indexer().List()); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+	// A cluster-scoped informer ignores the factory's namespace.
+	if diff := cmp.Diff([]*corev1.Node{node1}, nodes.Indexer().List()); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	for _, req := range srv.Requests() {
+		if req.Path != "/api/v1/namespaces/a/pods" && req.Path != "/api/v1/nodes" {
+			t.Errorf("unexpected request path %s", req.Path)
+		}
+	}
+	// WithResync sets the handlers' default resync period.
+	select {
+	case <-resynced:
+	case <-time.After(20 * time.Second):
+		t.Error("no resync within 20s of a 1s resync period")
+	}
+	f.Shutdown()
+
+	// Informers are named in logs.
+	logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	for _, line := range []string{
+		`Starting informer informer="custom-pods" key="*v1.Pod v1/pods"`,
+		`Starting informer informer="test/nodes" key="*v1.Node v1/nodes"`,
+		`Starting informer informer="test/pods (PartialObjectMetadata)" key="*v1.PartialObjectMetadata v1/pods"`,
+	} {
+		if !strings.Contains(logs, line) {
+			t.Errorf("no log line %s in:\n%s", line, logs)
+		}
+	}
+}
