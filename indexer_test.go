@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // testPod returns a pod; users (annotation) feeds the multi-value index.
@@ -590,4 +591,153 @@ func TestIndexerConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	mustCheck(t, s)
+}
+
+// storeFixture holds the same 100,000 pods (shaped like the W3–W5 pods of
+// the benchmark spec: 1,000 namespaces and nodes, labels app, tier and
+// pod-template-hash) in our Indexer and in client-go's, both with the
+// namespace and node indexes.
+type storeFixture struct {
+	pods     []*corev1.Pod
+	ours     *Indexer[*corev1.Pod]
+	clientGo cache.Indexer
+}
+
+var (
+	fixtureOnce sync.Once
+	fixture     *storeFixture
+)
+
+func benchFixture(b *testing.B) *storeFixture {
+	fixtureOnce.Do(func() {
+		f := &storeFixture{
+			ours: NewIndexer(Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod], "byNode": byNode}),
+			clientGo: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
+				cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+				"byNode": func(obj any) ([]string, error) {
+					return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+				},
+			}),
+		}
+		for i := range 100_000 {
+			p := testPod(fmt.Sprintf("ns-%d", i%1000), fmt.Sprintf("pod-%d", i), fmt.Sprint(i+1), map[string]string{
+				"app":               fmt.Sprintf("app-%d", i%100),
+				"tier":              fmt.Sprintf("tier-%d", i%3),
+				"pod-template-hash": fmt.Sprintf("%08x", uint32(i/10)*2654435761),
+			}, fmt.Sprintf("node-%d", i%1000))
+			f.pods = append(f.pods, p)
+			if err := f.ours.Add(p); err != nil {
+				panic(err)
+			}
+			if err := f.clientGo.Add(p); err != nil {
+				panic(err)
+			}
+		}
+		fixture = f
+	})
+	b.ResetTimer()
+	return fixture
+}
+
+var sinkPod *corev1.Pod
+
+// BenchmarkGetByKey is W5: one lookup in a store of 100,000 pods.
+func BenchmarkGetByKey(b *testing.B) {
+	f := benchFixture(b)
+	const key = "ns-7/pod-7007"
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkPod, _, _ = f.ours.GetByKey(key)
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			obj, _, _ := f.clientGo.GetByKey(key)
+			sinkPod = obj.(*corev1.Pod)
+		}
+	})
+}
+
+// BenchmarkByIndex is W4's query: the 100 pods of node-7.
+func BenchmarkByIndex(b *testing.B) {
+	f := benchFixture(b)
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if pods, _ := f.ours.ByIndex("byNode", "node-7"); len(pods) != 100 {
+				b.Fatalf("%d hits", len(pods))
+			}
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if objs, _ := f.clientGo.ByIndex("byNode", "node-7"); len(objs) != 100 {
+				b.Fatalf("%d hits", len(objs))
+			}
+		}
+	})
+}
+
+// BenchmarkUpsertUpdate is W4's write: a pod moving between node-7 and
+// node-8, as a shallow copy sharing its labels (the informer's update path).
+func BenchmarkUpsertUpdate(b *testing.B) {
+	f := benchFixture(b)
+	original := f.pods[7]
+	away, back := *original, *original
+	away.Spec.NodeName, away.ResourceVersion = "node-8", "a"
+	back.ResourceVersion = "b"
+	moves := [2]*corev1.Pod{&away, &back}
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, _, err := f.ours.upsert(moves[i&1]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := f.clientGo.Update(moves[i&1]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	if err := errors.Join(f.ours.Update(original), f.clientGo.Update(original)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkUpsertNew stores a new pod and removes it again (the informer's
+// add and delete paths) in a store of 100,000 pods.
+func BenchmarkUpsertNew(b *testing.B) {
+	f := benchFixture(b)
+	pod := testPod("ns-7", "new-pod", "1", f.pods[7].Labels, "node-7")
+	name := NameOf(pod)
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := f.ours.upsert(pod); err != nil {
+				b.Fatal(err)
+			}
+			if _, existed, _ := f.ours.remove(name); !existed {
+				b.Fatal("not stored")
+			}
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := errors.Join(f.clientGo.Add(pod), f.clientGo.Delete(pod)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

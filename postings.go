@@ -263,8 +263,11 @@ func (c *contents[T]) reindex(e *entry[T], i int, values []string) {
 
 // appendObjects appends the objects of p to dst.
 func (p *posting[T]) appendObjects(dst []T) []T {
+	n := len(dst)
+	dst = slices.Grow(dst, len(p.items))[:n+len(p.items)]
+	out := dst[n:]
 	for i := range p.items {
-		dst = append(dst, p.items[i].obj)
+		out[i] = p.items[i].obj
 	}
 	return dst
 }
