@@ -58,7 +58,7 @@ type InformerKey struct {
 // String returns the type and the resource, e.g. "*v1.Pod v1/pods" or
 // "*v1.PartialObjectMetadata apps/v1/deployments".
 func (k InformerKey) String() string {
-	return fmt.Sprintf("%v %s/%s", k.Type, k.Resource.GroupVersion(), k.Resource.Resource)
+	return fmt.Sprintf("%v %s", k.Type, resourcePath(k.Resource))
 }
 
 // Factory creates and runs informers that share one HTTP client and one

@@ -99,7 +99,7 @@ func TestFactoryRejectsAtCreation(t *testing.T) {
 	}, {
 		name: "typed through ForResource",
 		new:  func() error { _, err := informer.ForResource[*corev1.Pod](f, podsResource); return err },
-		want: "informer for *v1.Pod v1/pods: list/watch /v1, Resource=pods as *v1.Pod: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object",
+		want: "informer for *v1.Pod v1/pods: list/watch v1/pods as *v1.Pod: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object",
 	}, {
 		name: "resource name in ForResource",
 		new: func() error {

@@ -30,15 +30,15 @@ type MetadataListerWatcher struct {
 // request is made.
 func NewMetadataListerWatcher(config *rest.Config, resource schema.GroupVersionResource, opts RESTOptions) (*MetadataListerWatcher, error) {
 	if err := validateNamedResource(config, resource, opts.Namespace); err != nil {
-		return nil, fmt.Errorf("list/watch metadata of %s: %w", resource, err)
+		return nil, fmt.Errorf("list/watch metadata of %s: %w", resourcePath(resource), err)
 	}
 	httpClient, err := httpClientFor(config, opts.HTTPClient)
 	if err != nil {
-		return nil, fmt.Errorf("list/watch metadata of %s: %w", resource, err)
+		return nil, fmt.Errorf("list/watch metadata of %s: %w", resourcePath(resource), err)
 	}
 	client, err := metadata.NewForConfigAndClient(config, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("list/watch metadata of %s: metadata client: %w", resource, err)
+		return nil, fmt.Errorf("list/watch metadata of %s: metadata client: %w", resourcePath(resource), err)
 	}
 	getter := client.Resource(resource)
 	var scoped metadata.ResourceInterface = getter
@@ -62,7 +62,7 @@ func (lw *MetadataListerWatcher) List(ctx context.Context, options metav1.ListOp
 	}
 	list, err := lw.client.List(ctx, options)
 	if err != nil {
-		return nil, fmt.Errorf("list metadata of %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("list metadata of %s: %w", lw.resource.GroupResource(), err)
 	}
 	items := make([]*metav1.PartialObjectMetadata, len(list.Items))
 	for i := range list.Items {
@@ -80,7 +80,7 @@ func (lw *MetadataListerWatcher) Watch(ctx context.Context, options metav1.ListO
 	}
 	w, err := lw.client.Watch(ctx, options)
 	if err != nil {
-		return nil, fmt.Errorf("watch metadata of %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("watch metadata of %s: %w", lw.resource.GroupResource(), err)
 	}
 	return w, nil
 }
@@ -99,18 +99,18 @@ type DynamicListerWatcher struct {
 // be the default or JSON. No request is made.
 func NewDynamicListerWatcher(config *rest.Config, resource schema.GroupVersionResource, opts RESTOptions) (*DynamicListerWatcher, error) {
 	if err := validateNamedResource(config, resource, opts.Namespace); err != nil {
-		return nil, fmt.Errorf("list/watch %s: %w", resource, err)
+		return nil, fmt.Errorf("list/watch %s: %w", resourcePath(resource), err)
 	}
 	if opts.ContentType != ContentTypeDefault && opts.ContentType != ContentTypeJSON {
-		return nil, fmt.Errorf("list/watch %s: unstructured objects are served only as JSON, not %q", resource, opts.ContentType)
+		return nil, fmt.Errorf("list/watch %s: unstructured objects are served only as JSON, not %q", resourcePath(resource), opts.ContentType)
 	}
 	httpClient, err := httpClientFor(config, opts.HTTPClient)
 	if err != nil {
-		return nil, fmt.Errorf("list/watch %s: %w", resource, err)
+		return nil, fmt.Errorf("list/watch %s: %w", resourcePath(resource), err)
 	}
 	client, err := dynamic.NewForConfigAndClient(config, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("list/watch %s: dynamic client: %w", resource, err)
+		return nil, fmt.Errorf("list/watch %s: dynamic client: %w", resourcePath(resource), err)
 	}
 	getter := client.Resource(resource)
 	var scoped dynamic.ResourceInterface = getter
@@ -133,7 +133,7 @@ func (lw *DynamicListerWatcher) List(ctx context.Context, options metav1.ListOpt
 	}
 	list, err := lw.client.List(ctx, options)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	items := make([]*unstructured.Unstructured, len(list.Items))
 	for i := range list.Items {
@@ -149,7 +149,7 @@ func (lw *DynamicListerWatcher) Watch(ctx context.Context, options metav1.ListOp
 	}
 	w, err := lw.client.Watch(ctx, options)
 	if err != nil {
-		return nil, fmt.Errorf("watch %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("watch %s: %w", lw.resource.GroupResource(), err)
 	}
 	return w, nil
 }
@@ -199,11 +199,17 @@ func NewResourceListerWatcher[T Object](config *rest.Config, resource schema.Gro
 		}
 		lw = dynamicLW
 	default:
-		return nil, fmt.Errorf("list/watch %s as %T: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object", resource, zero)
+		return nil, fmt.Errorf("list/watch %s as %T: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object", resourcePath(resource), zero)
 	}
 	typed, ok := lw.(ListerWatcher[T])
 	if !ok {
-		return nil, fmt.Errorf("list/watch %s: %T does not serve %T", resource, lw, zero)
+		return nil, fmt.Errorf("list/watch %s: %T does not serve %T", resourcePath(resource), lw, zero)
 	}
 	return typed, nil
+}
+
+// resourcePath describes a resource by its URL path segments:
+// "v1/pods", "apps/v1/deployments".
+func resourcePath(resource schema.GroupVersionResource) string {
+	return resource.GroupVersion().String() + "/" + resource.Resource
 }

@@ -96,8 +96,9 @@ type RESTListerWatcher[T Object] struct {
 
 // NewRESTListerWatcher returns a ListerWatcher for T. It fails with a clear
 // error when T is not known to opts.Scheme nor to client-go's scheme, when
-// the scheme has no list type for T's kind, or when protobuf is asked for a
-// type that cannot be decoded from protobuf. No request is made.
+// that scheme has no list type for T's kind or lacks the meta types (Status),
+// or when the content type is unknown or protobuf is asked for a type that
+// cannot be decoded from protobuf. No request is made.
 func NewRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*RESTListerWatcher[T], error) {
 	typeName := reflect.TypeFor[T]().String()
 	if config == nil {
@@ -158,7 +159,7 @@ func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	}
 	list, err := lw.scheme.New(lw.listKind)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	err = lw.client.Get().
 		NamespaceIfScoped(lw.namespace, lw.namespace != "").
@@ -167,11 +168,11 @@ func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		Do(ctx).
 		Into(list)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	listMeta, err := meta.ListAccessor(list)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	items := make([]T, 0, meta.LenList(list))
 	err = meta.EachListItem(list, func(item runtime.Object) error {
@@ -187,7 +188,7 @@ func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue()}, nil
 }
@@ -206,7 +207,7 @@ func (lw *RESTListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOp
 		Timeout(watchTimeout(options)).
 		Watch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("watch %s: %w", lw.resource, err)
+		return nil, fmt.Errorf("watch %s: %w", lw.resource.GroupResource(), err)
 	}
 	return w, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -257,14 +258,14 @@ func TestRESTListerWatcherErrors(t *testing.T) {
 			_, err := informer.NewMetadataListerWatcher(config, schema.GroupVersionResource{Version: "v1"}, informer.RESTOptions{})
 			return err
 		},
-		want: "list/watch metadata of /v1, Resource=: the GroupVersionResource needs a version and a resource",
+		want: "list/watch metadata of v1/: the GroupVersionResource needs a version and a resource",
 	}, {
 		name: "dynamic in protobuf",
 		new: func() error {
 			_, err := informer.NewDynamicListerWatcher(config, widgetsResource, informer.RESTOptions{ContentType: informer.ContentTypeProtobuf})
 			return err
 		},
-		want: `list/watch example.com/v1, Resource=widgets: unstructured objects are served only as JSON, not "application/vnd.kubernetes.protobuf"`,
+		want: `list/watch example.com/v1/widgets: unstructured objects are served only as JSON, not "application/vnd.kubernetes.protobuf"`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.new()
@@ -398,5 +399,33 @@ func TestRESTListerWatcherWatchErrorCarriesStatus(t *testing.T) {
 				t.Errorf("watch event (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRESTListerWatcherErrorsKeepTheAPIStatus(t *testing.T) {
+	srv := newFakeAPIServer(t) // serves nothing
+	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, listErr := lw.List(context.Background(), metav1.ListOptions{})
+	_, watchErr := lw.Watch(context.Background(), metav1.ListOptions{})
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{listErr, "list pods: the server could not find the requested resource"},
+		{watchErr, "watch pods: the server could not find the requested resource"},
+	} {
+		if tc.err == nil {
+			t.Errorf("no error, want %q", tc.want)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, tc.err.Error()); diff != "" {
+			t.Errorf("error (-want +got):\n%s", diff)
+		}
+		if !apierrors.IsNotFound(tc.err) {
+			t.Errorf("apierrors.IsNotFound(%v) = false", tc.err)
+		}
 	}
 }
