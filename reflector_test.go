@@ -139,6 +139,23 @@ type reflectorHarness struct {
 	logger klog.Logger
 }
 
+// waitForLog waits until message has been logged.
+func (h *reflectorHarness) waitForLog(message string) {
+	h.t.Helper()
+	for {
+		for _, entry := range h.logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+			if entry.Message == message {
+				return
+			}
+		}
+		select {
+		case <-h.ctx.Done():
+			h.t.Fatalf("%q was not logged", message)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 // errorLogs returns the messages logged as errors so far.
 func (h *reflectorHarness) errorLogs() []string {
 	var messages []string

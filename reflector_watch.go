@@ -116,12 +116,19 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 			w.Stop()
 		}
 	}()
+	var watchdog *initialEventsWatchdog
+	if untilInitialEventsEnd {
+		watchdog = newInitialEventsWatchdog(r.clock, start)
+		defer watchdog.stop()
+	}
 	pastInitialEvents := false
 	count := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return initialEventsEnded, errStopRequested
+		case <-watchdog.C():
+			watchdog.check(ctx, r.clock.Now())
 		case <-resync.C():
 			if err := resync.fire(ctx); err != nil {
 				return initialEventsEnded, err
@@ -152,6 +159,7 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 			r.deliver(ctx, sink, event.Type, obj)
 			onResourceVersion(obj.GetResourceVersion(), pastInitialEvents)
 			count++
+			watchdog.observe(r.clock.Now())
 			if untilInitialEventsEnd && initialEventsEnded {
 				stopWatch = false
 				klog.FromContext(ctx).V(4).Info("Initial events ended", "events", count, "duration", r.clock.Since(start))

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -89,6 +91,56 @@ func (r *Reflector[T]) retryStreamList(ctx context.Context, err error) bool {
 		return false
 	}
 }
+
+// initialEventsWarningInterval is how long a streaming list may go without
+// an event before a warning is logged (and logged again).
+const initialEventsWarningInterval = 10 * time.Second
+
+// initialEventsWatchdog warns while a streaming list makes no progress
+// towards the end of its initial events, which points at a slow server or
+// client. A nil *initialEventsWatchdog does nothing. It uses a timer that it
+// rearms rather than a ticker, because a stopped timer is released on every
+// clock implementation.
+type initialEventsWatchdog struct {
+	timer     clock.Timer
+	start     time.Time
+	lastEvent time.Time
+}
+
+func newInitialEventsWatchdog(c clock.Clock, start time.Time) *initialEventsWatchdog {
+	return &initialEventsWatchdog{timer: c.NewTimer(initialEventsWarningInterval), start: start}
+}
+
+// C returns the channel on which check is due (nil if d is nil).
+func (d *initialEventsWatchdog) C() <-chan time.Time {
+	if d == nil {
+		return nil
+	}
+	return d.timer.C()
+}
+
+// observe records that an event arrived at now.
+func (d *initialEventsWatchdog) observe(now time.Time) {
+	if d != nil {
+		d.lastEvent = now
+	}
+}
+
+// check logs a warning if no event arrived in the last interval, and
+// rearms the timer.
+func (d *initialEventsWatchdog) check(ctx context.Context, now time.Time) {
+	d.timer.Reset(initialEventsWarningInterval)
+	logger := klog.FromContext(ctx)
+	switch {
+	case d.lastEvent.IsZero():
+		logger.Info("Warning: streaming list has not received any event yet", "waited", now.Sub(d.start))
+	case now.Sub(d.lastEvent) >= initialEventsWarningInterval:
+		logger.Info("Warning: streaming list has not received the end of its initial events", "lastEventAgo", now.Sub(d.lastEvent))
+	}
+}
+
+// stop releases the timer.
+func (d *initialEventsWatchdog) stop() { d.timer.Stop() }
 
 // initialObjects collects the initial events of a streaming list: the
 // latest state of each object by name, in order of first appearance.

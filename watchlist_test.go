@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,6 +76,28 @@ func TestStreamingListRestartsCleanlyBeforeTheEnd(t *testing.T) {
 	diffOrFail(t, "calls", []FakeCall{streamCall(""), streamCall("")}, h.calls(2))
 	if h.clock.HasWaiters() {
 		t.Error("restarting a stream backed off")
+	}
+}
+
+func TestStreamingListWarnsWithoutProgress(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{})
+	h.lw.SetManualInitialEvents(true)
+	h.start()
+	h.calls(1)
+	h.waitForTimers(1)
+	h.clock.Step(10 * time.Second)
+	h.waitForLog("Warning: streaming list has not received any event yet")
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "1")))
+	// Once the next event is taken, the first one has been processed (at
+	// the current fake time); the dropped event does not count as progress.
+	h.must(h.lw.Send(h.ctx, watch.Event{Type: watch.Added, Object: &corev1.ConfigMap{}}))
+	h.waitForTimers(1)
+	h.clock.Step(10 * time.Second)
+	h.waitForLog("Warning: streaming list has not received the end of its initial events")
+	h.must(h.lw.EndInitialEvents(h.ctx, "2"))
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a"}, RV: "2"}}, h.store.waitFor(t, 1))
+	if h.clock.HasWaiters() {
+		t.Error("the warning ticker outlived the streaming list")
 	}
 }
 
