@@ -150,14 +150,10 @@ func For[T Object](f *Factory, opts ...InformerOption[T]) (*Informer[T], error) 
 	if entry, ok := f.byType[typ]; ok {
 		return reuseInformer(entry, s)
 	}
-	namespace := f.opts.Namespace
-	if s.clusterScoped {
-		namespace = ""
-	}
 	lw, err := NewRESTListerWatcher[T](f.config, RESTOptions{
 		Scheme:           f.opts.Scheme,
 		Resource:         s.resource,
-		Namespace:        namespace,
+		Namespace:        f.namespaceFor(s.clusterScoped),
 		TweakListOptions: f.opts.TweakListOptions,
 		ContentType:      f.opts.ContentType,
 		HTTPClient:       f.httpClient,
@@ -190,12 +186,8 @@ func ForResource[T Object](f *Factory, resource schema.GroupVersionResource, opt
 	if entry, ok := f.informers[key]; ok {
 		return reuseInformer(entry, s)
 	}
-	namespace := f.opts.Namespace
-	if s.clusterScoped {
-		namespace = ""
-	}
 	lw, err := NewResourceListerWatcher[T](f.config, resource, RESTOptions{
-		Namespace:        namespace,
+		Namespace:        f.namespaceFor(s.clusterScoped),
 		TweakListOptions: f.opts.TweakListOptions,
 		HTTPClient:       f.httpClient,
 	})
@@ -204,6 +196,14 @@ func ForResource[T Object](f *Factory, resource schema.GroupVersionResource, opt
 	}
 	inf, _ := newFactoryInformer(f, lw, key, key.Type.Elem().Name(), s)
 	return inf, nil
+}
+
+// namespaceFor is the namespace an informer lists and watches.
+func (f *Factory) namespaceFor(clusterScoped bool) string {
+	if clusterScoped {
+		return ""
+	}
+	return f.opts.Namespace
 }
 
 // newFactoryInformer creates and registers an informer. form, if set, is
