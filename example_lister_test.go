@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func examplePod(namespace, name, app, node string) *corev1.Pod {
+func listerExamplePod(namespace, name, app, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": app}},
 		Spec:       corev1.PodSpec{NodeName: node},
@@ -37,10 +37,10 @@ func ExampleLister() {
 		informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod],
 	})
 	for _, p := range []*corev1.Pod{
-		examplePod("shop", "web-1", "web", "node-1"),
-		examplePod("shop", "web-2", "web", "node-2"),
-		examplePod("shop", "db-1", "db", "node-1"),
-		examplePod("blog", "web-1", "web", "node-3"),
+		listerExamplePod("shop", "web-1", "web", "node-1"),
+		listerExamplePod("shop", "web-2", "web", "node-2"),
+		listerExamplePod("shop", "db-1", "db", "node-1"),
+		listerExamplePod("blog", "web-1", "web", "node-3"),
 	} {
 		if err := indexer.Add(p); err != nil {
 			fmt.Println(err)
@@ -72,9 +72,9 @@ func ExampleLister() {
 func ExampleIndexer_Select() {
 	indexer := informer.NewIndexer[*corev1.Pod](nil)
 	for _, p := range []*corev1.Pod{
-		examplePod("shop", "web-1", "web", "node-1"),
-		examplePod("shop", "api-1", "api", "node-1"),
-		examplePod("shop", "db-1", "db", "node-2"),
+		listerExamplePod("shop", "web-1", "web", "node-1"),
+		listerExamplePod("shop", "api-1", "api", "node-1"),
+		listerExamplePod("shop", "db-1", "db", "node-2"),
 	} {
 		if err := indexer.Add(p); err != nil {
 			fmt.Println(err)
@@ -100,9 +100,9 @@ func ExampleIndexer_ByIndex() {
 		"byNode": func(p *corev1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
 	})
 	for _, p := range []*corev1.Pod{
-		examplePod("shop", "web-1", "web", "node-1"),
-		examplePod("shop", "db-1", "db", "node-1"),
-		examplePod("blog", "web-1", "web", "node-2"),
+		listerExamplePod("shop", "web-1", "web", "node-1"),
+		listerExamplePod("shop", "db-1", "db", "node-1"),
+		listerExamplePod("blog", "web-1", "web", "node-2"),
 	} {
 		if err := indexer.Add(p); err != nil {
 			fmt.Println(err)
