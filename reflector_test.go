@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -370,114 +366,6 @@ func storeChanged[T Object](s *recordingStore[T]) <-chan struct{} {
 	return s.changed
 }
 
-// manyPods returns n pods named p0000… with resource versions 1…n.
-func manyPods(n int) []*corev1.Pod {
-	pods := make([]*corev1.Pod, n)
-	for i := range pods {
-		pods[i] = fakePod("ns", fmt.Sprintf("p%04d", i), fmt.Sprint(i+1))
-	}
-	return pods
-}
-
-func TestReflectorPaginatedFirstListKeepsPaginating(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	pods := manyPods(1001)
-	h.lw.SetList("2000", pods...)
-	h.lw.SetPagination(true)
-	h.start()
-
-	got := h.store.waitFor(t, 1)
-	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "2000"}}, got)
-	// The watch expires; the relist at the last resource version is
-	// paginated too, because the server showed that it paginates.
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "new", "2001")))
-	h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
-	h.skipBackoff()
-	h.store.waitFor(t, 3)
-	diffOrFail(t, "calls", []FakeCall{
-		listCall("0", 500, ""),
-		listCall("", 500, "fake:2000:500"),
-		listCall("", 500, "fake:2000:1000"),
-		watchCall("2000"),
-		listCall("2001", 500, ""),
-		listCall("", 500, "fake:2000:500"),
-		listCall("", 500, "fake:2000:1000"),
-		watchCall("2000"),
-	}, h.calls(8))
-	h.noHandledErrors()
-}
-
-func TestReflectorUnpaginatedServerRelistsWithoutLimit(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7", manyPods(3)...)
-	h.start()
-	h.must(h.lw.Modify(h.ctx, fakePod("ns", "p0000", "8")))
-	h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
-	h.skipBackoff()
-	h.store.waitFor(t, 3)
-	// The relist at a known resource version is not paginated, so that the
-	// watch cache can serve it.
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
-}
-
-func TestReflectorPageSizeOption(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true, PageSize: 2})
-	pods := manyPods(3)
-	h.lw.SetList("7", pods...)
-	h.lw.SetPagination(true)
-	h.start()
-	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "7"}}, h.store.waitFor(t, 1))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 2, ""), listCall("", 2, "fake:7:2"), watchCall("7")}, h.calls(3))
-}
-
-func TestReflectorExpiredContinueTokenListsEverything(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true, PageSize: 2})
-	pods := manyPods(3)
-	h.lw.SetList("7", pods...)
-	h.lw.SetPagination(true)
-	h.lw.FailNextList(nil, apierrors.NewResourceExpired("continue token expired"))
-	h.start()
-	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "7"}}, h.store.waitFor(t, 1))
-	// Like client-go's pager: one unpaginated list at the requested version.
-	diffOrFail(t, "calls", []FakeCall{
-		listCall("0", 2, ""),
-		listCall("", 2, "fake:7:2"),
-		listCall("0", 0, ""),
-		watchCall("7"),
-	}, h.calls(4))
-	h.noHandledErrors()
-}
-
-func TestReflectorUnavailableResourceVersionRelistsLatest(t *testing.T) {
-	tooLarge := apierrors.NewTimeoutError("Too large resource version", 1)
-	tooLarge.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}
-	for name, err := range map[string]error{
-		"expired":               apierrors.NewResourceExpired("too old"),
-		"gone":                  apierrors.NewGone("gone"),
-		"too large":             tooLarge,
-		"too large, old server": apierrors.NewTimeoutError("Too large resource version", 1),
-	} {
-		t.Run(name, func(t *testing.T) {
-			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-			h.lw.SetList("7", fakePod("ns", "a", "1"))
-			h.lw.FailNextList(err)
-			h.start()
-			h.store.waitFor(t, 1)
-			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("", 500, ""), watchCall("7")}, h.calls(3))
-
-			// A watch that expires relists at the last version; when that
-			// version is gone too, the reflector lists the latest state.
-			h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "8")))
-			h.lw.FailNextList(err)
-			h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
-			h.skipBackoff()
-			h.store.waitFor(t, 3)
-			diffOrFail(t, "calls", []FakeCall{listCall("8", 0, ""), listCall("", 0, ""), watchCall("7")}, h.calls(6)[3:])
-			h.noHandledErrors()
-		})
-	}
-}
-
 func TestReflectorListErrorGoesToHandlerAndRetriesAfterBackoff(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 	h.lw.SetList("7", fakePod("ns", "a", "1"))
@@ -490,89 +378,6 @@ func TestReflectorListErrorGoesToHandlerAndRetriesAfterBackoff(t *testing.T) {
 	h.skipBackoff()
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a"}, RV: "7"}}, h.store.waitFor(t, 1))
 	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("0", 500, ""), watchCall("7")}, h.calls(3))
-}
-
-func TestReflectorNormalWatchCloseRewatchesWithoutRelist(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7")
-	h.start()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
-	h.must(h.lw.CloseWatch(h.ctx))
-	h.must(h.lw.Bookmark(h.ctx, "9"))
-	h.must(h.lw.CloseWatch(h.ctx))
-	h.must(h.lw.Delete(h.ctx, fakePod("ns", "a", "10")))
-	diffOrFail(t, "store calls", []storeCall{
-		{Op: "replace", Keys: []string{}, RV: "7"},
-		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
-		{Op: "bookmark", RV: "9"},
-		{Op: "delete", Keys: []string{"ns/a"}, RV: "10"},
-	}, h.store.waitFor(t, 4))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8"), watchCall("9")}, h.calls(4))
-	if h.clock.HasWaiters() {
-		t.Error("a normal watch close started a backoff")
-	}
-}
-
-func TestReflectorVeryShortWatchRelists(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7")
-	h.start()
-	// Ended at once without any event: suspicious, so back off and relist.
-	h.must(h.lw.CloseWatch(h.ctx))
-	h.skipBackoff()
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
-	h.noHandledErrors()
-}
-
-func TestReflectorWatchCallErrors(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
-	for name, err := range map[string]error{
-		"too many requests":  apierrors.NewTooManyRequests("slow down", 1),
-		"connection refused": refused,
-	} {
-		t.Run(name+" is retried without relist", func(t *testing.T) {
-			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-			h.lw.SetList("7")
-			h.lw.FailNextWatch(err, err)
-			h.start()
-			h.calls(2)
-			h.skipBackoff()
-			h.calls(3)
-			h.skipBackoff()
-			h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
-			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7"), watchCall("7")}, h.calls(4))
-			h.noHandledErrors()
-		})
-	}
-	t.Run("other errors go to the handler and relist", func(t *testing.T) {
-		h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-		h.lw.SetList("7")
-		forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
-		h.lw.FailNextWatch(forbidden)
-		h.start()
-		if got := h.handledError(); !errors.Is(got, forbidden) {
-			t.Fatalf("handled error = %v, want %v", got, forbidden)
-		}
-		h.skipBackoff()
-		diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
-	})
-}
-
-func TestReflectorTooManyRequestsDuringWatchRewatches(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7")
-	h.start()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
-	h.must(h.lw.FailWatch(h.ctx, apierrors.NewTooManyRequests("slow down", 1)))
-	h.skipBackoff()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "9")))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8")}, h.calls(3))
-	diffOrFail(t, "store calls", []storeCall{
-		{Op: "replace", Keys: []string{}, RV: "7"},
-		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
-		{Op: "add", Keys: []string{"ns/b"}, RV: "9"},
-	}, h.store.waitFor(t, 3))
-	diffOrFail(t, "stats", ReflectorStats{ErrorEvents: 1}, h.r.Stats())
 }
 
 func TestReflectorStoreErrors(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -159,7 +160,9 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 			r.deliver(ctx, sink, event.Type, obj)
 			onResourceVersion(obj.GetResourceVersion(), pastInitialEvents)
 			count++
-			watchdog.observe(r.clock.Now())
+			if watchdog != nil {
+				watchdog.observe(r.clock.Now())
+			}
 			if untilInitialEventsEnd && initialEventsEnded {
 				stopWatch = false
 				klog.FromContext(ctx).V(4).Info("Initial events ended", "events", count, "duration", r.clock.Since(start))
@@ -173,42 +176,39 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 // otherwise it logs and counts the event and returns false.
 func (r *Reflector[T]) acceptEvent(ctx context.Context, event watch.Event) (T, bool) {
 	var zero T
-	logger := klog.FromContext(ctx)
 	if event.Object == nil {
-		r.counters.nilObject.Add(1)
-		logger.Error(nil, "Dropping a watch event without an object", "eventType", event.Type)
-		return zero, false
+		return zero, r.dropEvent(ctx, &r.counters.nilObject, "Dropping a watch event without an object", event.Type)
 	}
 	obj, ok := event.Object.(T)
 	if !ok {
-		r.counters.wrongType.Add(1)
-		logger.Error(nil, "Dropping a watch event with an object of an unexpected type", "eventType", event.Type, "objectType", fmt.Sprintf("%T", event.Object))
-		return zero, false
+		return zero, r.dropEvent(ctx, &r.counters.wrongType, "Dropping a watch event with an object of an unexpected type", event.Type,
+			"objectType", fmt.Sprintf("%T", event.Object))
 	}
 	if obj == zero {
-		r.counters.nilObject.Add(1)
-		logger.Error(nil, "Dropping a watch event with a nil object", "eventType", event.Type)
-		return zero, false
+		return zero, r.dropEvent(ctx, &r.counters.nilObject, "Dropping a watch event with a nil object", event.Type)
 	}
 	if gvk := obj.GetObjectKind().GroupVersionKind(); isTableKind(gvk.Group, gvk.Kind) || (r.expectedGVK != nil && *r.expectedGVK != gvk) {
-		r.counters.wrongType.Add(1)
-		logger.Error(nil, "Dropping a watch event with an object of an unexpected kind", "eventType", event.Type, "gvk", gvk)
-		return zero, false
+		return zero, r.dropEvent(ctx, &r.counters.wrongType, "Dropping a watch event with an object of an unexpected kind", event.Type, "gvk", gvk)
 	}
 	switch event.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
 		if obj.GetName() == "" {
-			r.counters.nameless.Add(1)
-			logger.Error(nil, "Dropping a watch event whose object has no name", "eventType", event.Type, "resourceVersion", obj.GetResourceVersion())
-			return zero, false
+			return zero, r.dropEvent(ctx, &r.counters.nameless, "Dropping a watch event whose object has no name", event.Type,
+				"resourceVersion", obj.GetResourceVersion())
 		}
 	case watch.Bookmark:
 	default:
-		r.counters.unknownType.Add(1)
-		logger.Error(nil, "Dropping a watch event of unknown type", "eventType", event.Type)
-		return zero, false
+		return zero, r.dropEvent(ctx, &r.counters.unknownType, "Dropping a watch event of unknown type", event.Type)
 	}
 	return obj, true
+}
+
+// dropEvent counts and logs a dropped event; it returns false for the
+// caller to pass on.
+func (r *Reflector[T]) dropEvent(ctx context.Context, counter *atomic.Uint64, message string, eventType watch.EventType, keysAndValues ...any) bool {
+	counter.Add(1)
+	klog.FromContext(ctx).Error(nil, message, append([]any{"eventType", eventType}, keysAndValues...)...)
+	return false
 }
 
 // deliver passes obj to sink according to the event type; a store error is

@@ -3,6 +3,9 @@ package informer
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,15 +61,6 @@ func TestReflectorDropsBadWatchEvents(t *testing.T) {
 	if rv := h.r.LastSyncResourceVersion(); rv != "11" {
 		t.Errorf("LastSyncResourceVersion = %q, want 11 (dropped events carry no progress)", rv)
 	}
-}
-
-func TestReflectorDropsInvalidListItems(t *testing.T) {
-	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7", fakePod("ns", "a", "1"), nil, fakePod("ns", "", "2"), fakePod("ns", "b", "3"))
-	h.start()
-	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a", "ns/b"}, RV: "7"}}, h.store.waitFor(t, 1))
-	h.stop()
-	diffOrFail(t, "stats", ReflectorStats{InvalidListItems: 2}, h.r.Stats())
 }
 
 func TestReflectorWatchErrorEventsRelist(t *testing.T) {
@@ -201,4 +195,87 @@ func TestReflectorExpectedGVK(t *testing.T) {
 		{Op: "add", Keys: []string{"ns/widget"}, RV: "10"},
 	}, store.waitFor(t, 2))
 	diffOrFail(t, "stats", ReflectorStats{WrongTypeEvents: 2}, r.Stats())
+}
+
+func TestReflectorNormalWatchCloseRewatchesWithoutRelist(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.CloseWatch(h.ctx))
+	h.must(h.lw.Bookmark(h.ctx, "9"))
+	h.must(h.lw.CloseWatch(h.ctx))
+	h.must(h.lw.Delete(h.ctx, fakePod("ns", "a", "10")))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{}, RV: "7"},
+		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
+		{Op: "bookmark", RV: "9"},
+		{Op: "delete", Keys: []string{"ns/a"}, RV: "10"},
+	}, h.store.waitFor(t, 4))
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8"), watchCall("9")}, h.calls(4))
+	if h.clock.HasWaiters() {
+		t.Error("a normal watch close started a backoff")
+	}
+}
+
+func TestReflectorVeryShortWatchRelists(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	// Ended at once without any event: suspicious, so back off and relist.
+	h.must(h.lw.CloseWatch(h.ctx))
+	h.skipBackoff()
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+	h.noHandledErrors()
+}
+
+func TestReflectorWatchCallErrors(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	for name, err := range map[string]error{
+		"too many requests":  apierrors.NewTooManyRequests("slow down", 1),
+		"connection refused": refused,
+	} {
+		t.Run(name+" is retried without relist", func(t *testing.T) {
+			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+			h.lw.SetList("7")
+			h.lw.FailNextWatch(err, err)
+			h.start()
+			h.calls(2)
+			h.skipBackoff()
+			h.calls(3)
+			h.skipBackoff()
+			h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7"), watchCall("7")}, h.calls(4))
+			h.noHandledErrors()
+		})
+	}
+	t.Run("other errors go to the handler and relist", func(t *testing.T) {
+		h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+		h.lw.SetList("7")
+		forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
+		h.lw.FailNextWatch(forbidden)
+		h.start()
+		if got := h.handledError(); !errors.Is(got, forbidden) {
+			t.Fatalf("handled error = %v, want %v", got, forbidden)
+		}
+		h.skipBackoff()
+		diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+	})
+}
+
+func TestReflectorTooManyRequestsDuringWatchRewatches(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.FailWatch(h.ctx, apierrors.NewTooManyRequests("slow down", 1)))
+	h.skipBackoff()
+	h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "9")))
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8")}, h.calls(3))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{}, RV: "7"},
+		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
+		{Op: "add", Keys: []string{"ns/b"}, RV: "9"},
+	}, h.store.waitFor(t, 3))
+	diffOrFail(t, "stats", ReflectorStats{ErrorEvents: 1}, h.r.Stats())
 }

@@ -120,11 +120,7 @@ func (d *initialEventsWatchdog) C() <-chan time.Time {
 }
 
 // observe records that an event arrived at now.
-func (d *initialEventsWatchdog) observe(now time.Time) {
-	if d != nil {
-		d.lastEvent = now
-	}
-}
+func (d *initialEventsWatchdog) observe(now time.Time) { d.lastEvent = now }
 
 // check logs a warning if no event arrived in the last interval, and
 // rearms the timer.

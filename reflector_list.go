@@ -1,0 +1,127 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// defaultPageSize is the page size of paginated lists, client-go's
+// pager.PageSize.
+const defaultPageSize = 500
+
+// list gets the full state with (paginated) list calls and replaces the
+// store's content with it.
+func (r *Reflector[T]) list(ctx context.Context) error {
+	options := metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}
+	pageSize := r.listPageSize(options.ResourceVersion)
+	items, rv, paginated, err := r.listAll(ctx, options, pageSize)
+	if isExpiredError(err) || isTooLargeResourceVersionError(err) {
+		// The resource version is gone or not there yet: get the latest
+		// state so that the reflector makes progress.
+		r.setResourceVersionUnavailable(true)
+		items, rv, paginated, err = r.listAll(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}, pageSize)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to list %s: %w", r.typeDescription, err)
+	}
+	// Pages in answer to a list at "0" mean the server does not serve lists
+	// from its watch cache; later lists then need not avoid pagination.
+	if options.ResourceVersion == "0" && paginated {
+		r.paginatedResult = true
+	}
+	r.setResourceVersionUnavailable(false)
+	if err := r.store.Replace(items, rv); err != nil {
+		return fmt.Errorf("unable to sync list result: %w", err)
+	}
+	r.setLastSyncResourceVersion(rv)
+	return nil
+}
+
+// listPageSize chooses the page size of a list at resourceVersion.
+func (r *Reflector[T]) listPageSize(resourceVersion string) int64 {
+	switch {
+	case r.pageSize != 0:
+		return r.pageSize
+	case r.paginatedResult:
+		return defaultPageSize
+	case resourceVersion != "" && resourceVersion != "0":
+		// An unpaginated list at a known resource version can be served by
+		// the watch cache instead of etcd.
+		return 0
+	default:
+		return defaultPageSize
+	}
+}
+
+// listAll collects every page of a list. Like client-go's pager, when a
+// continue token has expired it lists everything at the requested resource
+// version in one call. It reports whether the result came in pages.
+func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, pageSize int64) ([]T, string, bool, error) {
+	if options.Limit == 0 {
+		options.Limit = pageSize
+	}
+	requestedRV, requestedMatch := options.ResourceVersion, options.ResourceVersionMatch
+	var items []T
+	var listRV string
+	paginated := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, "", paginated, err
+		}
+		page, err := r.lw.List(ctx, options)
+		if err != nil {
+			if !isExpiredContinue(err, options) {
+				return nil, "", paginated, err
+			}
+			options.Limit, options.Continue = 0, ""
+			options.ResourceVersion, options.ResourceVersionMatch = requestedRV, requestedMatch
+			page, err = r.lw.List(ctx, options)
+			if err != nil {
+				return nil, "", paginated, err
+			}
+			if page == nil {
+				return nil, "", paginated, errNilListResult
+			}
+			return r.validListItems(ctx, nil, page.Items), page.ResourceVersion, paginated, nil
+		}
+		if page == nil {
+			return nil, "", paginated, errNilListResult
+		}
+		if !paginated {
+			listRV = page.ResourceVersion
+			items = make([]T, 0, len(page.Items))
+		}
+		items = r.validListItems(ctx, items, page.Items)
+		if page.Continue == "" {
+			return items, listRV, paginated, nil
+		}
+		// A continued list must not repeat the resource version.
+		options.Continue = page.Continue
+		options.ResourceVersion, options.ResourceVersionMatch = "", ""
+		paginated = true
+	}
+}
+
+// validListItems appends to dst the items that can be stored, dropping
+// (logging and counting) nil and nameless ones.
+func (r *Reflector[T]) validListItems(ctx context.Context, dst, items []T) []T {
+	var zero T
+	if dst == nil {
+		dst = make([]T, 0, len(items))
+	}
+	for i, item := range items {
+		if item == zero || item.GetName() == "" {
+			r.counters.invalidListItems.Add(1)
+			klog.FromContext(ctx).Error(nil, "Dropping a listed object without a name", "index", i, "nil", item == zero)
+			continue
+		}
+		dst = append(dst, item)
+	}
+	return dst
+}
