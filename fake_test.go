@@ -175,6 +175,7 @@ func TestFakeListerWatcherEvents(t *testing.T) {
 			lw.Bookmark(ctx, "12"),
 			lw.Send(ctx, watch.Event{Type: watch.Added, Object: wrong}),
 			lw.Send(ctx, watch.Event{Type: watch.Added}),
+			lw.Error(ctx, &metav1.Status{Code: 500}),
 			lw.FailWatch(ctx, apierrors.NewResourceExpired("gone")),
 		)
 	}()
@@ -194,6 +195,7 @@ func TestFakeListerWatcherEvents(t *testing.T) {
 		{Type: watch.Bookmark, Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "12"}}},
 		{Type: watch.Added, Object: wrong},
 		{Type: watch.Added},
+		{Type: watch.Error, Object: &metav1.Status{Code: 500}},
 		{Type: watch.Error, Object: &goneStatus},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

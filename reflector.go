@@ -103,9 +103,16 @@ type reflectorCounters struct {
 // Reflector keeps a ReflectorStore in step with the API server: it lists
 // (or stream-lists) the resource, then watches it from the list's resource
 // version, and lists again when the watch cannot be resumed. It behaves like
-// client-go's tools/cache Reflector; see docs/semantics.md.
+// client-go v0.37's tools/cache Reflector, except that:
+//   - every store call, periodic Resync included, comes from Run's
+//     goroutine, one at a time (client-go resyncs from another goroutine);
+//   - all waiting, including the pause between cycles, uses the configured
+//     clock;
+//   - listed objects that are nil or have no name are dropped and counted
+//     rather than stored, and events of unknown type carry no progress;
+//   - internal errors during a watch are not retried in place (client-go's
+//     MaxInternalErrorRetryDuration, off by default).
 //
-// The store is called from Run's goroutine only, one call at a time.
 // Objects handed to the store come from the ListerWatcher unchanged.
 type Reflector[T Object] struct {
 	lw                ListerWatcher[T]

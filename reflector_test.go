@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -417,4 +419,64 @@ func TestReflectorRunTwiceConcurrently(t *testing.T) {
 	if n := len(h.lw.Calls()); n != 2 {
 		t.Errorf("the second Run made calls: %d calls in all", n)
 	}
+}
+
+// nilListerWatcher returns neither results nor errors.
+type nilListerWatcher struct{ listed bool }
+
+func (lw *nilListerWatcher) List(context.Context, metav1.ListOptions) (*ListResult[*corev1.Pod], error) {
+	if !lw.listed {
+		lw.listed = true
+		return nil, nil
+	}
+	return &ListResult[*corev1.Pod]{ResourceVersion: "1"}, nil
+}
+
+func (lw *nilListerWatcher) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, nil
+}
+
+func TestReflectorNilResultsAreErrors(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{})
+	h.r = NewReflector[*corev1.Pod](&nilListerWatcher{}, h.store, ReflectorOptions{
+		Clock:             h.clock,
+		WatchErrorHandler: func(_ context.Context, err error) { h.errs <- err },
+	})
+	h.start()
+	if err := h.handledError(); !errors.Is(err, errNilListResult) {
+		t.Fatalf("nil list: handled %v, want %v", err, errNilListResult)
+	}
+	h.skipBackoff()
+	// The streaming list falls back to a list, then the watch fails.
+	if err := h.handledError(); !errors.Is(err, errNilWatch) {
+		t.Fatalf("nil watch: handled %v, want %v", err, errNilWatch)
+	}
+	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{}, RV: "1"}}, h.store.waitFor(t, 1))
+}
+
+func TestDefaultWatchErrorHandler(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(10)))
+	ctx := klog.NewContext(t.Context(), logger)
+	for _, err := range []error{
+		apierrors.NewResourceExpired("too old"),
+		io.EOF,
+		io.ErrUnexpectedEOF,
+		errors.New("boom"),
+	} {
+		DefaultWatchErrorHandler(ctx, err)
+	}
+	type entry struct {
+		Type      ktesting.LogType
+		Verbosity int
+		Message   string
+	}
+	var got []entry
+	for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		got = append(got, entry{e.Type, e.Verbosity, e.Message})
+	}
+	diffOrFail(t, "log entries", []entry{
+		{ktesting.LogInfo, 4, "Watch closed"},
+		{ktesting.LogInfo, 1, "Watch closed with unexpected EOF"},
+		{ktesting.LogError, 0, "Failed to watch"},
+	}, got)
 }
