@@ -182,12 +182,22 @@ func (i *Informer[T]) dispatch(logger klog.Logger) {
 
 // process applies a batch of records in order. The cache is always updated
 // before the listeners receive the corresponding notifications.
-func (i *Informer[T]) process(logger klog.Logger, batch []queueRecord[T]) {
+func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 	i.dispatchMu.Lock()
 	defer i.dispatchMu.Unlock()
 	initial := !i.queue.hasSynced()
-	for k := range batch {
-		rec := &batch[k]
+	for chunk := batch; chunk != nil; chunk = chunk.next {
+		initial = i.processChunk(logger, chunk.items(), initial)
+	}
+	i.flush()
+}
+
+// processChunk applies records in order and returns whether the next records
+// are still part of the initial list. i.dispatchMu must be held; it is
+// released and retaken between records when notifications were handed over.
+func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T], initial bool) bool {
+	for k := range records {
+		rec := &records[k]
 		switch rec.op {
 		case opAdd, opUpdate:
 			i.applyUpsert(logger, rec.op, rec.obj, initial)
@@ -221,7 +231,7 @@ func (i *Informer[T]) process(logger klog.Logger, batch []queueRecord[T]) {
 			i.dispatchMu.Lock()
 		}
 	}
-	i.flush()
+	return initial
 }
 
 // applyUpsert stores obj and notes an add or an update.

@@ -192,10 +192,22 @@ func (l *listener[T]) stats() HandlerStats {
 }
 
 // enqueue appends notes to the ring, applying the resync filter and the
-// overflow policy, then wakes the goroutine. Called by the dispatcher only.
-func (l *listener[T]) enqueue(notes []notification[T]) {
+// overflow policy, then wakes the goroutine. s summarizes notes. Called by
+// the dispatcher only.
+func (l *listener[T]) enqueue(notes []notification[T], s noteSummary) {
 	resyncDue := l.resyncDue.Load()
 	l.mu.Lock()
+	if l.maxPending == 0 && !l.stopping && (resyncDue || s.resyncs == 0) {
+		// The common case: every notification goes in, copied in bulk.
+		l.ring.pushAll(notes)
+		l.queued += int64(len(notes))
+		if s.initialAdds > 0 {
+			l.pendingInitial.Add(int64(s.initialAdds))
+		}
+		l.mu.Unlock()
+		l.signal()
+		return
+	}
 	for i := range notes {
 		n := &notes[i]
 		if n.resync && !resyncDue {
@@ -217,6 +229,28 @@ func (l *listener[T]) enqueue(notes []notification[T]) {
 	}
 	l.mu.Unlock()
 	l.signal()
+}
+
+// noteSummary counts the notifications of a batch that need special
+// handling, so that a listener can take the batch in bulk when none applies
+// to it.
+type noteSummary struct {
+	resyncs     int // notifications only for listeners due for a resync
+	initialAdds int // adds with isInInitialList
+}
+
+// summarize returns the noteSummary of notes.
+func summarize[T Object](notes []notification[T]) noteSummary {
+	var s noteSummary
+	for i := range notes {
+		if notes[i].resync {
+			s.resyncs++
+		}
+		if notes[i].initial {
+			s.initialAdds++
+		}
+	}
+	return s
 }
 
 // push appends n to the ring. l.mu must be held.

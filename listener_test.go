@@ -43,6 +43,11 @@ func startTestListener(t *testing.T, l *listener[*corev1.Pod]) {
 
 func synced() bool { return true }
 
+// enqueueAll hands notes to l as the dispatcher does.
+func enqueueAll(l *listener[*corev1.Pod], notes []notification[*corev1.Pod]) {
+	l.enqueue(notes, summarize(notes))
+}
+
 func TestListenerDeliversInOrderAcrossBatches(t *testing.T) {
 	rec := newPLRecorder()
 	l := newListener[*corev1.Pod](rec, "rec", HandlerOptions{}, synced)
@@ -53,9 +58,9 @@ func TestListenerDeliversInOrderAcrossBatches(t *testing.T) {
 		notes = append(notes, noteAdd(p, false))
 		want = append(want, plAdd(KeyOf(p), p.ResourceVersion, false))
 	}
-	l.enqueue(notes[:100])
+	enqueueAll(l, notes[:100])
 	startTestListener(t, l)
-	l.enqueue(notes[100:])
+	enqueueAll(l, notes[100:])
 	rec.expect(t, want...)
 	plEventually(t, "delivered counter", func() bool { return l.stats().Delivered == int64(len(want)) })
 	if diff := cmp.Diff(HandlerStats{Delivered: int64(len(want))}, l.stats()); diff != "" {
@@ -68,9 +73,9 @@ func TestListenerGetsResyncUpdatesOnlyWhenDue(t *testing.T) {
 	l := newListener[*corev1.Pod](rec, "rec", HandlerOptions{}, synced)
 	a1, a2 := plPod("ns", "a", "1"), plPod("ns", "a", "2")
 	l.resyncDue.Store(false)
-	l.enqueue([]notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2)})
+	enqueueAll(l, []notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2)})
 	l.resyncDue.Store(true)
-	l.enqueue([]notification[*corev1.Pod]{noteUpdate(a2, a2)})
+	enqueueAll(l, []notification[*corev1.Pod]{noteUpdate(a2, a2)})
 	startTestListener(t, l)
 	rec.expect(t, plUpdate("ns/a", "1", "2"), plUpdate("ns/a", "2", "2"))
 }
@@ -84,7 +89,7 @@ func TestListenerRecoversPanicsAndStillSyncs(t *testing.T) {
 		}
 	}
 	l := newListener[*corev1.Pod](rec, "panicky", HandlerOptions{Logger: &logger}, synced)
-	l.enqueue([]notification[*corev1.Pod]{
+	enqueueAll(l, []notification[*corev1.Pod]{
 		noteAdd(plPod("ns", "a", "1"), true),
 		noteAdd(plPod("ns", "boom", "2"), true),
 		noteAdd(plPod("ns", "b", "3"), true),
@@ -155,7 +160,7 @@ func TestListenerBlockPolicyWaitsForRoomAndLosesNothing(t *testing.T) {
 	enqueued := make(chan struct{})
 	go func() {
 		defer close(enqueued)
-		l.enqueue(notes)
+		enqueueAll(l, notes)
 	}()
 	select {
 	case <-enqueued:
@@ -182,7 +187,7 @@ func TestListenerShutdownReleasesABlockedDispatcher(t *testing.T) {
 	go func() {
 		defer close(enqueued)
 		for i := range 5 {
-			l.enqueue([]notification[*corev1.Pod]{noteAdd(plPod("ns", "a", strconv.Itoa(i)), false)})
+			enqueueAll(l, []notification[*corev1.Pod]{noteAdd(plPod("ns", "a", strconv.Itoa(i)), false)})
 		}
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -249,8 +254,8 @@ func TestListenerCoalescePolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newPLRecorder()
 			l := newListener[*corev1.Pod](rec, "coalescing", HandlerOptions{MaxPending: 2, Overflow: OverflowCoalesce}, synced)
-			l.enqueue(fillers)
-			l.enqueue(tc.notes) // nothing is delivered yet: the listener has not started
+			enqueueAll(l, fillers)
+			enqueueAll(l, tc.notes) // nothing is delivered yet: the listener has not started
 			wantEvents := append(append([]plEvent(nil), fillerEvents...), tc.want...)
 			startTestListener(t, l)
 			rec.expect(t, wantEvents...)
@@ -278,13 +283,13 @@ func TestListenerDropsPendingOnShutdown(t *testing.T) {
 	for i := range 10 {
 		notes = append(notes, noteAdd(plPod("ns", "a"+strconv.Itoa(i), "1"), false))
 	}
-	l.enqueue(notes)
+	enqueueAll(l, notes)
 	if diff := cmp.Diff(HandlerStats{Pending: 10}, l.stats()); diff != "" {
 		t.Fatalf("stats before shutdown (-want +got):\n%s", diff)
 	}
 	l.shutdown()
 	l.finish()
-	l.enqueue(notes) // ignored: the listener stopped
+	enqueueAll(l, notes) // ignored: the listener stopped
 	if diff := cmp.Diff(HandlerStats{Dropped: 10}, l.stats()); diff != "" {
 		t.Fatalf("stats after shutdown (-want +got):\n%s", diff)
 	}

@@ -107,8 +107,9 @@ func (p *processor[T]) distribute(notes []notification[T]) {
 	if len(notes) == 0 {
 		return
 	}
+	s := summarize(notes)
 	for _, l := range p.snapshot() {
-		l.enqueue(notes)
+		l.enqueue(notes, s)
 	}
 }
 

@@ -66,6 +66,26 @@ type bulkRecord[T Object] struct {
 	resourceVersion string
 }
 
+// queueChunkSize is the number of records per chunk of the queue.
+const queueChunkSize = 1024
+
+// maxFreeChunks bounds the emptied chunks the queue keeps for reuse: enough
+// for steady traffic, while the memory of a burst goes back to the GC.
+const maxFreeChunks = 8
+
+// queueChunk is a fixed-size block of records. The queue stores its records
+// in a chain of chunks rather than in one growing slice, so that a backlog
+// costs its size in memory, without the copies and the doubled capacity of
+// slice growth.
+type queueChunk[T Object] struct {
+	records [queueChunkSize]queueRecord[T]
+	n       int
+	next    *queueChunk[T]
+}
+
+// items returns the chunk's records.
+func (c *queueChunk[T]) items() []queueRecord[T] { return c.records[:c.n] }
+
 // eventQueue is the in-order queue between the reflector and the informer,
 // with the semantics of client-go's RealFIFO under its default feature gates
 // (atomic events, bookmarks, batch pop, unlocked processing):
@@ -82,14 +102,16 @@ type bulkRecord[T Object] struct {
 // It implements [ReflectorStore]. The producer methods may be called from
 // any goroutine; next and recycle must be called from a single consumer.
 type eventQueue[T Object] struct {
-	mu      sync.Mutex
-	ready   sync.Cond // signalled when records arrive or the queue closes
-	pending []queueRecord[T]
-	// spare is the consumer's previous batch, emptied, kept to be the next
-	// pending slice so that steady traffic allocates nothing.
-	spare   []queueRecord[T]
-	waiting bool // the consumer is blocked in next
-	closed  bool
+	mu    sync.Mutex
+	ready sync.Cond // signalled when records arrive or the queue closes
+	// head and tail delimit the chain of pending records; nil when empty.
+	head, tail *queueChunk[T]
+	pending    int
+	// free holds emptied chunks for reuse (freeCount of them).
+	free      *queueChunk[T]
+	freeCount int
+	waiting   bool // the consumer is blocked in next
+	closed    bool
 	// populated is set by the first record: a first list makes the queue
 	// synced once processed, any other first record makes it synced at once.
 	populated bool
@@ -144,8 +166,7 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 		q.populated = true
 		q.markSynced()
 	}
-	q.pending = append(q.pending, queueRecord[T]{op: op, obj: obj})
-	q.wakeLocked()
+	q.appendLocked(queueRecord[T]{op: op, obj: obj})
 	q.mu.Unlock()
 	return nil
 }
@@ -168,8 +189,7 @@ func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 	q.mu.Lock()
 	first := !q.populated
 	q.populated = true
-	q.pending = append(q.pending, queueRecord[T]{op: opReplace, bulk: bulk, firstList: first})
-	q.wakeLocked()
+	q.appendLocked(queueRecord[T]{op: opReplace, bulk: bulk, firstList: first})
 	q.mu.Unlock()
 	return nil
 }
@@ -177,8 +197,7 @@ func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 // Resync queues one record asking for every cached object to be re-delivered.
 func (q *eventQueue[T]) Resync() error {
 	q.mu.Lock()
-	q.pending = append(q.pending, queueRecord[T]{op: opResync})
-	q.wakeLocked()
+	q.appendLocked(queueRecord[T]{op: opResync})
 	q.mu.Unlock()
 	return nil
 }
@@ -188,8 +207,7 @@ func (q *eventQueue[T]) Resync() error {
 func (q *eventQueue[T]) Bookmark(resourceVersion string) error {
 	bulk := &bulkRecord[T]{resourceVersion: resourceVersion}
 	q.mu.Lock()
-	q.pending = append(q.pending, queueRecord[T]{op: opBookmark, bulk: bulk})
-	q.wakeLocked()
+	q.appendLocked(queueRecord[T]{op: opBookmark, bulk: bulk})
 	q.mu.Unlock()
 	return nil
 }
@@ -213,22 +231,44 @@ func (q *eventQueue[T]) transformed(op queueOp, obj T) (T, bool) {
 	return out, true
 }
 
-// wakeLocked wakes the consumer if it is waiting. q.mu must be held.
-func (q *eventQueue[T]) wakeLocked() {
+// appendLocked adds rec at the end of the queue and wakes the consumer if
+// it is waiting. q.mu must be held.
+func (q *eventQueue[T]) appendLocked(rec queueRecord[T]) {
+	if q.closed {
+		return
+	}
+	if q.tail == nil || q.tail.n == queueChunkSize {
+		c := q.free
+		if c != nil {
+			q.free, c.next = c.next, nil
+			q.freeCount--
+		} else {
+			c = new(queueChunk[T])
+		}
+		if q.tail == nil {
+			q.head = c
+		} else {
+			q.tail.next = c
+		}
+		q.tail = c
+	}
+	q.tail.records[q.tail.n] = rec
+	q.tail.n++
+	q.pending++
 	if q.waiting {
 		q.ready.Signal()
 	}
 }
 
 // next blocks until records are pending and returns all of them, oldest
-// first, in one lock acquisition. It returns false once the queue is closed;
-// records still pending then are dropped, as client-go's informer stops
-// processing when it is stopped. The caller owns the returned slice until it
-// hands it back with recycle.
-func (q *eventQueue[T]) next() ([]queueRecord[T], bool) {
+// first, as a chain of chunks taken in one lock acquisition. It returns
+// false once the queue is closed; records still pending then are dropped,
+// as client-go's informer stops processing when it is stopped. The caller
+// owns the chain until it hands it back with recycle.
+func (q *eventQueue[T]) next() (*queueChunk[T], bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.pending) == 0 && !q.closed {
+	for q.head == nil && !q.closed {
 		q.waiting = true
 		q.ready.Wait()
 		q.waiting = false
@@ -236,33 +276,35 @@ func (q *eventQueue[T]) next() ([]queueRecord[T], bool) {
 	if q.closed {
 		return nil, false
 	}
-	batch := q.pending
-	q.pending = q.spare
-	q.spare = nil
+	batch := q.head
+	q.head, q.tail, q.pending = nil, nil, 0
 	return batch, true
 }
 
-// recycleLimit is the capacity above which an underused batch slice is
-// dropped rather than kept for reuse, so that a burst does not pin memory.
-const recycleLimit = 4096
-
-// recycle takes back a batch returned by next once it has been processed.
-func (q *eventQueue[T]) recycle(batch []queueRecord[T]) {
-	clear(batch)
-	if cap(batch) > recycleLimit && 4*len(batch) < cap(batch) {
-		return
+// recycle takes back a chain returned by next once it has been processed,
+// keeping up to maxFreeChunks emptied chunks for reuse.
+func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
+	for c := batch; c != nil; {
+		next := c.next
+		clear(c.items())
+		c.n, c.next = 0, nil
+		q.mu.Lock()
+		if q.freeCount < maxFreeChunks {
+			c.next = q.free
+			q.free = c
+			q.freeCount++
+		}
+		q.mu.Unlock()
+		c = next
 	}
-	q.mu.Lock()
-	q.spare = batch[:0]
-	q.mu.Unlock()
 }
 
 // close wakes the consumer and makes next return false from now on.
 func (q *eventQueue[T]) close() {
 	q.mu.Lock()
 	q.closed = true
-	clear(q.pending)
-	q.pending = nil
+	q.head, q.tail, q.pending = nil, nil, 0
+	q.free, q.freeCount = nil, 0
 	q.ready.Broadcast()
 	q.mu.Unlock()
 }
@@ -271,7 +313,7 @@ func (q *eventQueue[T]) close() {
 func (q *eventQueue[T]) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.pending)
+	return q.pending
 }
 
 // markSynced records that the initial list has been processed.

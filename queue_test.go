@@ -17,9 +17,9 @@ import (
 
 // queueText renders records as "op key@rv" strings for cmp.Diff; a replace
 // lists its items, a bookmark shows its resource version.
-func queueText(batch []queueRecord[*corev1.Pod]) []string {
-	out := make([]string, 0, len(batch))
-	for _, rec := range batch {
+func queueText(batch *queueChunk[*corev1.Pod]) []string {
+	var out []string
+	for rec := range queueRecords(batch) {
 		s := rec.op.String()
 		switch rec.op {
 		case opReplace:
@@ -40,6 +40,19 @@ func queueText(batch []queueRecord[*corev1.Pod]) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// queueRecords iterates over the records of a chain of chunks.
+func queueRecords(batch *queueChunk[*corev1.Pod]) func(yield func(queueRecord[*corev1.Pod]) bool) {
+	return func(yield func(queueRecord[*corev1.Pod]) bool) {
+		for c := batch; c != nil; c = c.next {
+			for _, rec := range c.items() {
+				if !yield(rec) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // queueNext pops one batch and renders it.
@@ -175,6 +188,24 @@ func TestEventQueueTransformsOnceAndDropsFailures(t *testing.T) {
 	}
 }
 
+func TestEventQueueTakesEverythingPendingAcrossChunks(t *testing.T) {
+	q := newTestQueue(t, nil)
+	var want []string
+	for i := range 2*queueChunkSize + 10 {
+		plMust(t, q.Add(plPod("", "p", strconv.Itoa(i))))
+		want = append(want, "add p@"+strconv.Itoa(i))
+	}
+	if got := q.len(); got != len(want) {
+		t.Fatalf("len = %d, want %d", got, len(want))
+	}
+	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if q.len() != 0 || q.freeCount != 3 {
+		t.Fatalf("after the batch: len %d, free chunks %d; want 0 and 3", q.len(), q.freeCount)
+	}
+}
+
 func TestEventQueueNextTakesEverythingAndCloseUnblocks(t *testing.T) {
 	q := newTestQueue(t, nil)
 	got := make(chan []string)
@@ -229,14 +260,14 @@ func TestEventQueueConcurrentProducersKeepTheirOrder(t *testing.T) {
 	last := map[string]int{"a": -1, "b": -1}
 	for seen := 0; seen < 2*perProducer; {
 		batch, _ := q.next()
-		for _, rec := range batch {
+		for rec := range queueRecords(batch) {
 			n, _ := strconv.Atoi(rec.obj.ResourceVersion)
 			if n != last[rec.obj.Namespace]+1 {
 				t.Fatalf("producer %s: got %d after %d", rec.obj.Namespace, n, last[rec.obj.Namespace])
 			}
 			last[rec.obj.Namespace] = n
+			seen++
 		}
-		seen += len(batch)
 		q.recycle(batch)
 	}
 	wg.Wait()
@@ -246,7 +277,7 @@ func TestEventQueueSteadyTrafficAllocatesNothing(t *testing.T) {
 	q := newEventQueue[*corev1.Pod](nil, klog.Background())
 	pod := plPod("", "a", "1")
 	allocs := testing.AllocsPerRun(100, func() {
-		for range 64 {
+		for range 3 * queueChunkSize / 2 {
 			_ = q.Update(pod)
 		}
 		batch, _ := q.next()

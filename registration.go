@@ -92,12 +92,12 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	for _, obj := range cached {
 		notes = append(notes, notification[T]{kind: notifyAdd, obj: obj, initial: true})
 		if len(notes) == cap(notes) {
-			l.enqueue(notes)
+			l.enqueue(notes, noteSummary{initialAdds: len(notes)})
 			clear(notes)
 			notes = notes[:0]
 		}
 	}
-	l.enqueue(notes)
+	l.enqueue(notes, noteSummary{initialAdds: len(notes)})
 	return reg, nil
 }
 

@@ -56,6 +56,27 @@ func (r *ring[E]) push(e E) {
 	}
 }
 
+// pushAll appends es in order, growing the ring once if needed.
+func (r *ring[E]) pushAll(es []E) {
+	if len(es) == 0 {
+		return
+	}
+	if need := r.n + len(es); need > len(r.buf) {
+		size := max(r.normal, len(r.buf))
+		for size < need {
+			size *= 2
+		}
+		r.resize(size)
+	}
+	tail := (r.head + r.n) & (len(r.buf) - 1)
+	copied := copy(r.buf[tail:], es)
+	copy(r.buf, es[copied:])
+	r.n += len(es)
+	if r.n > r.peak {
+		r.peak = r.n
+	}
+}
+
 // grow doubles the capacity (or allocates the normal capacity), moving the
 // elements to the front of the new buffer.
 func (r *ring[E]) grow() {

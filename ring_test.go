@@ -120,3 +120,22 @@ func TestRoundUpPowerOfTwo(t *testing.T) {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestRingPushAllWrapsAndGrows(t *testing.T) {
+	r := newRing[int](4)
+	r.pushAll([]int{0, 1, 2})
+	got := r.popInto(nil, 2) // head at 2: the next pushAll wraps
+	r.pushAll([]int{3, 4, 5})
+	r.pushAll([]int{6, 7, 8, 9, 10, 11, 12}) // grows from 4 past 8 to 16
+	if r.capacity() != 16 {
+		t.Fatalf("capacity = %d, want 16", r.capacity())
+	}
+	got = append(got, ringDrain(&r, 3)...)
+	if diff := cmp.Diff([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	r.pushAll(nil)
+	if r.len() != 0 {
+		t.Fatal("pushAll(nil) added elements")
+	}
+}
