@@ -272,7 +272,8 @@ func (r *Reflector[T]) rewatchResourceVersion() string {
 
 // listAndWatch gets the full state once (streaming list, or list as the
 // fallback), then watches until the watch cannot be resumed. It returns an
-// error only when no watch could be started.
+// error when the list failed or a watch could not be started; errors of a
+// running watch are handled (logged) here, as in client-go.
 func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.V(3).Info("Listing and watching")

@@ -64,7 +64,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 					return err
 				}
 				logger.V(4).Info("Watch failed, backing off", "err", err)
-				if r.sleep(ctx, r.delay(), resync) != nil {
+				if !r.backOff(ctx, resync) {
 					return nil
 				}
 				continue
@@ -87,7 +87,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 			logger.V(4).Info("Watch closed", "err", err)
 		case apierrors.IsTooManyRequests(err):
 			logger.V(2).Info("Watch returned 429, backing off")
-			if r.sleep(ctx, r.delay(), resync) != nil {
+			if !r.backOff(ctx, resync) {
 				return nil
 			}
 			continue
@@ -100,6 +100,17 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 		w.Stop()
 	}
 	return nil
+}
+
+// backOff waits for the next backoff delay while serving resync. It reports
+// whether to go on watching: not when ctx is done or a resync failed (which
+// is logged; the caller then lists again).
+func (r *Reflector[T]) backOff(ctx context.Context, resync *resyncTimer[T]) bool {
+	err := r.sleep(ctx, r.delay(), resync)
+	if err != nil && !errors.Is(err, errStopRequested) {
+		klog.FromContext(ctx).Info("Warning: watch ended with error", "err", err)
+	}
+	return err == nil
 }
 
 // handleEvents passes the events of w to sink until w ends, ctx is done, an

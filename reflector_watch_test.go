@@ -279,3 +279,22 @@ func TestReflectorTooManyRequestsDuringWatchRewatches(t *testing.T) {
 	}, h.store.waitFor(t, 3))
 	diffOrFail(t, "stats", ReflectorStats{ErrorEvents: 1}, h.r.Stats())
 }
+
+func TestReflectorResyncFailingWhileBackingOffRelists(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{
+		DisableWatchList: true,
+		ResyncPeriod:     time.Second,
+		Backoff:          &wait.Backoff{Duration: 10 * time.Second},
+	})
+	h.lw.SetList("7")
+	h.lw.FailNextWatch(apierrors.NewTooManyRequests("slow down", 1))
+	h.store.failNext("resync", errors.New("resync failed"))
+	h.start()
+	h.calls(2)
+	h.waitForTimers(2) // resync and backoff
+	h.clock.Step(time.Second)
+	h.store.waitFor(t, 2)
+	h.waitForLog("Warning: watch ended with error")
+	h.skipBackoff()
+	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+}
