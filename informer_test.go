@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,228 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2/ktesting"
 )
-
-// plTimeout bounds every wait in the pipeline tests.
-const plTimeout = 20 * time.Second
-
-// plPod returns a pod with the given namespace, name and resource version.
-func plPod(namespace, name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv}}
-}
-
-// plEvent is one notification as a handler saw it, comparable with cmp.Diff.
-type plEvent struct {
-	Op      string // "add", "update" or "delete"
-	Key     string
-	RV      string // the new (or deleted) object's resource version
-	OldRV   string // update only
-	Initial bool   // add only
-	FSU     bool   // delete only
-}
-
-func plAdd(key, rv string, initial bool) plEvent {
-	return plEvent{Op: "add", Key: key, RV: rv, Initial: initial}
-}
-func plUpdate(key, oldRV, rv string) plEvent {
-	return plEvent{Op: "update", Key: key, RV: rv, OldRV: oldRV}
-}
-func plDelete(key, rv string, fsu bool) plEvent {
-	return plEvent{Op: "delete", Key: key, RV: rv, FSU: fsu}
-}
-
-// plRecorder is a handler that records what it receives. hook, if set, runs
-// for every notification before it is recorded.
-type plRecorder struct {
-	hook    func(plEvent)
-	mu      sync.Mutex
-	events  []plEvent
-	changed chan struct{}
-}
-
-func newPLRecorder() *plRecorder { return &plRecorder{changed: make(chan struct{})} }
-
-func (r *plRecorder) OnAdd(obj *corev1.Pod, initial bool) {
-	r.record(plAdd(KeyOf(obj), obj.ResourceVersion, initial))
-}
-func (r *plRecorder) OnUpdate(oldObj, newObj *corev1.Pod) {
-	r.record(plUpdate(KeyOf(newObj), oldObj.ResourceVersion, newObj.ResourceVersion))
-}
-func (r *plRecorder) OnDelete(d DeletedObject[*corev1.Pod]) {
-	if d.Name != NameOf(d.Object) {
-		panic(fmt.Sprintf("DeletedObject name %v does not match its object %v", d.Name, NameOf(d.Object)))
-	}
-	r.record(plDelete(d.Name.String(), d.Object.ResourceVersion, d.FinalStateUnknown))
-}
-
-func (r *plRecorder) record(e plEvent) {
-	if r.hook != nil {
-		r.hook(e)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
-
-// get returns a copy of the events recorded so far.
-func (r *plRecorder) get() []plEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]plEvent(nil), r.events...)
-}
-
-// reset forgets the events recorded so far.
-func (r *plRecorder) reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = nil
-}
-
-// waitFor waits until at least n events were recorded and returns them.
-func (r *plRecorder) waitFor(t testing.TB, n int) []plEvent {
-	t.Helper()
-	deadline := time.After(plTimeout)
-	for {
-		r.mu.Lock()
-		if len(r.events) >= n {
-			events := append([]plEvent(nil), r.events...)
-			r.mu.Unlock()
-			return events
-		}
-		changed := r.changed
-		r.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %d events, got %v", n, r.get())
-		}
-	}
-}
-
-// expect waits for len(want) events and compares the whole sequence.
-func (r *plRecorder) expect(t testing.TB, want ...plEvent) {
-	t.Helper()
-	got := r.waitFor(t, len(want))
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("events (-want +got):\n%s", diff)
-	}
-}
-
-// plEventually polls cond until it holds or the test times out.
-func plEventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(plTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// plPipelineGoroutines returns the stacks of goroutines running the
-// pipeline's code.
-func plPipelineGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var found []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		for _, marker := range []string{"informer.(*listener[", "informer.(*Informer[", "informer.(*Reflector["} {
-			if strings.Contains(g, marker) {
-				found = append(found, g)
-				break
-			}
-		}
-	}
-	return found
-}
-
-// plExpectNoGoroutines fails if a pipeline goroutine is still running
-// shortly after every informer was stopped.
-func plExpectNoGoroutines(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := plPipelineGoroutines()
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines outlived Run:\n%s", strings.Join(left, "\n\n"))
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// plFastBackoff makes relists immediate in tests.
-var plFastBackoff = &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}
-
-// plInformer returns an informer over a new fake with a namespace index and
-// fast retries.
-func plInformer(opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *FakeListerWatcher[*corev1.Pod]) {
-	lw := NewFakeListerWatcher[*corev1.Pod]()
-	if opts.Indexers == nil {
-		opts.Indexers = Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]}
-	}
-	if opts.Backoff == nil {
-		opts.Backoff = plFastBackoff
-	}
-	return NewInformer[*corev1.Pod](lw, opts), lw
-}
-
-// plRun runs inf until the test ends (or stop is called) and then checks
-// that Run returned and left no goroutine behind.
-func plRun[T Object](t testing.TB, inf *Informer[T]) (stop func()) {
-	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		inf.Run(ctx)
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(plTimeout):
-				t.Errorf("Run did not return after its context was cancelled")
-			}
-			plExpectNoGoroutines(t)
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-// plMust fails the test on error.
-func plMust(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// plCtx is a context for fake calls bounded by the test timeout.
-func plCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), plTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
@@ -276,16 +54,6 @@ func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 	}
 }
 
-// plKeys returns the sorted keys of pods.
-func plKeys(pods []*corev1.Pod) []string {
-	keys := make([]string, 0, len(pods))
-	for _, p := range pods {
-		keys = append(keys, KeyOf(p))
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 func TestInformerUpdatesTheStoreBeforeNotifying(t *testing.T) {
 	// Resource versions grow with every event here, so the store's resource
 	// version (set by every write) tells whether an event reached the store.
@@ -317,12 +85,6 @@ func TestInformerUpdatesTheStoreBeforeNotifying(t *testing.T) {
 	if len(violations) > 0 {
 		t.Fatalf("handlers ran before the store was updated:\n%s", strings.Join(violations, "\n"))
 	}
-}
-
-// plRV returns a pod's resource version as a number.
-func plRV(p *corev1.Pod) int {
-	n, _ := strconv.Atoi(p.ResourceVersion)
-	return n
 }
 
 func TestInformerRelistReplacesAtomically(t *testing.T) {
@@ -517,4 +279,73 @@ func TestInformerTransformsEachObjectOnce(t *testing.T) {
 	if got := inf.Stats().TransformErrors; got != 1 {
 		t.Errorf("transform errors = %d, want 1", got)
 	}
+}
+
+func TestResyncRightAfterAnUpdateDeliversTheUpdatedState(t *testing.T) {
+	// client-go's TestRealFIFO_UpdateResyncRace: a resync queued right after
+	// an update must not re-deliver the state before the update.
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("5", plPod("ns", "foo", "5"))
+	rec := newPLRecorder()
+	_, err := inf.AddEventHandler(rec)
+	plMust(t, err)
+	plRun(t, inf)
+	rec.expect(t, plAdd("ns/foo", "5", true))
+	plMust(t, inf.queue.Update(plPod("ns", "foo", "6")))
+	plMust(t, inf.queue.Resync())
+	plMust(t, inf.queue.Update(plPod("ns", "foo", "7")))
+	plMust(t, inf.queue.Resync())
+	rec.expect(t, plAdd("ns/foo", "5", true),
+		plUpdate("ns/foo", "5", "6"), plUpdate("ns/foo", "6", "6"),
+		plUpdate("ns/foo", "6", "7"), plUpdate("ns/foo", "7", "7"))
+}
+
+func TestShutdownLeavesNoGoroutine(t *testing.T) {
+	t.Run("never run", func(t *testing.T) {
+		inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+		reg, err := inf.AddEventHandler(newPLRecorder())
+		plMust(t, err)
+		plMust(t, inf.ShutDownEventHandler(reg))
+		plExpectNoGoroutines(t)
+	})
+	t.Run("stopped while events flow", func(t *testing.T) {
+		inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
+		lw.SetList("1", plPod("ns", "a", "1"))
+		_, err := inf.AddEventHandler(newPLRecorder())
+		plMust(t, err)
+		stop := plRun(t, inf)
+		plEventually(t, "informer synced", inf.HasSynced)
+		_, err = inf.AddEventHandler(newPLRecorder())
+		plMust(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			for i := 2; lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))) == nil; i++ {
+			}
+		}()
+		time.Sleep(20 * time.Millisecond)
+		stop() // checks that Run returned and no goroutine is left
+		cancel()
+		<-sent
+		if !inf.IsStopped() {
+			t.Fatal("not stopped")
+		}
+	})
+	t.Run("stopped while a bounded handler holds the informer back", func(t *testing.T) {
+		inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+		lw.SetList("1")
+		release := make(chan struct{})
+		blocked := newPLRecorder()
+		blocked.hook = func(plEvent) { <-release }
+		_, err := inf.AddEventHandlerWithOptions(blocked, HandlerOptions{MaxPending: 1})
+		plMust(t, err)
+		stop := plRun(t, inf)
+		ctx := plCtx(t)
+		for i := range 5 {
+			plMust(t, lw.Add(ctx, plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
+		}
+		time.AfterFunc(20*time.Millisecond, func() { close(release) })
+		stop() // returns once the handler call in progress has returned
+	})
 }

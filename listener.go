@@ -10,84 +10,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// HandlerOptions configures one handler added with
-// [Informer.AddEventHandlerWithOptions]. The zero value gives client-go's
-// behaviour, except that a panicking handler is recovered (see
-// CrashOnPanic).
-type HandlerOptions struct {
-	// Name identifies the handler in logs. Default: the handler's Go type
-	// and a sequence number.
-	Name string
-	// ResyncPeriod requests periodic resyncs for this handler; zero means
-	// none. Nil uses the informer's ResyncPeriod. As in client-go, it is
-	// raised to one second, and to the informer's resync check period when
-	// the handler is added after the informer started.
-	ResyncPeriod *time.Duration
-	// Logger receives the handler's log messages. Default: the logger of the
-	// context given to Run, with the handler's name.
-	Logger *klog.Logger
-	// MaxPending bounds the notifications waiting for this handler; zero
-	// means unbounded, as in client-go. What happens at the bound is chosen
-	// by Overflow.
-	MaxPending int
-	// Overflow is the policy applied once MaxPending notifications are
-	// pending. Ignored when MaxPending is zero.
-	Overflow OverflowPolicy
-	// CrashOnPanic restores client-go's behaviour of crashing the process
-	// when the handler panics. By default the panic is recovered, logged with
-	// the handler's name and counted, the notification counts as delivered,
-	// and the handler receives the next notification.
-	CrashOnPanic bool
-}
-
-// OverflowPolicy says what an informer does when a handler has
-// HandlerOptions.MaxPending notifications waiting.
-type OverflowPolicy int
-
-const (
-	// OverflowBlock makes the informer wait until the handler has returned
-	// from enough calls: the cache and every other handler stop advancing
-	// with it, and events accumulate in the informer's queue. Nothing is
-	// lost.
-	OverflowBlock OverflowPolicy = iota
-	// OverflowCoalesce keeps the informer running and merges notifications
-	// per object. Once the bound is reached, and until the handler has
-	// drained everything pending, a new notification about an object that
-	// already has a pending notification is merged into the latest one:
-	//
-	//   - add(a) then update(a→b) becomes add(b) (keeping isInInitialList);
-	//   - update(a→b) then update(b→c) becomes update(a→c);
-	//   - add(a) then delete cancels both: the handler hears nothing;
-	//   - update(a→b) then delete(c) becomes delete(c);
-	//   - a pending delete is never merged: a later add queues behind it.
-	//
-	// Other notifications are queued. So the handler still sees, per object,
-	// a valid sequence of states ending in the latest one, but may miss
-	// intermediate states; a merged notification keeps the position of the
-	// one it was merged into, so order across objects is not preserved.
-	// While coalescing, at most two notifications per object are added beyond
-	// the bound.
-	OverflowCoalesce
-)
-
-// HandlerStats are counters of one handler, from [Registration.Stats].
-type HandlerStats struct {
-	// Pending is the number of notifications queued for the handler and not
-	// yet delivered.
-	Pending int64
-	// Delivered is the number of handler calls that have returned, including
-	// calls that panicked.
-	Delivered int64
-	// Panics is the number of handler calls that panicked.
-	Panics int64
-	// Coalesced is the number of notifications not delivered on their own
-	// because of OverflowCoalesce.
-	Coalesced int64
-	// Dropped is the number of notifications discarded because the handler
-	// was removed or the informer stopped before delivering them.
-	Dropped int64
-}
-
 // deliveryBatch is the most notifications a listener takes from its ring
 // per lock acquisition.
 const deliveryBatch = 512
@@ -478,18 +400,4 @@ func (l *listener[T]) finish() {
 	l.room.Broadcast()
 	l.mu.Unlock()
 	l.doneOnce.Do(func() { close(l.finished) })
-}
-
-// String returns the name of the kind, for logs.
-func (k notificationKind) String() string {
-	switch k {
-	case notifyAdd:
-		return "add"
-	case notifyUpdate:
-		return "update"
-	case notifyDelete:
-		return "delete"
-	default:
-		return "none"
-	}
 }

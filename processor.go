@@ -21,6 +21,20 @@ const (
 	notifyDelete
 )
 
+// String returns the name of the kind, for logs.
+func (k notificationKind) String() string {
+	switch k {
+	case notifyAdd:
+		return "add"
+	case notifyUpdate:
+		return "update"
+	case notifyDelete:
+		return "delete"
+	default:
+		return "none"
+	}
+}
+
 // notification is one handler call waiting to be made. It is held by value
 // in the informer's and the listeners' buffers, so queueing it allocates
 // nothing.

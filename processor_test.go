@@ -2,7 +2,9 @@ package informer
 
 import (
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,4 +186,102 @@ func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 	})
 	noResync.expect(t, plUpdate("ns/pod2", "2", "4"), plAdd("ns/pod3", "3", false))
 	resync.expect(t, plUpdate("ns/pod1", "1", "1"), plUpdate("ns/pod2", "2", "4"), plAdd("ns/pod3", "3", false))
+}
+
+func TestSlowHandlerDoesNotDelayOthers(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1")
+	gate := make(chan struct{})
+	defer close(gate)
+	slow := newPLRecorder()
+	slow.hook = func(plEvent) { <-gate }
+	_, err := inf.AddEventHandler(slow)
+	plMust(t, err)
+	fast := newPLRecorder()
+	_, err = inf.AddEventHandler(fast)
+	plMust(t, err)
+	plRun(t, inf)
+	ctx := plCtx(t)
+	var want []plEvent
+	for i := range 100 {
+		p := plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))
+		plMust(t, lw.Add(ctx, p))
+		want = append(want, plAdd(KeyOf(p), p.ResourceVersion, false))
+	}
+	fast.expect(t, want...)
+}
+
+func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
+	panicky := newPLRecorder()
+	panicky.hook = func(plEvent) { panic("fake panic") }
+	regPanicky, err := inf.AddEventHandlerWithOptions(panicky, HandlerOptions{Name: "panicky"})
+	plMust(t, err)
+	healthy := newPLRecorder()
+	_, err = inf.AddEventHandler(healthy)
+	plMust(t, err)
+	plRun(t, inf)
+	plMust(t, lw.Modify(plCtx(t), plPod("ns", "a", "2")))
+	healthy.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "1", true), plUpdate("ns/a", "1", "2"))
+	plEventually(t, "panicking handler synced", regPanicky.HasSynced)
+	plEventually(t, "panicking handler done", func() bool { return regPanicky.Stats().Delivered == 3 })
+	if diff := cmp.Diff(HandlerStats{Delivered: 3, Panics: 3}, regPanicky.Stats()); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
+	}
+	if regPanicky.Name() != "panicky" {
+		t.Fatalf("name = %q", regPanicky.Name())
+	}
+}
+
+func TestBoundedHandlers(t *testing.T) {
+	for _, policy := range []OverflowPolicy{OverflowBlock, OverflowCoalesce} {
+		t.Run(map[OverflowPolicy]string{OverflowBlock: "block", OverflowCoalesce: "coalesce"}[policy], func(t *testing.T) {
+			inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+			lw.SetList("1", plPod("ns", "a", "1"))
+			gate := make(chan struct{})
+			var gateOnce sync.Once
+			openGate := func() { gateOnce.Do(func() { close(gate) }) }
+			t.Cleanup(openGate)
+			bounded, check := newPLRecorder(), &plChainCheck{}
+			bounded.hook = func(e plEvent) {
+				<-gate
+				check.observe(e)
+			}
+			reg, err := inf.AddEventHandlerWithOptions(bounded, HandlerOptions{MaxPending: 4, Overflow: policy})
+			plMust(t, err)
+			plRun(t, inf)
+			ctx := plCtx(t)
+			for i := 2; i <= 50; i++ {
+				plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
+			}
+			if pending := reg.Stats().Pending; pending > 4+2 {
+				t.Errorf("pending = %d with MaxPending 4", pending)
+			}
+			if policy == OverflowBlock {
+				// The informer waits for the handler: the cache lags behind.
+				time.Sleep(20 * time.Millisecond)
+				if rv := inf.Indexer().LastStoreSyncResourceVersion(); rv == "50" {
+					t.Errorf("cache reached the last event while a blocking handler held it back")
+				}
+			}
+			openGate()
+			plEventually(t, "every notification handled", func() bool {
+				stats := reg.Stats()
+				return stats.Delivered+stats.Coalesced == 50 && stats.Pending == 0
+			})
+			check.mu.Lock()
+			defer check.mu.Unlock()
+			if len(check.errors) > 0 {
+				t.Fatalf("inconsistent sequence:\n%s", strings.Join(check.errors, "\n"))
+			}
+			if diff := cmp.Diff(map[string]string{"ns/a": "50"}, check.last); diff != "" {
+				t.Fatalf("final state (-want +got):\n%s", diff)
+			}
+			stats := reg.Stats()
+			if policy == OverflowBlock && stats.Coalesced != 0 || policy == OverflowCoalesce && stats.Coalesced == 0 {
+				t.Fatalf("coalesced = %d under policy %d", stats.Coalesced, policy)
+			}
+		})
+	}
 }

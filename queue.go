@@ -2,6 +2,7 @@ package informer
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -213,12 +214,12 @@ func (q *eventQueue[T]) Bookmark(resourceVersion string) error {
 }
 
 // transformed applies the transform to obj. It reports false, after logging
-// and counting, if the transform failed or returned no object.
+// and counting, if the transform failed, panicked or returned no object.
 func (q *eventQueue[T]) transformed(op queueOp, obj T) (T, bool) {
 	if q.transform == nil {
 		return obj, true
 	}
-	out, err := q.transform(obj)
+	out, err := q.callTransform(obj)
 	var zero T
 	if err == nil && out == zero {
 		err = errTransformReturnedNothing
@@ -229,6 +230,17 @@ func (q *eventQueue[T]) transformed(op queueOp, obj T) (T, bool) {
 		return zero, false
 	}
 	return out, true
+}
+
+// callTransform runs the transform, turning a panic into an error so that a
+// bad object cannot take the reflector down.
+func (q *eventQueue[T]) callTransform(obj T) (out T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("transform panicked: %v", r)
+		}
+	}()
+	return q.transform(obj)
 }
 
 // appendLocked adds rec at the end of the queue and wakes the consumer if

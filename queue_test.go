@@ -158,6 +158,9 @@ func countingTransform(pod *corev1.Pod) (*corev1.Pod, error) {
 	if pod.Name == "empty" {
 		return nil, nil
 	}
+	if pod.Name == "panic" {
+		panic("transform bug")
+	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
@@ -174,6 +177,7 @@ func TestEventQueueTransformsOnceAndDropsFailures(t *testing.T) {
 	plMust(t, q.Update(plPod("", "empty", "4")))
 	plMust(t, q.Replace([]*corev1.Pod{plPod("", "bad", "5"), b, plPod("", "empty", "6")}, "7"))
 	plMust(t, q.Delete(plPod("", "bad", "8")))
+	plMust(t, q.Update(plPod("", "panic", "9")))
 	want := []string{"add a@1", "replace [b@2] rv=7"}
 	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
 		t.Fatalf("records (-want +got):\n%s", diff)
@@ -183,8 +187,8 @@ func TestEventQueueTransformsOnceAndDropsFailures(t *testing.T) {
 			t.Errorf("%s transformed %s times, want 1", p.Name, got)
 		}
 	}
-	if got := q.transformErrors.Load(); got != 5 {
-		t.Errorf("transform errors = %d, want 5", got)
+	if got := q.transformErrors.Load(); got != 6 {
+		t.Errorf("transform errors = %d, want 6", got)
 	}
 }
 

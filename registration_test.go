@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,37 +22,6 @@ func registered(inf *Informer[*corev1.Pod], r *Registration) bool {
 		}
 	}
 	return false
-}
-
-// plChainCheck verifies, per object, that a handler saw a consistent
-// sequence: an add first (or after a delete), then updates whose old state
-// is the state it saw last, and no event after a delete but an add.
-type plChainCheck struct {
-	mu     sync.Mutex
-	last   map[string]string // key -> last resource version seen; absent = not present
-	errors []string
-}
-
-func (c *plChainCheck) observe(e plEvent) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil {
-		c.last = map[string]string{}
-	}
-	last, present := c.last[e.Key]
-	switch {
-	case e.Op == "add" && present:
-		c.errors = append(c.errors, "add of a present object: "+e.Key+"@"+e.RV)
-	case e.Op == "update" && (!present || last != e.OldRV):
-		c.errors = append(c.errors, "update "+e.Key+" from "+e.OldRV+" but last seen "+last)
-	case e.Op == "delete" && !present:
-		c.errors = append(c.errors, "delete of an absent object: "+e.Key)
-	}
-	if e.Op == "delete" {
-		delete(c.last, e.Key)
-	} else {
-		c.last[e.Key] = e.RV
-	}
 }
 
 func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
@@ -135,12 +103,6 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	}
 }
 
-func plSorted(keys []string) []string {
-	out := append([]string{}, keys...)
-	slices.Sort(out)
-	return out
-}
-
 func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 	// client-go's TestAddWhileActive, with per-handler HasSynced.
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
@@ -174,104 +136,6 @@ func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 	rec2.expect(t, plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", false))
 	if !registered(inf, reg1) || !registered(inf, reg2) {
 		t.Fatal("registrations lost")
-	}
-}
-
-func TestSlowHandlerDoesNotDelayOthers(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1")
-	gate := make(chan struct{})
-	defer close(gate)
-	slow := newPLRecorder()
-	slow.hook = func(plEvent) { <-gate }
-	_, err := inf.AddEventHandler(slow)
-	plMust(t, err)
-	fast := newPLRecorder()
-	_, err = inf.AddEventHandler(fast)
-	plMust(t, err)
-	plRun(t, inf)
-	ctx := plCtx(t)
-	var want []plEvent
-	for i := range 100 {
-		p := plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))
-		plMust(t, lw.Add(ctx, p))
-		want = append(want, plAdd(KeyOf(p), p.ResourceVersion, false))
-	}
-	fast.expect(t, want...)
-}
-
-func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
-	panicky := newPLRecorder()
-	panicky.hook = func(plEvent) { panic("fake panic") }
-	regPanicky, err := inf.AddEventHandlerWithOptions(panicky, HandlerOptions{Name: "panicky"})
-	plMust(t, err)
-	healthy := newPLRecorder()
-	_, err = inf.AddEventHandler(healthy)
-	plMust(t, err)
-	plRun(t, inf)
-	plMust(t, lw.Modify(plCtx(t), plPod("ns", "a", "2")))
-	healthy.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "1", true), plUpdate("ns/a", "1", "2"))
-	plEventually(t, "panicking handler synced", regPanicky.HasSynced)
-	plEventually(t, "panicking handler done", func() bool { return regPanicky.Stats().Delivered == 3 })
-	if diff := cmp.Diff(HandlerStats{Delivered: 3, Panics: 3}, regPanicky.Stats()); diff != "" {
-		t.Fatalf("stats (-want +got):\n%s", diff)
-	}
-	if regPanicky.Name() != "panicky" {
-		t.Fatalf("name = %q", regPanicky.Name())
-	}
-}
-
-func TestBoundedHandlers(t *testing.T) {
-	for _, policy := range []OverflowPolicy{OverflowBlock, OverflowCoalesce} {
-		t.Run(map[OverflowPolicy]string{OverflowBlock: "block", OverflowCoalesce: "coalesce"}[policy], func(t *testing.T) {
-			inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-			lw.SetList("1", plPod("ns", "a", "1"))
-			gate := make(chan struct{})
-			var gateOnce sync.Once
-			openGate := func() { gateOnce.Do(func() { close(gate) }) }
-			t.Cleanup(openGate)
-			bounded, check := newPLRecorder(), &plChainCheck{}
-			bounded.hook = func(e plEvent) {
-				<-gate
-				check.observe(e)
-			}
-			reg, err := inf.AddEventHandlerWithOptions(bounded, HandlerOptions{MaxPending: 4, Overflow: policy})
-			plMust(t, err)
-			plRun(t, inf)
-			ctx := plCtx(t)
-			for i := 2; i <= 50; i++ {
-				plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
-			}
-			if pending := reg.Stats().Pending; pending > 4+2 {
-				t.Errorf("pending = %d with MaxPending 4", pending)
-			}
-			if policy == OverflowBlock {
-				// The informer waits for the handler: the cache lags behind.
-				time.Sleep(20 * time.Millisecond)
-				if rv := inf.Indexer().LastStoreSyncResourceVersion(); rv == "50" {
-					t.Errorf("cache reached the last event while a blocking handler held it back")
-				}
-			}
-			openGate()
-			plEventually(t, "every notification handled", func() bool {
-				stats := reg.Stats()
-				return stats.Delivered+stats.Coalesced == 50 && stats.Pending == 0
-			})
-			check.mu.Lock()
-			defer check.mu.Unlock()
-			if len(check.errors) > 0 {
-				t.Fatalf("inconsistent sequence:\n%s", strings.Join(check.errors, "\n"))
-			}
-			if diff := cmp.Diff(map[string]string{"ns/a": "50"}, check.last); diff != "" {
-				t.Fatalf("final state (-want +got):\n%s", diff)
-			}
-			stats := reg.Stats()
-			if policy == OverflowBlock && stats.Coalesced != 0 || policy == OverflowCoalesce && stats.Coalesced == 0 {
-				t.Fatalf("coalesced = %d under policy %d", stats.Coalesced, policy)
-			}
-		})
 	}
 }
 
