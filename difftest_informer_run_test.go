@@ -1,0 +1,401 @@
+package informer
+
+// Running an informer scenario through both informers in a synctest bubble,
+// normalizing and comparing what they did, and the tests built on it.
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// diffHandlerState is one handler's state after a step.
+type diffHandlerState struct {
+	ID     int
+	Synced bool
+	Calls  int
+}
+
+// diffInformerState is one side's state after a step.
+type diffInformerState struct {
+	Step string
+	// NoWatch: the step needed an open watch and this side had none, so
+	// the step did not reach it.
+	NoWatch bool
+	// Watching: a watch is open after the step.
+	Watching   bool
+	HasSynced  bool
+	LastSyncRV string
+	StoreRV    string
+	Store      []diffStored
+	Handlers   []diffHandlerState
+}
+
+// diffInformerTrace is everything compared for one side.
+type diffInformerTrace struct {
+	States []diffInformerState
+	// Notes are the calls each handler received, normalized.
+	Notes map[int][]diffNote
+	// Errors are failed handler registrations and removals.
+	Errors []string
+}
+
+// diffHandlerRun is a handler registered on both sides.
+type diffHandlerRun struct {
+	id      int
+	late    bool // added after Run
+	removed bool
+	rec     [2]*diffRecorder
+	handle  [2]any
+	gates   []chan struct{} // armed or blocking gates, released at the latest at the end
+}
+
+// diffSideNames names the sides in messages, in trace order.
+var diffSideNames = [2]string{"client-go", "ours"}
+
+// diffRunner runs one scenario inside a bubble.
+type diffRunner struct {
+	sc       diffInformerScenario
+	ctx      context.Context
+	sides    [2]diffInformerSide
+	handlers []*diffHandlerRun
+	traces   [2]diffInformerTrace
+	watch    diffWatchModel
+}
+
+// diffRunInformers runs sc through client-go (traces[0]) and this library
+// (traces[1]). A panic (synctest reports a deadlock, or a goroutine still
+// blocked after both Runs returned, by panicking) is returned as failure.
+func diffRunInformers(t *testing.T, sc diffInformerScenario) (traces [2]diffInformerTrace, failure string) {
+	defer func() {
+		if r := recover(); r != nil {
+			failure = fmt.Sprintf("panic: %v", r)
+		}
+	}()
+	synctest.Test(t, func(*testing.T) {
+		ctx, cancel := context.WithCancel(diffQuietContext(context.Background()))
+		r := &diffRunner{sc: sc, ctx: ctx, watch: diffWatchModel{fresh: true}}
+		r.sides = [2]diffInformerSide{newDiffClientGoSide(sc.Config), newDiffOurSide(sc.Config)}
+		traces = r.run(cancel)
+	})
+	return traces, failure
+}
+
+func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
+	for _, side := range r.sides {
+		side.fake().SetWatchBuffer(256)
+		side.fake().SetList(r.sc.InitialRV, diffPods(r.sc.InitialList)...)
+	}
+	for _, h := range r.sc.Handlers {
+		r.addHandler(h.ID, h.Resync, false)
+	}
+	var runs sync.WaitGroup
+	for _, side := range r.sides {
+		runs.Go(func() { side.run(r.ctx) })
+	}
+	synctest.Wait()
+	time.Sleep(diffStepOffset)
+	synctest.Wait()
+	r.record("Run", [2]bool{})
+	for _, st := range r.sc.Steps {
+		r.step(st)
+	}
+	for _, h := range r.handlers {
+		for _, gate := range h.gates {
+			close(gate)
+		}
+		h.gates = nil
+	}
+	synctest.Wait()
+	cancel()
+	runs.Wait()
+	for i := range r.sides {
+		r.traces[i].Notes = map[int][]diffNote{}
+		for _, h := range r.handlers {
+			r.traces[i].Notes[h.id] = diffNormalizeNotes(h.rec[i].recorded(), h.late, h.removed)
+		}
+	}
+	return r.traces
+}
+
+func diffPods(list []diffObj) []*corev1.Pod {
+	pods := make([]*corev1.Pod, len(list))
+	for i, o := range list {
+		pods[i] = o.pod()
+	}
+	return pods
+}
+
+// handler returns the registered handler id, or nil.
+func (r *diffRunner) handler(id int) *diffHandlerRun {
+	for _, h := range r.handlers {
+		if h.id == id {
+			return h
+		}
+	}
+	return nil
+}
+
+func (r *diffRunner) addHandler(id int, resync *time.Duration, late bool) {
+	if r.handler(id) != nil {
+		return // a shrunk scenario can repeat an ID
+	}
+	h := &diffHandlerRun{id: id, late: late}
+	for i, side := range r.sides {
+		h.rec[i] = &diffRecorder{}
+		handle, err := side.addHandler(h.rec[i], resync)
+		if err != nil {
+			r.traces[i].Errors = append(r.traces[i].Errors, fmt.Sprintf("adding h%d: %v", id, err))
+			continue
+		}
+		h.handle[i] = handle
+	}
+	r.handlers = append(r.handlers, h)
+}
+
+// step runs st on both sides and records their states once both are idle.
+func (r *diffRunner) step(st diffStep) {
+	if !r.watch.allowed(st, r.sc.ResyncMode) {
+		return // only a shrunk scenario gets here
+	}
+	var noWatch [2]bool
+	endsWatch := false
+	switch st.Kind {
+	case diffStepEvent, diffStepBookmark, diffStepClose, diffStepFail:
+		endsWatch = st.Kind == diffStepClose || st.Kind == diffStepFail
+		for i, side := range r.sides {
+			noWatch[i] = !r.sendToWatch(side.fake(), st)
+		}
+	case diffStepAdvance:
+		time.Sleep(st.D)
+	case diffStepAddHandler:
+		r.addHandler(st.ID, st.Resync, true)
+	case diffStepRemoveHandler:
+		h := r.handler(st.ID)
+		if h == nil || h.removed || (st.Shutdown && len(h.gates) > 0) {
+			return
+		}
+		h.removed = true
+		for i, side := range r.sides {
+			if h.handle[i] == nil {
+				continue
+			}
+			if err := side.removeHandler(h.handle[i], st.Shutdown); err != nil {
+				r.traces[i].Errors = append(r.traces[i].Errors, fmt.Sprintf("removing h%d: %v", st.ID, err))
+			}
+		}
+	case diffStepArmGate:
+		h := r.handler(st.ID)
+		if h == nil || h.removed {
+			return
+		}
+		for i := range r.sides {
+			h.gates = append(h.gates, h.rec[i].arm())
+		}
+	case diffStepReleaseGate:
+		h := r.handler(st.ID)
+		if h == nil {
+			return
+		}
+		for _, gate := range h.gates {
+			close(gate)
+		}
+		h.gates = nil
+	}
+	r.watch.apply(st)
+	synctest.Wait()
+	if endsWatch && !(r.watching(0) && r.watching(1)) {
+		// A side backs off before it lists or watches again.
+		time.Sleep(diffBackoffWait)
+		synctest.Wait()
+	}
+	r.record(st.String(), noWatch)
+}
+
+// sendToWatch delivers st to fake's open watch and reports whether there
+// was one. The harness never blocks waiting for a watch: that would let the
+// bubble's clock run.
+func (r *diffRunner) sendToWatch(fake *FakeListerWatcher[*corev1.Pod], st diffStep) bool {
+	if w, _ := fake.openWatch(); w == nil {
+		return false
+	}
+	var err error
+	switch st.Kind {
+	case diffStepEvent:
+		err = fake.Send(r.ctx, watch.Event{Type: st.EventType, Object: st.Obj.pod()})
+	case diffStepBookmark:
+		err = fake.Bookmark(r.ctx, st.RV)
+	case diffStepClose:
+		fake.SetList(st.RV, diffPods(st.List)...)
+		err = fake.CloseWatch(r.ctx)
+	case diffStepFail:
+		fake.SetList(st.RV, diffPods(st.List)...)
+		var status error
+		switch st.Code {
+		case 410:
+			status = apierrors.NewResourceExpired("difftest: resource version too old")
+		case 429:
+			status = apierrors.NewTooManyRequests("difftest: slow down", 1)
+		default:
+			status = apierrors.NewInternalError(fmt.Errorf("difftest: server error"))
+		}
+		err = fake.FailWatch(r.ctx, status)
+	}
+	return err == nil
+}
+
+func (r *diffRunner) watching(i int) bool {
+	w, _ := r.sides[i].fake().openWatch()
+	return w != nil
+}
+
+// record appends both sides' states after a step.
+func (r *diffRunner) record(step string, noWatch [2]bool) {
+	for i, side := range r.sides {
+		s := diffInformerState{
+			Step:       step,
+			NoWatch:    noWatch[i],
+			Watching:   r.watching(i),
+			HasSynced:  side.hasSynced(),
+			LastSyncRV: side.lastSyncResourceVersion(),
+			StoreRV:    side.storeResourceVersion(),
+			Store:      side.stored(),
+		}
+		for _, h := range r.handlers {
+			hs := diffHandlerState{ID: h.id, Calls: h.rec[i].count()}
+			if h.handle[i] != nil && !h.removed {
+				hs.Synced = side.handlerSynced(h.handle[i])
+			}
+			s.Handlers = append(s.Handlers, hs)
+		}
+		r.traces[i].States = append(r.traces[i].States, s)
+	}
+}
+
+// diffNormalizeNotes removes from a handler's calls the orders client-go
+// leaves to Go's map iteration (and this library to its index layout), by
+// sorting by key:
+//
+//   - the deletions a relist infers: client-go emits them in the order its
+//     indexer lists keys; each run of consecutive final-state-unknown
+//     deletions is sorted;
+//   - a periodic resync's updates: client-go re-delivers its indexer's List()
+//     in map order; each run of consecutive updates whose old and new object
+//     are one object is sorted;
+//   - a handler added to a running informer first gets the cached objects in
+//     List() order: its leading run of initial-list adds is sorted (for a
+//     handler added before Run, those adds follow the list's order, which is
+//     compared as is).
+//
+// A handler removed while blocked in a call gets the calls up to that one:
+// if it was blocked inside one of those runs, it got an arbitrary part of
+// it. So for a removed handler, the identity of the objects in a trailing
+// run is not compared, only how many calls of which kind it got.
+func diffNormalizeNotes(notes []diffNote, late, removed bool) []diffNote {
+	byKey := func(a, b diffNote) int { return strings.Compare(a.Key, b.Key) }
+	if late {
+		end := 0
+		for end < len(notes) && notes[end].Callback == "add" && notes[end].IsInInitialList {
+			end++
+		}
+		slices.SortStableFunc(notes[:end], byKey)
+	}
+	unordered := []func(diffNote) bool{
+		func(n diffNote) bool { return n.Callback == "delete" && n.FinalStateUnknown },
+		func(n diffNote) bool { return n.Callback == "update" && n.SameObject },
+	}
+	for _, inRun := range unordered {
+		for start := 0; start < len(notes); {
+			end := start
+			for end < len(notes) && inRun(notes[end]) {
+				end++
+			}
+			slices.SortStableFunc(notes[start:end], byKey)
+			if removed && end == len(notes) {
+				for i := start; i < end; i++ {
+					n := notes[i]
+					notes[i] = diffNote{Callback: n.Callback, Key: "<any>", FinalStateUnknown: n.FinalStateUnknown, SameObject: n.SameObject}
+				}
+			}
+			start = max(end, start+1)
+		}
+	}
+	return notes
+}
+
+// diffCompareInformers runs sc and returns a description of how the sides
+// differ (empty if they do not): cmp.Diff of the traces (-client-go +ours),
+// or the failure of the run.
+func diffCompareInformers(t *testing.T, sc diffInformerScenario) string {
+	traces, failure := diffRunInformers(t, sc)
+	if failure != "" {
+		return failure
+	}
+	if reflect.DeepEqual(traces[0], traces[1]) {
+		return "" // fast path: cmp.Diff costs more than the scenario
+	}
+	return cmp.Diff(traces[0], traces[1])
+}
+
+// diffCheckInformers runs one scenario and, on a difference, shrinks it and
+// reports the seed (or fuzz input), the smallest failing scenario and the
+// diff.
+func diffCheckInformers(t *testing.T, what string, sc diffInformerScenario) bool {
+	t.Helper()
+	diff := diffCompareInformers(t, sc)
+	if diff == "" {
+		return true
+	}
+	small := sc
+	small.Steps = diffShrink(sc.Steps, func(steps []diffStep) bool {
+		c := sc
+		c.Steps = steps
+		return diffCompareInformers(t, c) != ""
+	})
+	t.Errorf("Informer differs from client-go's SharedIndexInformer for %s.\nSmallest failing scenario:\n%s(-client-go +ours):\n%s",
+		what, small, diffCompareInformers(t, small))
+	return false
+}
+
+// TestDiffInformer runs DIFFTEST_SCENARIOS (default 10,000) random
+// scenarios through both informers, in parallel shards. Replay one with
+// DIFFTEST_SEED=<seed> DIFFTEST_SCENARIOS=1.
+func TestDiffInformer(t *testing.T) {
+	t.Parallel()
+	first, n := diffFirstSeed(t), uint64(diffScenarioCount(t))
+	shards := uint64(max(1, min(2*runtime.GOMAXPROCS(0), 8)))
+	for shard := range shards {
+		t.Run(fmt.Sprintf("shard%d", shard), func(t *testing.T) {
+			t.Parallel()
+			failures := 0
+			for seed := first + shard; seed < first+n; seed += shards {
+				sc := diffGenInformerScenario(newDiffSeeded(seed))
+				if !diffCheckInformers(t, fmt.Sprintf("seed %d (DIFFTEST_SEED=%d DIFFTEST_SCENARIOS=1)", seed, seed), sc) {
+					if failures++; failures == 3 {
+						t.Fatal("stopping after 3 failing scenarios")
+					}
+				}
+			}
+		})
+	}
+}
+
+// FuzzDiffInformer is TestDiffInformer driven by fuzz input.
+func FuzzDiffInformer(f *testing.F) {
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		diffCheckInformers(t, fmt.Sprintf("fuzz input %q", data), diffGenInformerScenario(&diffBytes{data: data}))
+	})
+}
