@@ -35,11 +35,13 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	// once, in a consistent sequence.
 	stop := make(chan struct{})
 	produced := make(chan error, 1)
+	lastRV := 1
 	go func() {
 		rv := 1
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
+				lastRV = rv // read after the send below
 				produced <- nil
 				return
 			default:
@@ -75,10 +77,18 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	}
 	close(stop)
 	plMust(t, <-produced)
+	// A last event marks the end: a handler that saw it saw everything.
+	end := plPod("ns", "zz-end", strconv.Itoa(lastRV+1))
+	plMust(t, lw.Add(ctx, end))
+	for _, h := range handlers {
+		plEventually(t, "the end marker", func() bool {
+			events := h.rec.get()
+			return len(events) > 0 && events[len(events)-1].Key == KeyOf(end)
+		})
+	}
 	final := plKeys(inf.Indexer().List())
 	for i, h := range handlers {
 		plEventually(t, "late handler synced", h.reg.HasSynced)
-		plEventually(t, "late handler idle", func() bool { return h.reg.Stats().Pending == 0 })
 		h.check.mu.Lock()
 		if len(h.check.errors) > 0 {
 			t.Errorf("handler %d saw an inconsistent sequence:\n%s", i, strings.Join(h.check.errors, "\n"))
