@@ -135,14 +135,17 @@ func (i *Informer[T]) RemoveEventHandler(r *Registration) error {
 	if r.owner != any(i) {
 		return nil
 	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
 	for _, l := range i.proc.snapshot() {
 		if registrationTarget(l) != r.target {
 			continue
 		}
-		i.proc.remove(l)
+		// Stop deliveries before taking the informer's lock: this also
+		// releases the event processing if it waits for room in this
+		// handler's buffer (OverflowBlock) while a handler is being added.
 		l.shutdown()
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		i.proc.remove(l)
 		if !l.started {
 			l.finish()
 		}
