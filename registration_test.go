@@ -349,3 +349,49 @@ func TestInformerLifecycle(t *testing.T) {
 		t.Fatal("AddIndexers on a stopped informer did not fail")
 	}
 }
+
+func TestRemovingABlockingHandlerReleasesTheInformer(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1")
+	release := make(chan struct{})
+	stuck := newPLRecorder()
+	stuck.hook = func(plEvent) { <-release }
+	reg, err := inf.AddEventHandlerWithOptions(stuck, HandlerOptions{MaxPending: 1, Overflow: OverflowBlock})
+	plMust(t, err)
+	other := newPLRecorder()
+	_, err = inf.AddEventHandler(other)
+	plMust(t, err)
+	stop := plRun(t, inf)
+	t.Cleanup(func() {
+		close(release)
+		stop()
+	})
+	ctx := plCtx(t)
+	for i := range 5 {
+		plMust(t, lw.Add(ctx, plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
+	}
+	time.Sleep(20 * time.Millisecond) // the informer now waits for the stuck handler
+
+	// A handler being added waits for the informer; removing the stuck
+	// handler must still go through and release both.
+	added := make(chan error, 1)
+	go func() {
+		_, err := inf.AddEventHandler(newPLRecorder())
+		added <- err
+	}()
+	removed := make(chan error, 1)
+	go func() { removed <- inf.RemoveEventHandler(reg) }()
+	for _, ch := range []chan error{removed, added} {
+		select {
+		case err := <-ch:
+			plMust(t, err)
+		case <-time.After(plTimeout):
+			t.Fatal("removing a handler that blocks the informer did not return")
+		}
+	}
+	plMust(t, lw.Add(ctx, plPod("ns", "after", "10")))
+	got := other.waitFor(t, 6)
+	if last := got[len(got)-1]; last.Key != "ns/after" {
+		t.Fatalf("last event of the other handler = %v, want ns/after", last)
+	}
+}
