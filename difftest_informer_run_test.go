@@ -62,9 +62,6 @@ type diffHandlerRun struct {
 	gates   []chan struct{} // armed or blocking gates, released at the latest at the end
 }
 
-// diffSideNames names the sides in messages, in trace order.
-var diffSideNames = [2]string{"client-go", "ours"}
-
 // diffRunner runs one scenario inside a bubble.
 type diffRunner struct {
 	sc       diffInformerScenario
@@ -73,12 +70,14 @@ type diffRunner struct {
 	handlers []*diffHandlerRun
 	traces   [2]diffInformerTrace
 	watch    diffWatchModel
+	cov      *diffCoverage
 }
 
 // diffRunInformers runs sc through client-go (traces[0]) and this library
 // (traces[1]). A panic (synctest reports a deadlock, or a goroutine still
 // blocked after both Runs returned, by panicking) is returned as failure.
-func diffRunInformers(t *testing.T, sc diffInformerScenario) (traces [2]diffInformerTrace, failure string) {
+// cov (may be nil) counts what the scenario exercised.
+func diffRunInformers(t *testing.T, sc diffInformerScenario, cov *diffCoverage) (traces [2]diffInformerTrace, failure string) {
 	defer func() {
 		if r := recover(); r != nil {
 			failure = fmt.Sprintf("panic: %v", r)
@@ -86,7 +85,7 @@ func diffRunInformers(t *testing.T, sc diffInformerScenario) (traces [2]diffInfo
 	}()
 	synctest.Test(t, func(*testing.T) {
 		ctx, cancel := context.WithCancel(diffQuietContext(context.Background()))
-		r := &diffRunner{sc: sc, ctx: ctx, watch: diffWatchModel{fresh: true}}
+		r := &diffRunner{sc: sc, ctx: ctx, watch: diffWatchModel{fresh: true}, cov: cov}
 		r.sides = [2]diffInformerSide{newDiffClientGoSide(sc.Config), newDiffOurSide(sc.Config)}
 		traces = r.run(cancel)
 	})
@@ -121,10 +120,18 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 	synctest.Wait()
 	cancel()
 	runs.Wait()
+	r.cov.add("scenarios", 1)
+	if r.sc.ResyncMode {
+		r.cov.add("scenarios in resync mode", 1)
+	}
 	for i := range r.sides {
 		r.traces[i].Notes = map[int][]diffNote{}
 		for _, h := range r.handlers {
-			r.traces[i].Notes[h.id] = diffNormalizeNotes(h.rec[i].recorded(), h.late, h.removed)
+			notes := h.rec[i].recorded()
+			if i == 0 {
+				r.cov.addNotes(notes)
+			}
+			r.traces[i].Notes[h.id] = diffNormalizeNotes(notes, h.late, h.removed)
 		}
 	}
 	return r.traces
@@ -188,6 +195,9 @@ func (r *diffRunner) step(st diffStep) {
 			return
 		}
 		h.removed = true
+		if len(h.gates) > 0 {
+			r.cov.add("step: handler removed while blocked in a call", 1)
+		}
 		for i, side := range r.sides {
 			if h.handle[i] == nil {
 				continue
@@ -214,7 +224,7 @@ func (r *diffRunner) step(st diffStep) {
 		}
 		h.gates = nil
 	}
-	r.watch.apply(st)
+	r.cover(st, r.watch.apply(st))
 	synctest.Wait()
 	if endsWatch && !(r.watching(0) && r.watching(1)) {
 		// A side backs off before it lists or watches again.
@@ -222,6 +232,21 @@ func (r *diffRunner) step(st diffStep) {
 		synctest.Wait()
 	}
 	r.record(st.String(), noWatch)
+}
+
+// cover counts a step that ran.
+func (r *diffRunner) cover(st diffStep, relisted bool) {
+	name := "step: " + strings.Fields(st.String())[0]
+	switch st.Kind {
+	case diffStepFail:
+		name = fmt.Sprintf("step: FailWatch %d", st.Code)
+	case diffStepClose:
+		name += " (re-watch)"
+		if relisted {
+			name = "step: CloseWatch of a new watch without events (relist)"
+		}
+	}
+	r.cov.add(name, 1)
 }
 
 // sendToWatch delivers st to fake's open watch and reports whether there
@@ -338,8 +363,8 @@ func diffNormalizeNotes(notes []diffNote, late, removed bool) []diffNote {
 // diffCompareInformers runs sc and returns a description of how the sides
 // differ (empty if they do not): cmp.Diff of the traces (-client-go +ours),
 // or the failure of the run.
-func diffCompareInformers(t *testing.T, sc diffInformerScenario) string {
-	traces, failure := diffRunInformers(t, sc)
+func diffCompareInformers(t *testing.T, sc diffInformerScenario, cov *diffCoverage) string {
+	traces, failure := diffRunInformers(t, sc, cov)
 	if failure != "" {
 		return failure
 	}
@@ -352,9 +377,9 @@ func diffCompareInformers(t *testing.T, sc diffInformerScenario) string {
 // diffCheckInformers runs one scenario and, on a difference, shrinks it and
 // reports the seed (or fuzz input), the smallest failing scenario and the
 // diff.
-func diffCheckInformers(t *testing.T, what string, sc diffInformerScenario) bool {
+func diffCheckInformers(t *testing.T, what string, sc diffInformerScenario, cov *diffCoverage) bool {
 	t.Helper()
-	diff := diffCompareInformers(t, sc)
+	diff := diffCompareInformers(t, sc, cov)
 	if diff == "" {
 		return true
 	}
@@ -362,10 +387,10 @@ func diffCheckInformers(t *testing.T, what string, sc diffInformerScenario) bool
 	small.Steps = diffShrink(sc.Steps, func(steps []diffStep) bool {
 		c := sc
 		c.Steps = steps
-		return diffCompareInformers(t, c) != ""
+		return diffCompareInformers(t, c, nil) != ""
 	})
 	t.Errorf("Informer differs from client-go's SharedIndexInformer for %s.\nSmallest failing scenario:\n%s(-client-go +ours):\n%s",
-		what, small, diffCompareInformers(t, small))
+		what, small, diffCompareInformers(t, small, nil))
 	return false
 }
 
@@ -376,13 +401,15 @@ func TestDiffInformer(t *testing.T) {
 	t.Parallel()
 	first, n := diffFirstSeed(t), uint64(diffScenarioCount(t))
 	shards := uint64(max(1, min(2*runtime.GOMAXPROCS(0), 8)))
+	cov := &diffCoverage{}
+	t.Cleanup(func() { t.Logf("What the scenarios exercised (client-go's side):\n%s", cov.report()) })
 	for shard := range shards {
 		t.Run(fmt.Sprintf("shard%d", shard), func(t *testing.T) {
 			t.Parallel()
 			failures := 0
 			for seed := first + shard; seed < first+n; seed += shards {
 				sc := diffGenInformerScenario(newDiffSeeded(seed))
-				if !diffCheckInformers(t, fmt.Sprintf("seed %d (DIFFTEST_SEED=%d DIFFTEST_SCENARIOS=1)", seed, seed), sc) {
+				if !diffCheckInformers(t, fmt.Sprintf("seed %d (DIFFTEST_SEED=%d DIFFTEST_SCENARIOS=1)", seed, seed), sc, cov) {
 					if failures++; failures == 3 {
 						t.Fatal("stopping after 3 failing scenarios")
 					}
@@ -396,6 +423,6 @@ func TestDiffInformer(t *testing.T) {
 func FuzzDiffInformer(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		diffCheckInformers(t, fmt.Sprintf("fuzz input %q", data), diffGenInformerScenario(&diffBytes{data: data}))
+		diffCheckInformers(t, fmt.Sprintf("fuzz input %q", data), diffGenInformerScenario(&diffBytes{data: data}), nil)
 	})
 }

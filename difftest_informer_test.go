@@ -358,7 +358,8 @@ func (gen *diffInformerGen) event() diffStep {
 	default:
 		t = watch.Deleted
 	}
-	// No object the transform rejects: see diffTransformFailureScenario.
+	// No object the transform rejects: TestDiffInformerTransformFailures
+	// covers those, in real time (see there why not in a bubble).
 	return diffStep{Kind: diffStepEvent, EventType: t, Obj: obj}
 }
 
