@@ -134,6 +134,11 @@ func diffKey(i int) (namespace, name string) {
 	return diffNamespaces[i/len(diffNames)], diffNames[i%len(diffNames)]
 }
 
+// diffStored is one stored object as the harnesses compare it.
+type diffStored struct {
+	Key, UID, RV, Transformed string
+}
+
 // diffTransformMark is the annotation the harness's transform appends to, so
 // that an object transformed twice (or never) shows in the results.
 const diffTransformMark = "difftest/transformed"
