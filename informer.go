@@ -80,9 +80,12 @@ type Informer[T Object] struct {
 	// handler added to a running informer receives the cached objects. So a
 	// new handler sees every change exactly once: in its initial adds or as a
 	// notification.
-	dispatchMu  sync.Mutex
-	notes       []notification[T] // dispatcher's reusable buffer
-	storeErrors atomic.Int64
+	dispatchMu sync.Mutex
+	notes      []notification[T] // dispatcher's reusable buffer
+	// filterResync is set while some handler is not due for a resync: only
+	// then must resync updates be told apart (dispatcher only).
+	filterResync bool
+	storeErrors  atomic.Int64
 }
 
 // dispatchChunk is the number of notifications the dispatcher collects
@@ -185,6 +188,7 @@ func (i *Informer[T]) dispatch(logger klog.Logger) {
 func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 	i.dispatchMu.Lock()
 	defer i.dispatchMu.Unlock()
+	i.filterResync = i.proc.anyNotDueForResync()
 	initial := !i.queue.hasSynced()
 	for chunk := batch; chunk != nil; chunk = chunk.next {
 		initial = i.processChunk(logger, chunk.items(), initial)
@@ -229,6 +233,7 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			i.flush()
 			i.dispatchMu.Unlock()
 			i.dispatchMu.Lock()
+			i.filterResync = i.proc.anyNotDueForResync()
 		}
 	}
 	return initial
@@ -242,8 +247,7 @@ func (i *Informer[T]) applyUpsert(logger klog.Logger, op queueOp, obj T, initial
 		return
 	}
 	if existed {
-		i.note(notification[T]{kind: notifyUpdate, old: old, obj: obj,
-			resync: old.GetResourceVersion() == obj.GetResourceVersion()})
+		i.note(notification[T]{kind: notifyUpdate, old: old, obj: obj, resync: i.isResync(old, obj)})
 		return
 	}
 	i.note(notification[T]{kind: notifyAdd, obj: obj, initial: initial})
@@ -265,12 +269,20 @@ func (i *Informer[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], init
 	for k, obj := range bulk.list {
 		if previous != nil && previous[k] != zero {
 			old := previous[k]
-			i.note(notification[T]{kind: notifyUpdate, old: old, obj: obj,
-				resync: old.GetResourceVersion() == obj.GetResourceVersion()})
+			i.note(notification[T]{kind: notifyUpdate, old: old, obj: obj, resync: i.isResync(old, obj)})
 			continue
 		}
 		i.note(notification[T]{kind: notifyAdd, obj: obj, initial: initial})
 	}
+}
+
+// isResync reports whether an update from old to obj is a resync update
+// (same resource version), which only handlers due for a resync receive.
+// When every handler is due the answer changes nothing, so it is not
+// computed: that saves reading the old object, which is rarely in the CPU
+// cache any more.
+func (i *Informer[T]) isResync(old, obj T) bool {
+	return i.filterResync && old.GetResourceVersion() == obj.GetResourceVersion()
 }
 
 // storeFailed logs and counts a record the cache rejected; its

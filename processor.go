@@ -147,6 +147,17 @@ func (p *processor[T]) shouldResync() bool {
 	return anyDue
 }
 
+// anyNotDueForResync reports whether some listener is not due for a
+// resync, that is whether resync notifications must be filtered at all.
+func (p *processor[T]) anyNotDueForResync() bool {
+	for _, l := range p.snapshot() {
+		if !l.resyncDue.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // setResyncCheckPeriod re-derives every listener's effective resync period
 // after the informer's check period was lowered (before start).
 func (p *processor[T]) setResyncCheckPeriod(logger klog.Logger, check time.Duration) {

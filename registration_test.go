@@ -152,9 +152,12 @@ func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 func TestRemoveHandlerWhileActiveDropsPending(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
 	lw.SetList("1")
-	gate := make(chan struct{})
+	gate, inCall := make(chan struct{}), make(chan struct{}, 10)
 	rec := newPLRecorder()
-	rec.hook = func(plEvent) { <-gate }
+	rec.hook = func(plEvent) {
+		inCall <- struct{}{}
+		<-gate
+	}
 	reg, err := inf.AddEventHandler(rec)
 	plMust(t, err)
 	other := newPLRecorder()
@@ -166,6 +169,7 @@ func TestRemoveHandlerWhileActiveDropsPending(t *testing.T) {
 		plMust(t, lw.Add(ctx, plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
 	}
 	other.waitFor(t, 10)
+	<-inCall // the handler is in its first call; nine notifications wait
 	plMust(t, inf.RemoveEventHandler(reg))
 	if registered(inf, reg) {
 		t.Fatal("still registered after removal")
