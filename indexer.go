@@ -102,16 +102,11 @@ func (s *Indexer[T]) Get(obj T) (item T, exists bool, err error) {
 }
 
 // GetByKey returns the object stored under key ("namespace/name", or "name"
-// for a cluster-scoped object). It never returns an error; the error result
-// exists for compatibility with client-go's Store.
+// for a cluster-scoped object, as [KeyOf] builds it). It never returns an
+// error; the error result exists for compatibility with client-go's Store.
 func (s *Indexer[T]) GetByKey(key string) (item T, exists bool, err error) {
-	name := ParseKey(key)
-	if name.Namespace == "" && len(name.Name) != len(key) {
-		// "/name" is not the key of any object: cluster-scoped keys have no "/".
-		return item, false, nil
-	}
 	s.mu.RLock()
-	e := s.c.entries.getKey(key, name)
+	e := s.c.entries.getKey(key)
 	s.mu.RUnlock()
 	if e == nil {
 		return item, false, nil

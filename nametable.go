@@ -8,7 +8,7 @@ import "hash/maphash"
 // lookup about 2.5 times slower than in client-go's map keyed by the
 // "namespace/name" string. nameTable instead hashes the bytes of the cache
 // key once, so GetByKey hashes its argument as it is and getByName hashes
-// the same bytes, and it stores no key string: it compares against the
+// the same bytes without building a string, and it stores no key string: it compares against the
 // entry's own name. It uses linear probing with backward-shift deletion, so
 // no tombstones accumulate. It is not safe for concurrent use; the Indexer's
 // lock guards it.
@@ -61,10 +61,31 @@ func (t *nameTable[T]) get(name ObjectName) *entry[T] {
 	return t.find(t.hashName(name), name)
 }
 
-// getKey returns the entry whose cache key is key, where name is
-// ParseKey(key): the key's bytes are hashed as they are.
-func (t *nameTable[T]) getKey(key string, name ObjectName) *entry[T] {
-	return t.find(maphash.String(t.seed, key), name)
+// getKey returns the entry whose cache key is key. The key is hashed and
+// compared as it is, without being split: parsing it would cost as much as
+// a sixth of a lookup.
+func (t *nameTable[T]) getKey(key string) *entry[T] {
+	hash := maphash.String(t.seed, key)
+	mask := uint64(len(t.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.e == nil {
+			return nil
+		}
+		if s.hash == hash && isKeyOf(key, s.e.name) {
+			return s.e
+		}
+	}
+}
+
+// isKeyOf reports whether key is name's cache key, name.String().
+func isKeyOf(key string, name ObjectName) bool {
+	ns := len(name.Namespace)
+	if ns == 0 {
+		return key == name.Name
+	}
+	return len(key) == ns+1+len(name.Name) && key[ns] == '/' &&
+		key[:ns] == name.Namespace && key[ns+1:] == name.Name
 }
 
 func (t *nameTable[T]) find(hash uint64, name ObjectName) *entry[T] {
@@ -80,12 +101,13 @@ func (t *nameTable[T]) find(hash uint64, name ObjectName) *entry[T] {
 	}
 }
 
-// insert adds e, whose name must not be in the table.
+// insert adds e, whose name must not be in the table and whose hash must
+// be t.hashName(e.name).
 func (t *nameTable[T]) insert(e *entry[T]) {
 	if (t.count+1)*4 > len(t.slots)*3 {
 		t.resize(len(t.slots) * 2)
 	}
-	t.place(nameSlot[T]{hash: t.hashName(e.name), e: e})
+	t.place(nameSlot[T]{hash: e.hash, e: e})
 	t.count++
 }
 
@@ -101,7 +123,7 @@ func (t *nameTable[T]) place(s nameSlot[T]) {
 // delete removes e, which must be in the table.
 func (t *nameTable[T]) delete(e *entry[T]) {
 	mask := uint64(len(t.slots) - 1)
-	i := t.hashName(e.name) & mask
+	i := e.hash & mask
 	for t.slots[i].e != e {
 		i = (i + 1) & mask
 	}

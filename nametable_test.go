@@ -18,7 +18,7 @@ func (t *nameTable[T]) check() error {
 			continue
 		}
 		n++
-		if s.hash != t.hashName(s.e.name) {
+		if s.hash != t.hashName(s.e.name) || s.e.hash != s.hash {
 			return fmt.Errorf("entry %s has a stale hash", s.e.name)
 		}
 		if t.get(s.e.name) != s.e {
@@ -35,18 +35,24 @@ func tableEntry(namespace, name string) *entry[*corev1.Pod] {
 	return &entry[*corev1.Pod]{name: ObjectName{Namespace: namespace, Name: name}}
 }
 
+// insertNew hashes e's name and inserts it, as contents.put does.
+func (t *nameTable[T]) insertNew(e *entry[T]) {
+	e.hash = t.hashName(e.name)
+	t.insert(e)
+}
+
 func TestNameTableInsertGetDelete(t *testing.T) {
 	tb := newNameTable[*corev1.Pod](0)
 	var entries []*entry[*corev1.Pod]
 	for i := range 500 {
-		// Cluster-scoped names that look like namespaced keys hash like
-		// them; the comparison of names must tell them apart.
+		// Cluster-scoped names that look like namespaced keys (invalid in
+		// Kubernetes) are stored under their own name all the same.
 		e := tableEntry(fmt.Sprintf("ns-%d", i%7), fmt.Sprintf("n-%d", i))
 		if i%5 == 0 {
-			e = tableEntry("", fmt.Sprintf("ns-%d/n-%d", (i+1)%7, i+1))
+			e = tableEntry("", fmt.Sprintf("ns-%d/c-%d", i%7, i))
 		}
 		entries = append(entries, e)
-		tb.insert(e)
+		tb.insertNew(e)
 	}
 	if err := tb.check(); err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func TestNameTableInsertGetDelete(t *testing.T) {
 		if got := tb.get(e.name); got != e {
 			t.Fatalf("get(%s) = %v", e.name, got)
 		}
-		if got := tb.getKey(e.name.String(), ParseKey(e.name.String())); e.name.Namespace != "" && got != e {
+		if got := tb.getKey(e.name.String()); got != e {
 			t.Fatalf("getKey(%s) = %v", e.name, got)
 		}
 	}
@@ -85,12 +91,26 @@ func TestNameTableInsertGetDelete(t *testing.T) {
 	}
 }
 
+func TestNameTableKeysAreComparedWhole(t *testing.T) {
+	tb := newNameTable[*corev1.Pod](0)
+	cluster, namespaced := tableEntry("", "a"), tableEntry("ns", "a")
+	tb.insertNew(cluster)
+	tb.insertNew(namespaced)
+	for key, want := range map[string]*entry[*corev1.Pod]{
+		"a": cluster, "ns/a": namespaced, "/a": nil, "ns/": nil, "ns": nil, "ns/a/": nil, "nsx/a": nil, "": nil,
+	} {
+		if got := tb.getKey(key); got != want {
+			t.Errorf("getKey(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
+
 func TestNameTableLongNames(t *testing.T) {
 	tb := newNameTable[*corev1.Pod](4)
 	long := tableEntry(strings.Repeat("n", 63), strings.Repeat("x", 253))
-	tb.insert(long)
+	tb.insertNew(long)
 	key := long.name.String()
-	if tb.get(long.name) != long || tb.getKey(key, ParseKey(key)) != long {
+	if tb.get(long.name) != long || tb.getKey(key) != long {
 		t.Error("long name not found")
 	}
 	tb.delete(long)

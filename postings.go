@@ -48,6 +48,7 @@ const inlineMembers = 8
 type entry[T Object] struct {
 	obj     T
 	name    ObjectName
+	hash    uint64            // the name's hash in the name table
 	labels  map[string]string // obj's labels, as indexed
 	members []membership[T]
 	inline  [inlineMembers]membership[T]
@@ -80,9 +81,10 @@ func newContents[T Object](indexes, size int) *contents[T] {
 // put stores obj under name with the given index values (one slice per
 // user index) and returns the object it replaced.
 func (c *contents[T]) put(name ObjectName, obj T, values [][]string) (old T, existed bool) {
-	e := c.entries.get(name)
+	hash := c.entries.hashName(name)
+	e := c.entries.find(hash, name)
 	if e == nil {
-		e = &entry[T]{obj: obj, name: name, labels: obj.GetLabels()}
+		e = &entry[T]{obj: obj, name: name, hash: hash, labels: obj.GetLabels()}
 		e.members = e.inline[:0]
 		c.entries.insert(e)
 		c.join(e, c.all)
