@@ -164,8 +164,9 @@ type OverflowPolicy int
 const (
 	// OverflowBlock makes the informer wait until the handler has returned
 	// from enough calls: the cache and every other handler stop advancing
-	// with it, and events accumulate in the informer's queue. Nothing is
-	// lost.
+	// with it (the cache may be ahead by the batch being handed over, at
+	// most a few hundred events), and events accumulate in the informer's
+	// queue. Nothing is lost.
 	OverflowBlock OverflowPolicy = iota
 	// OverflowCoalesce keeps the informer running and merges notifications
 	// per object. Once the bound is reached, and until the handler has

@@ -252,7 +252,10 @@ func TestBoundedHandlers(t *testing.T) {
 			plMust(t, err)
 			plRun(t, inf)
 			ctx := plCtx(t)
-			for i := 2; i <= 50; i++ {
+			// More events than the informer applies per batch, so that a
+			// blocking handler must hold the cache back.
+			const last = 2 * dispatchChunk
+			for i := 2; i <= last; i++ {
 				plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
 			}
 			if pending := reg.Stats().Pending; pending > 4+2 {
@@ -261,21 +264,21 @@ func TestBoundedHandlers(t *testing.T) {
 			if policy == OverflowBlock {
 				// The informer waits for the handler: the cache lags behind.
 				time.Sleep(20 * time.Millisecond)
-				if rv := inf.Indexer().LastStoreSyncResourceVersion(); rv == "50" {
+				if rv := inf.Indexer().LastStoreSyncResourceVersion(); rv == strconv.Itoa(last) {
 					t.Errorf("cache reached the last event while a blocking handler held it back")
 				}
 			}
 			openGate()
 			plEventually(t, "every notification handled", func() bool {
 				stats := reg.Stats()
-				return stats.Delivered+stats.Coalesced == 50 && stats.Pending == 0
+				return stats.Delivered+stats.Coalesced == last && stats.Pending == 0
 			})
 			check.mu.Lock()
 			defer check.mu.Unlock()
 			if len(check.errors) > 0 {
 				t.Fatalf("inconsistent sequence:\n%s", strings.Join(check.errors, "\n"))
 			}
-			if diff := cmp.Diff(map[string]string{"ns/a": "50"}, check.last); diff != "" {
+			if diff := cmp.Diff(map[string]string{"ns/a": strconv.Itoa(last)}, check.last); diff != "" {
 				t.Fatalf("final state (-want +got):\n%s", diff)
 			}
 			stats := reg.Stats()
