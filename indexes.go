@@ -1,0 +1,234 @@
+package informer
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// IndexFunc computes the values under which obj is indexed. It may return
+// several values (the object is then found under each of them) or none. It
+// must be a pure function of obj: the Indexer calls it once per stored
+// version of an object and remembers the result. It is called while the
+// Indexer's write lock is held, so it must not call back into the Indexer.
+type IndexFunc[T Object] func(obj T) ([]string, error)
+
+// Indexers maps the name of each index to the function computing it.
+type Indexers[T Object] map[string]IndexFunc[T]
+
+// NamespaceIndex is the conventional name of the index by namespace, whose
+// function is [MetaNamespaceIndexFunc].
+const NamespaceIndex = "namespace"
+
+// MetaNamespaceIndexFunc indexes an object by its namespace (the empty string
+// for a cluster-scoped object).
+func MetaNamespaceIndexFunc[T Object](obj T) ([]string, error) {
+	return []string{obj.GetNamespace()}, nil
+}
+
+// userIndex is one named index and its function.
+type userIndex[T Object] struct {
+	name string
+	fn   IndexFunc[T]
+}
+
+// Index returns the stored objects that share at least one value of the
+// named index with obj, in no particular order.
+func (s *Indexer[T]) Index(indexName string, obj T) ([]T, error) {
+	if err := checkObject(obj); err != nil {
+		return nil, fmt.Errorf("index %q: %w", indexName, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, err := s.indexNumber(indexName)
+	if err != nil {
+		return nil, err
+	}
+	values, err := s.callIndexFunc(i, obj, NameOf(obj))
+	if err != nil {
+		return nil, err
+	}
+	buckets := s.c.buckets[i]
+	if len(values) == 1 {
+		p := buckets[values[0]]
+		if p == nil {
+			return []T{}, nil
+		}
+		return p.appendObjects(make([]T, 0, len(p.items))), nil
+	}
+	// An object may be under several of the values: report it once.
+	seen := make(map[*entry[T]]struct{})
+	list := []T{}
+	for _, v := range values {
+		if p := buckets[v]; p != nil {
+			for _, it := range p.items {
+				if _, dup := seen[it.e]; !dup {
+					seen[it.e] = struct{}{}
+					list = append(list, it.obj)
+				}
+			}
+		}
+	}
+	return list, nil
+}
+
+// IndexKeys returns the keys of the objects indexed under indexedValue in
+// the named index, sorted.
+func (s *Indexer[T]) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, err := s.indexNumber(indexName)
+	if err != nil {
+		return nil, err
+	}
+	p := s.c.buckets[i][indexedValue]
+	if p == nil {
+		return []string{}, nil
+	}
+	keys := make([]string, 0, len(p.items))
+	for _, it := range p.items {
+		keys = append(keys, it.e.name.String())
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// ListIndexFuncValues returns every value of the named index under which
+// at least one object is stored, in no particular order. An unknown index
+// has no values.
+func (s *Indexer[T]) ListIndexFuncValues(indexName string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, err := s.indexNumber(indexName)
+	if err != nil {
+		return []string{}
+	}
+	values := make([]string, 0, len(s.c.buckets[i]))
+	for v := range s.c.buckets[i] {
+		values = append(values, v)
+	}
+	return values
+}
+
+// ByIndex returns the objects indexed under indexedValue in the named index,
+// in no particular order.
+func (s *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, err := s.indexNumber(indexName)
+	if err != nil {
+		return nil, err
+	}
+	p := s.c.buckets[i][indexedValue]
+	if p == nil {
+		return []T{}, nil
+	}
+	return p.appendObjects(make([]T, 0, len(p.items))), nil
+}
+
+// GetIndexers returns a copy of the index functions in use.
+func (s *Indexer[T]) GetIndexers() Indexers[T] {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	indexers := make(Indexers[T], len(s.indexes))
+	for _, ix := range s.indexes {
+		indexers[ix.name] = ix.fn
+	}
+	return indexers
+}
+
+// AddIndexers adds indexes and indexes every stored object in them at once.
+// It fails, changing nothing, if a name is already in use, a function is
+// nil or a function returns an error for a stored object.
+func (s *Indexer[T]) AddIndexers(newIndexers Indexers[T]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var conflicts []string
+	for name, fn := range newIndexers {
+		if _, err := s.indexNumber(name); err == nil {
+			conflicts = append(conflicts, name)
+		}
+		if fn == nil {
+			return fmt.Errorf("adding index %q: nil IndexFunc", name)
+		}
+	}
+	if len(conflicts) > 0 {
+		sort.Strings(conflicts)
+		return fmt.Errorf("adding indexes: indexer conflict: %s already exist", strings.Join(conflicts, ", "))
+	}
+	names := sortedNames(newIndexers)
+	first := len(s.indexes)
+	added := make([]userIndex[T], len(names))
+	for j, name := range names {
+		added[j] = userIndex[T]{name: name, fn: newIndexers[name]}
+	}
+	// Compute everything before changing anything so that an error leaves
+	// the store as it was.
+	items := s.c.all.items
+	values := make([][]string, len(items)*len(added))
+	for n, it := range items {
+		for j, ix := range added {
+			v, err := ix.fn(it.obj)
+			if err != nil {
+				return fmt.Errorf("adding index %q: object %s: %w", ix.name, it.e.name, err)
+			}
+			values[n*len(added)+j] = v
+		}
+	}
+	s.indexes = append(s.indexes, added...)
+	for range added {
+		s.c.buckets = append(s.c.buckets, map[string]*posting[T]{})
+	}
+	for n, it := range items {
+		for j := range added {
+			s.c.joinIndex(it.e, first+j, values[n*len(added)+j])
+		}
+	}
+	return nil
+}
+
+// indexValues appends to dst the values of every index for obj, in index
+// order. Called with the lock held.
+func (s *Indexer[T]) indexValues(obj T, name ObjectName, dst [][]string) ([][]string, error) {
+	for i := range s.indexes {
+		v, err := s.callIndexFunc(i, obj, name)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+func (s *Indexer[T]) callIndexFunc(i int, obj T, name ObjectName) ([]string, error) {
+	ix := s.indexes[i]
+	if ix.fn == nil {
+		return nil, fmt.Errorf("index %q has a nil IndexFunc", ix.name)
+	}
+	v, err := ix.fn(obj)
+	if err != nil {
+		return nil, fmt.Errorf("index %q: object %s: %w", ix.name, name, err)
+	}
+	return v, nil
+}
+
+// indexNumber returns the position of the named index. Indexes are few, so
+// a scan beats a map lookup.
+func (s *Indexer[T]) indexNumber(name string) (int, error) {
+	for i := range s.indexes {
+		if s.indexes[i].name == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("index with name %q does not exist", name)
+}
+
+func sortedNames[T Object](indexers Indexers[T]) []string {
+	names := make([]string, 0, len(indexers))
+	for name := range indexers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}

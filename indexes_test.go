@@ -1,0 +1,281 @@
+package informer
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestIndexerIndexByValue(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	mustAdd(t, s, testPod("", "a", "1", nil, "b"), testPod("", "c", "1", nil, "b"),
+		testPod("", "e", "1", nil, "f"), testPod("", "g", "1", nil, "h"))
+	for value, want := range map[string][]string{"b": {"a", "c"}, "f": {"e"}, "h": {"g"}} {
+		got, err := s.Index("byNode", testPod("", "", "", nil, value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, keysOf(got)); diff != "" {
+			t.Errorf("Index(%q) (-want +got):\n%s", value, diff)
+		}
+	}
+	values := s.ListIndexFuncValues("byNode")
+	slices.Sort(values)
+	if diff := cmp.Diff([]string{"b", "f", "h"}, values); diff != "" {
+		t.Errorf("ListIndexFuncValues (-want +got):\n%s", diff)
+	}
+}
+
+func TestIndexerMultiValueIndex(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byUser": byUser})
+	pod := func(name, users string) *corev1.Pod { return withUsers(testPod("", name, "1", nil, ""), users) }
+	steps := []struct {
+		name string
+		op   func() error
+		want map[string][]string
+	}{
+		{"add", func() error { return errors.Join(s.Add(pod("key1", "foo")), s.Add(pod("key2", "bar"))) },
+			map[string][]string{"foo": {"key1"}, "bar": {"key2"}}},
+		{"key2 gains foo", func() error { return s.Update(pod("key2", "foo,bar")) },
+			map[string][]string{"foo": {"key1", "key2"}, "bar": {"key2"}}},
+		{"key1 gains bar", func() error { return s.Update(pod("key1", "foo,bar")) },
+			map[string][]string{"foo": {"key1", "key2"}, "bar": {"key1", "key2"}}},
+		{"add key3", func() error { return s.Add(pod("key3", "foo,bar,baz")) },
+			map[string][]string{"foo": {"key1", "key2", "key3"}, "bar": {"key1", "key2", "key3"}, "baz": {"key3"}}},
+		{"key1 loses bar", func() error { return s.Update(pod("key1", "foo")) },
+			map[string][]string{"foo": {"key1", "key2", "key3"}, "bar": {"key2", "key3"}, "baz": {"key3"}}},
+		{"key2 loses foo", func() error { return s.Update(pod("key2", "bar")) },
+			map[string][]string{"foo": {"key1", "key3"}, "bar": {"key2", "key3"}, "baz": {"key3"}}},
+		{"delete key1", func() error { return s.Delete(pod("key1", "")) },
+			map[string][]string{"foo": {"key3"}, "bar": {"key2", "key3"}, "baz": {"key3"}}},
+		{"delete key3", func() error { return s.Delete(pod("key3", "")) },
+			map[string][]string{"bar": {"key2"}}},
+		{"repeated values count once", func() error { return s.Update(pod("key2", "bar,bar,qux,bar")) },
+			map[string][]string{"bar": {"key2"}, "qux": {"key2"}}},
+		{"no values", func() error { return s.Update(pod("key2", "")) },
+			map[string][]string{}},
+	}
+	for _, step := range steps {
+		if err := step.op(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if diff := cmp.Diff(step.want, indexContent(t, s, "byUser")); diff != "" {
+			t.Errorf("%s: index (-want +got):\n%s", step.name, diff)
+		}
+		mustCheck(t, s)
+	}
+}
+
+func TestIndexerByIndexAndIndexWithSharedObjects(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byUser": byUser})
+	one := withUsers(testPod("", "one", "1", nil, ""), "ernie,bert")
+	two := withUsers(testPod("", "two", "1", nil, ""), "bert,oscar")
+	tre := withUsers(testPod("", "tre", "1", nil, ""), "ernie,elmo")
+	mustAdd(t, s, one, two, tre)
+	for user, want := range map[string][]string{
+		"ernie": {"one", "tre"}, "bert": {"one", "two"}, "elmo": {"tre"}, "oscar": {"two"}, "elmo1": {},
+	} {
+		got, err := s.ByIndex("byUser", user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, keysOf(got)); diff != "" {
+			t.Errorf("ByIndex(%q) (-want +got):\n%s", user, diff)
+		}
+	}
+	// one shares ernie with tre and bert with two; each object is listed once.
+	got, err := s.Index("byUser", one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"one", "tre", "two"}, keysOf(got)); diff != "" {
+		t.Errorf("Index(one) (-want +got):\n%s", diff)
+	}
+	if err := s.Delete(tre); err != nil {
+		t.Fatal(err)
+	}
+	twoCopy := two.DeepCopy()
+	twoCopy.Annotations["users"] = "oscar"
+	if err := s.Update(twoCopy); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"ernie": {"one"}, "bert": {"one"}, "oscar": {"two"}}, indexContent(t, s, "byUser")); diff != "" {
+		t.Errorf("after delete and update (-want +got):\n%s", diff)
+	}
+}
+
+func TestIndexerEmptyBucketsRemoved(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	mustAdd(t, s, testPod("", "retain", "1", map[string]string{"app": "x"}, "shared"),
+		testPod("", "delete", "1", map[string]string{"app": "y"}, "shared"),
+		testPod("", "alone", "1", map[string]string{"app": "y", "only": "me"}, "own"))
+	if err := s.Delete(testPod("", "delete", "2", nil, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(testPod("", "alone", "2", nil, "")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"shared": {"retain"}}, indexContent(t, s, "byNode")); diff != "" {
+		t.Errorf("byNode (-want +got):\n%s", diff)
+	}
+	s.mu.RLock()
+	_, yKept := s.c.labels["app"].values["y"]
+	_, onlyKept := s.c.labels["only"]
+	s.mu.RUnlock()
+	if yKept || onlyKept {
+		t.Errorf("empty label lists kept: app=y %v, only %v", yKept, onlyKept)
+	}
+	mustCheck(t, s)
+}
+
+func TestIndexerAddIndexers(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	mustAdd(t, s, withUsers(testPod("", "a", "1", nil, "n1"), "x,y"), withUsers(testPod("", "b", "1", nil, "n2"), "y"))
+	if err := s.AddIndexers(Indexers[*corev1.Pod]{"byUser": byUser}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"x": {"a"}, "y": {"a", "b"}}, indexContent(t, s, "byUser")); diff != "" {
+		t.Errorf("back-filled byUser (-want +got):\n%s", diff)
+	}
+	mustAdd(t, s, withUsers(testPod("", "c", "1", nil, "n1"), "x"))
+	if diff := cmp.Diff(map[string][]string{"x": {"a", "c"}, "y": {"a", "b"}}, indexContent(t, s, "byUser")); diff != "" {
+		t.Errorf("byUser after Add (-want +got):\n%s", diff)
+	}
+	names := []string{}
+	for name := range s.GetIndexers() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"byNode", "byUser"}, names); diff != "" {
+		t.Errorf("GetIndexers (-want +got):\n%s", diff)
+	}
+	mustCheck(t, s)
+}
+
+func TestIndexerAddIndexersRejects(t *testing.T) {
+	failing := func(p *corev1.Pod) ([]string, error) {
+		if p.Name == "b" {
+			return nil, errors.New("boom")
+		}
+		return []string{"v"}, nil
+	}
+	for _, tc := range []struct {
+		name     string
+		indexers Indexers[*corev1.Pod]
+		wantErr  string
+	}{
+		{"name conflict", Indexers[*corev1.Pod]{"byNode": byNode, "zeta": byNode, "byUser": byUser}, `indexer conflict: byNode, byUser already exist`},
+		{"nil function", Indexers[*corev1.Pod]{"nil": nil}, `adding index "nil": nil IndexFunc`},
+		{"function error", Indexers[*corev1.Pod]{"failing": failing}, `adding index "failing": object b: boom`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode, "byUser": byUser})
+			mustAdd(t, s, testPod("", "a", "1", nil, "n"), testPod("", "b", "1", nil, "n"))
+			err := s.AddIndexers(tc.indexers)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("AddIndexers error = %v, want it to contain %q", err, tc.wantErr)
+			}
+			if got := len(s.GetIndexers()); got != 2 {
+				t.Errorf("%d indexers after a failed AddIndexers, want 2", got)
+			}
+			mustCheck(t, s)
+		})
+	}
+}
+
+func TestIndexerIndexFuncCalledOncePerVersion(t *testing.T) {
+	var calls []string
+	counting := func(p *corev1.Pod) ([]string, error) {
+		calls = append(calls, p.ResourceVersion)
+		return []string{p.Spec.NodeName}, nil
+	}
+	s := NewIndexer(Indexers[*corev1.Pod]{"n": counting})
+	mustAdd(t, s, testPod("", "a", "1", nil, "n1"))
+	if err := s.Update(testPod("", "a", "2", nil, "n2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(testPod("", "a", "3", nil, "")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"1", "2"}, calls); diff != "" {
+		t.Errorf("index function calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestIndexerUnknownIndex(t *testing.T) {
+	s := NewIndexer[*corev1.Pod](nil)
+	mustAdd(t, s, testPod("", "a", "1", nil, ""))
+	want := `index with name "nope" does not exist`
+	_, err1 := s.ByIndex("nope", "x")
+	_, err2 := s.IndexKeys("nope", "x")
+	_, err3 := s.Index("nope", testPod("", "a", "", nil, ""))
+	for i, err := range []error{err1, err2, err3} {
+		if err == nil || err.Error() != want {
+			t.Errorf("call %d: error %v, want %q", i, err, want)
+		}
+	}
+	if diff := cmp.Diff([]string{}, s.ListIndexFuncValues("nope")); diff != "" {
+		t.Errorf("ListIndexFuncValues (-want +got):\n%s", diff)
+	}
+}
+
+func TestMetaNamespaceIndexFunc(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	mustAdd(t, s, testPod("a", "x", "1", nil, ""), testPod("a", "y", "1", nil, ""), testPod("", "z", "1", nil, ""))
+	if diff := cmp.Diff(map[string][]string{"a": {"a/x", "a/y"}, "": {"z"}}, indexContent(t, s, NamespaceIndex)); diff != "" {
+		t.Errorf("namespace index (-want +got):\n%s", diff)
+	}
+}
+
+func TestIndexerIndexFuncErrorLeavesStoreUnchanged(t *testing.T) {
+	boom := errors.New("boom")
+	failing := func(p *corev1.Pod) ([]string, error) {
+		if p.Labels["fail"] != "" {
+			return nil, boom
+		}
+		return []string{p.Spec.NodeName}, nil
+	}
+	s := NewIndexer(Indexers[*corev1.Pod]{"a": byNode, "failing": failing})
+	mustAdd(t, s, testPod("ns", "x", "1", map[string]string{"app": "x"}, "n1"))
+	bad := testPod("ns", "x", "2", map[string]string{"fail": "yes"}, "n2")
+	for name, op := range map[string]func() error{
+		"Add":     func() error { return s.Add(bad) },
+		"Update":  func() error { return s.Update(bad) },
+		"new":     func() error { return s.Add(testPod("ns", "y", "2", map[string]string{"fail": "yes"}, "n2")) },
+		"Replace": func() error { return s.Replace([]*corev1.Pod{testPod("ns", "z", "2", nil, "n"), bad}, "9") },
+		"upsert":  func() error { _, _, err := s.upsert(bad); return err },
+	} {
+		err := op()
+		if !errors.Is(err, boom) || !strings.Contains(err.Error(), `index "failing"`) || !strings.Contains(err.Error(), "ns/") {
+			t.Errorf("%s: error %v should wrap the index function's error and name the index and the key", name, err)
+		}
+		if diff := cmp.Diff([]string{"ns/x@1"}, versionsOf(s.List())); diff != "" {
+			t.Errorf("%s: store changed (-want +got):\n%s", name, diff)
+		}
+		if diff := cmp.Diff(map[string][]string{"n1": {"ns/x"}}, indexContent(t, s, "a")); diff != "" {
+			t.Errorf("%s: index changed (-want +got):\n%s", name, diff)
+		}
+		if got := s.LastStoreSyncResourceVersion(); got != "1" {
+			t.Errorf("%s: resource version %q, want 1", name, got)
+		}
+		mustCheck(t, s)
+	}
+	if _, err := s.Index("failing", bad); !errors.Is(err, boom) {
+		t.Errorf("Index error = %v, want it to wrap boom", err)
+	}
+}
+
+func TestIndexerNilIndexFunc(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"nil": nil})
+	err := s.Add(testPod("", "a", "1", nil, ""))
+	if err == nil || !strings.Contains(err.Error(), `index "nil" has a nil IndexFunc`) {
+		t.Errorf("Add error = %v", err)
+	}
+	if got := s.List(); len(got) != 0 {
+		t.Errorf("stored %v", keysOf(got))
+	}
+}
