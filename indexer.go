@@ -158,7 +158,7 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var buf [4][]string
-	values, err := s.indexValues(obj, name, buf[:0])
+	values, err := indexValues(s.indexes, obj, name, buf[:0])
 	if err != nil {
 		return old, false, err
 	}
@@ -197,24 +197,44 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 			return nil, nil, fmt.Errorf("replacing: item %d: %w", i, err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fresh := newContents[T](len(s.indexes), len(items))
-	var buf [4][]string
-	for _, obj := range items {
-		name := NameOf(obj)
-		values, err := s.indexValues(obj, name, buf[:0])
+	for {
+		// Build the new content without the lock, so that readers wait only
+		// for the swap. Indexes are only ever appended, so the build is
+		// current if their number has not changed meanwhile.
+		s.mu.RLock()
+		indexes := s.indexes
+		s.mu.RUnlock()
+		fresh, err := buildContents(indexes, items)
 		if err != nil {
 			return nil, nil, fmt.Errorf("replacing: %w", err)
 		}
+		s.mu.Lock()
+		if len(s.indexes) == len(indexes) {
+			if diff {
+				removed, previous = s.c.diff(fresh, items)
+			}
+			s.c = fresh
+			s.rv = resourceVersion
+			s.mu.Unlock()
+			return removed, previous, nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// buildContents indexes items in new contents.
+func buildContents[T Object](indexes []userIndex[T], items []T) (*contents[T], error) {
+	fresh := newContents[T](len(indexes), len(items))
+	var buf [4][]string
+	for _, obj := range items {
+		name := NameOf(obj)
+		values, err := indexValues(indexes, obj, name, buf[:0])
+		if err != nil {
+			return nil, err
+		}
 		fresh.put(name, obj, values)
 	}
-	if diff {
-		removed, previous = s.c.diff(fresh, items)
-	}
-	s.c = fresh
-	s.rv = resourceVersion
-	return removed, previous, nil
+	return fresh, nil
 }
 
 // checkObject rejects the zero T (a nil pointer), which has no name.

@@ -471,3 +471,28 @@ func BenchmarkUpsertNew(b *testing.B) {
 		}
 	})
 }
+
+func TestIndexerReplaceConcurrentWithAddIndexers(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	var items []*corev1.Pod
+	for i := range 200 {
+		items = append(items, testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": fmt.Sprint(i % 3)}, fmt.Sprint(i%7)))
+	}
+	for round := range 20 {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := s.Replace(items[round:], fmt.Sprint(round)); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if err := s.AddIndexers(Indexers[*corev1.Pod]{fmt.Sprintf("byNode%d", round): byNode}); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Wait()
+		// Every index, including one added during the Replace, covers
+		// every object.
+		mustCheck(t, s)
+	}
+}

@@ -10,8 +10,10 @@ import (
 // IndexFunc computes the values under which obj is indexed. It may return
 // several values (the object is then found under each of them) or none. It
 // must be a pure function of obj: the Indexer calls it once per stored
-// version of an object and remembers the result. It is called while the
-// Indexer's write lock is held, so it must not call back into the Indexer.
+// version of an object and remembers where it filed the object. It may be
+// called while the Indexer's lock is held, and concurrently when Replace
+// builds a new content, so it must be safe for concurrent use and must not
+// call back into the Indexer.
 type IndexFunc[T Object] func(obj T) ([]string, error)
 
 // Indexers maps the name of each index to the function computing it.
@@ -45,7 +47,7 @@ func (s *Indexer[T]) Index(indexName string, obj T) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, err := s.callIndexFunc(i, obj, NameOf(obj))
+	values, err := s.indexes[i].call(obj, NameOf(obj))
 	if err != nil {
 		return nil, err
 	}
@@ -189,10 +191,10 @@ func (s *Indexer[T]) AddIndexers(newIndexers Indexers[T]) error {
 }
 
 // indexValues appends to dst the values of every index for obj, in index
-// order. Called with the lock held.
-func (s *Indexer[T]) indexValues(obj T, name ObjectName, dst [][]string) ([][]string, error) {
-	for i := range s.indexes {
-		v, err := s.callIndexFunc(i, obj, name)
+// order.
+func indexValues[T Object](indexes []userIndex[T], obj T, name ObjectName, dst [][]string) ([][]string, error) {
+	for i := range indexes {
+		v, err := indexes[i].call(obj, name)
 		if err != nil {
 			return nil, err
 		}
@@ -201,8 +203,8 @@ func (s *Indexer[T]) indexValues(obj T, name ObjectName, dst [][]string) ([][]st
 	return dst, nil
 }
 
-func (s *Indexer[T]) callIndexFunc(i int, obj T, name ObjectName) ([]string, error) {
-	ix := s.indexes[i]
+// call computes the index's values for obj, stored under name.
+func (ix *userIndex[T]) call(obj T, name ObjectName) ([]string, error) {
 	if ix.fn == nil {
 		return nil, fmt.Errorf("index %q has a nil IndexFunc", ix.name)
 	}
