@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sync"
 )
 
@@ -27,7 +28,7 @@ func NewIndexer[T Object](indexers Indexers[T]) *Indexer[T] {
 	for _, name := range sortedNames(indexers) {
 		s.indexes = append(s.indexes, userIndex[T]{name: name, fn: indexers[name]})
 	}
-	s.c = newContents[T](len(s.indexes), 0)
+	s.c = newContents[T](len(s.indexes), 0, maphash.MakeSeed())
 	return s
 }
 
@@ -202,9 +203,9 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 		// for the swap. Indexes are only ever appended, so the build is
 		// current if their number has not changed meanwhile.
 		s.mu.RLock()
-		indexes := s.indexes
+		indexes, seed := s.indexes, s.c.entries.seed
 		s.mu.RUnlock()
-		fresh, err := buildContents(indexes, items)
+		fresh, err := buildContents(indexes, items, seed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("replacing: %w", err)
 		}
@@ -223,8 +224,8 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 }
 
 // buildContents indexes items in new contents.
-func buildContents[T Object](indexes []userIndex[T], items []T) (*contents[T], error) {
-	fresh := newContents[T](len(indexes), len(items))
+func buildContents[T Object](indexes []userIndex[T], items []T, seed maphash.Seed) (*contents[T], error) {
+	fresh := newContents[T](len(indexes), len(items), seed)
 	var buf [4][]string
 	for _, obj := range items {
 		name := NameOf(obj)

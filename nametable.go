@@ -25,8 +25,10 @@ type nameSlot[T Object] struct {
 
 const minNameSlots = 8
 
-func newNameTable[T Object](size int) nameTable[T] {
-	return nameTable[T]{seed: maphash.MakeSeed(), slots: make([]nameSlot[T], slotsFor(size))}
+// newNameTable returns a table sized for size entries. Tables that share a
+// seed hash names alike, so an entry's hash is valid in each of them.
+func newNameTable[T Object](size int, seed maphash.Seed) nameTable[T] {
+	return nameTable[T]{seed: seed, slots: make([]nameSlot[T], slotsFor(size))}
 }
 
 // slotsFor returns the table length that holds n entries at most 3/4 full.

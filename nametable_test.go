@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func (t *nameTable[T]) insertNew(e *entry[T]) {
 }
 
 func TestNameTableInsertGetDelete(t *testing.T) {
-	tb := newNameTable[*corev1.Pod](0)
+	tb := newNameTable[*corev1.Pod](0, maphash.MakeSeed())
 	var entries []*entry[*corev1.Pod]
 	for i := range 500 {
 		// Cluster-scoped names that look like namespaced keys (invalid in
@@ -92,7 +93,7 @@ func TestNameTableInsertGetDelete(t *testing.T) {
 }
 
 func TestNameTableKeysAreComparedWhole(t *testing.T) {
-	tb := newNameTable[*corev1.Pod](0)
+	tb := newNameTable[*corev1.Pod](0, maphash.MakeSeed())
 	cluster, namespaced := tableEntry("", "a"), tableEntry("ns", "a")
 	tb.insertNew(cluster)
 	tb.insertNew(namespaced)
@@ -106,7 +107,7 @@ func TestNameTableKeysAreComparedWhole(t *testing.T) {
 }
 
 func TestNameTableLongNames(t *testing.T) {
-	tb := newNameTable[*corev1.Pod](4)
+	tb := newNameTable[*corev1.Pod](4, maphash.MakeSeed())
 	long := tableEntry(strings.Repeat("n", 63), strings.Repeat("x", 253))
 	tb.insertNew(long)
 	key := long.name.String()

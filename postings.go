@@ -1,6 +1,9 @@
 package informer
 
-import "slices"
+import (
+	"hash/maphash"
+	"slices"
+)
 
 // The Indexer keeps every index as posting lists: a dense slice of the
 // objects filed under one value, so that answering a query is a copy of
@@ -64,9 +67,9 @@ type contents[T Object] struct {
 	buckets    []map[string]*posting[T] // per user index, by value
 }
 
-func newContents[T Object](indexes, size int) *contents[T] {
+func newContents[T Object](indexes, size int, seed maphash.Seed) *contents[T] {
 	c := &contents[T]{
-		entries:    newNameTable[T](size),
+		entries:    newNameTable[T](size, seed),
 		all:        &posting[T]{owner: ownerAll, items: make([]postingItem[T], 0, size)},
 		namespaces: map[string]*posting[T]{},
 		labels:     map[string]*labelKey[T]{},
@@ -122,11 +125,11 @@ func (c *contents[T]) removeEntry(e *entry[T]) {
 	c.entries.delete(e)
 }
 
-// diff reports what replacing c by fresh (built from items) removes and
-// replaces, as documented on replaceAll.
+// diff reports what replacing c by fresh (built from items with the same
+// name table seed) removes and replaces, as documented on replaceAll.
 func (c *contents[T]) diff(fresh *contents[T], items []T) (removed, previous []T) {
 	for _, it := range c.all.items {
-		if fresh.entries.get(it.e.name) == nil {
+		if fresh.entries.find(it.e.hash, it.e.name) == nil {
 			removed = append(removed, it.obj)
 		}
 	}
