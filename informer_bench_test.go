@@ -123,3 +123,54 @@ func BenchmarkDispatch(b *testing.B) {
 		})
 	}
 }
+
+// listedLW lists pods at resource version "1" and serves an idle watch.
+type listedLW struct {
+	pods []*corev1.Pod
+}
+
+func (p *listedLW) List(context.Context, metav1.ListOptions) (*ListResult[*corev1.Pod], error) {
+	return &ListResult[*corev1.Pod]{ResourceVersion: "1", Items: append([]*corev1.Pod(nil), p.pods...)}, nil
+}
+
+func (p *listedLW) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	return &prefilledWatch{events: make(chan watch.Event)}, nil
+}
+
+func (p *listedLW) IsWatchListSemanticsUnSupported() bool { return true }
+
+func benchPods(n int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns-" + strconv.Itoa(i%1000), Name: "pod-" + strconv.Itoa(i), ResourceVersion: "1",
+			Labels: map[string]string{"app": "app-" + strconv.Itoa(i%100)},
+		}}
+	}
+	return pods
+}
+
+// BenchmarkInitialSync measures the time from Run until one handler has
+// received every object of the first list. One op is one listed object.
+func BenchmarkInitialSync(b *testing.B) {
+	lw := &listedLW{pods: benchPods(b.N)}
+	inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
+		Indexers: Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
+	})
+	counter := &countingHandler{target: b.N, done: make(chan struct{})}
+	if _, err := inf.AddEventHandler(counter); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().V(10)))
+	done := make(chan struct{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		defer close(done)
+		inf.Run(ctx)
+	}()
+	<-counter.done
+	b.StopTimer()
+	cancel()
+	<-done
+}
