@@ -29,37 +29,42 @@ func (c *contents[T]) joinLabel(e *entry[T], key, value string) {
 	c.join(e, p)
 }
 
-// relabel moves e from its indexed labels to newLabels. Updates usually
-// carry the same labels (often the very same map), which costs one lookup
-// per label.
+// relabel moves e to the label lists of newLabels. It compares newLabels
+// with the lists e is on, not with the previous object's map, so that the
+// index stays exact even if that map was modified in place. Updates usually
+// keep the labels (often the very map), which costs one lookup per label.
 func (c *contents[T]) relabel(e *entry[T], newLabels map[string]string) {
-	old := e.labels
 	e.labels = newLabels
-	if sameLabels(old, newLabels) {
-		return
-	}
-	for k, v := range old {
-		if nv, ok := newLabels[k]; !ok || nv != v {
-			c.leave(e, e.slotOf(c.labels[k].values[v]))
+	kept := 0
+	for slot := 0; slot < len(e.members); {
+		if m := &e.members[slot]; m.owner == ownerLabel {
+			if v, ok := newLabels[m.p.label.key]; ok && v == m.p.value {
+				kept++
+			} else {
+				c.leave(e, slot)
+				continue // slot now holds another membership
+			}
 		}
+		slot++
+	}
+	if kept == len(newLabels) {
+		return // every label is still filed
 	}
 	for k, v := range newLabels {
-		if ov, ok := old[k]; !ok || ov != v {
+		if !c.filedUnder(e, k, v) {
 			c.joinLabel(e, k, v)
 		}
 	}
 }
 
-func sameLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
+// filedUnder reports whether e is on the list of label key=value.
+func (c *contents[T]) filedUnder(e *entry[T], key, value string) bool {
+	lk := c.labels[key]
+	if lk == nil {
 		return false
 	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
+	p := lk.values[value]
+	return p != nil && e.slotOf(p) >= 0
 }
 
 // Select returns the objects in namespace ("" for every namespace) whose

@@ -186,3 +186,29 @@ func TestPostingsManyMembershipsSpillInline(t *testing.T) {
 	}
 	mustCheck(t, s)
 }
+
+func TestPostingsLabelsMutatedInPlaceStayExact(t *testing.T) {
+	s := NewIndexer[*corev1.Pod](nil)
+	cached := testPod("ns", "p", "1", map[string]string{"app": "a"}, "")
+	mustAdd(t, s, cached)
+	// A program that breaks the rules: it changes the cached object's labels
+	// and stores a new object, then stores the changed one itself.
+	cached.Labels["app"] = "b"
+	cached.Labels["extra"] = "x"
+	if err := s.Update(testPod("ns", "p", "2", map[string]string{"tier": "t"}, "")); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+	if err := s.Update(cached); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+	cached.Labels["app"] = "c"
+	if err := s.Update(cached); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+	if diff := cmp.Diff([]string{"ns/p"}, keysOf(s.Select("", mustParse(t, "app=c,extra=x")))); diff != "" {
+		t.Errorf("Select after in-place changes (-want +got):\n%s", diff)
+	}
+}
