@@ -78,24 +78,25 @@ func (s *Indexer[T]) Get(obj T) (item T, exists bool, err error) {
 // error; the error result exists for compatibility with client-go's Store.
 func (s *Indexer[T]) GetByKey(key string) (item T, exists bool, err error) {
 	s.mu.RLock()
-	e := s.c.entries.getKey(key)
-	s.mu.RUnlock()
-	if e == nil {
-		return item, false, nil
+	// e.obj is read under the lock: put replaces it in place.
+	if e := s.c.entries.getKey(key); e != nil {
+		item, exists = e.obj, true
 	}
-	return e.obj, true, nil
+	s.mu.RUnlock()
+	return item, exists, nil
 }
 
 // getByName looks up the object stored under name without building a key.
 func (s *Indexer[T]) getByName(name ObjectName) (T, bool) {
 	s.mu.RLock()
+	// e.obj is read under the lock: put replaces it in place.
+	var obj T
 	e := s.c.entries.get(name)
-	s.mu.RUnlock()
-	if e == nil {
-		var zero T
-		return zero, false
+	if e != nil {
+		obj = e.obj
 	}
-	return e.obj, true
+	s.mu.RUnlock()
+	return obj, e != nil
 }
 
 // List returns every stored object, in no particular order. The slice is
