@@ -349,3 +349,31 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		stop() // returns once the handler call in progress has returned
 	})
 }
+
+func TestCacheReadsWhileEventsFlow(t *testing.T) {
+	// Meant for -race: handlers and other goroutines read the cache while
+	// the informer updates the same objects in place.
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	lw.SetList("1", plPod("ns", "a", "1"))
+	rec := newPLRecorder()
+	rec.hook = func(e plEvent) {
+		_, _ = inf.Lister().Namespace("ns").Get("a")
+	}
+	_, err := inf.AddEventHandler(rec)
+	plMust(t, err)
+	plRun(t, inf)
+	ctx := plCtx(t)
+	readers := make(chan struct{})
+	go func() {
+		defer close(readers)
+		for len(rec.get()) < 200 {
+			_, _, _ = inf.Indexer().GetByKey("ns/a")
+			_, _ = inf.Lister().Get("ns/a")
+		}
+	}()
+	for i := 2; i <= 200; i++ {
+		plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
+	}
+	rec.waitFor(t, 200)
+	<-readers
+}
