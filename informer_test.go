@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/labels"
 	"slices"
 	"strconv"
 	"strings"
@@ -369,10 +370,18 @@ func TestCacheReadsWhileEventsFlow(t *testing.T) {
 		for len(rec.get()) < 200 {
 			_, _, _ = inf.Indexer().GetByKey("ns/a")
 			_, _ = inf.Lister().Get("ns/a")
+			_ = inf.Indexer().List()
+			_, _ = inf.Indexer().ByIndex(NamespaceIndex, "ns")
+			_, _ = inf.Lister().List(labels.Everything())
+			_, _ = inf.Lister().Namespace("ns").List(labels.SelectorFromSet(labels.Set{"app": "web"}))
 		}
 	}()
 	for i := 2; i <= 200; i++ {
-		plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
+		p := plPod("ns", "a", strconv.Itoa(i))
+		if i%2 == 0 {
+			p.Labels = map[string]string{"app": "web"}
+		}
+		plMust(t, lw.Modify(ctx, p))
 	}
 	rec.waitFor(t, 200)
 	<-readers
