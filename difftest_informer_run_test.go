@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +59,13 @@ type diffHandlerRun struct {
 	rec     [2]*diffRecorder
 	handle  [2]any
 	gates   []chan struct{} // armed or blocking gates, released at the latest at the end
+	// lists are, per side, the ranges [from, to) of notes that a list
+	// (the initial one or a relist) produced. When the handler is blocked
+	// during a relist, its range stays open (openList, from) until its
+	// release, so it also covers the calls that followed the list.
+	lists    [2][][2]int
+	openList [2]int
+	listOpen bool
 }
 
 // diffRunner runs one scenario inside a bubble.
@@ -107,6 +113,7 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 	synctest.Wait()
 	time.Sleep(diffStepOffset)
 	synctest.Wait()
+	r.noteLists(nil) // the initial list: every call so far
 	r.record("Run", [2]bool{})
 	for _, st := range r.sc.Steps {
 		r.step(st)
@@ -118,6 +125,9 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 		h.gates = nil
 	}
 	synctest.Wait()
+	for _, h := range r.handlers {
+		r.closeLists(h)
+	}
 	cancel()
 	runs.Wait()
 	r.cov.add("scenarios", 1)
@@ -127,12 +137,12 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 	for i := range r.sides {
 		r.traces[i].Notes = map[int][]diffNote{}
 		for _, h := range r.handlers {
-			notes := h.rec[i].recorded()
+			r.traces[i].Notes[h.id] = h.rec[i].recorded()
 			if i == 0 {
-				r.cov.addNotes(notes)
+				r.cov.addNotes(r.traces[i].Notes[h.id])
 			}
-			r.traces[i].Notes[h.id] = diffNormalizeNotes(notes, h.late, h.removed)
 		}
+		diffNormalize(i, &r.traces[i], r.sc.Config, r.handlers)
 	}
 	return r.traces
 }
@@ -177,6 +187,7 @@ func (r *diffRunner) step(st diffStep) {
 	if !r.watch.allowed(st, r.sc.ResyncMode) {
 		return // only a shrunk scenario gets here
 	}
+	before := r.counts()
 	var noWatch [2]bool
 	endsWatch := false
 	switch st.Kind {
@@ -224,14 +235,61 @@ func (r *diffRunner) step(st diffStep) {
 		}
 		h.gates = nil
 	}
-	r.cover(st, r.watch.apply(st))
+	relisted := r.watch.apply(st)
+	r.cover(st, relisted)
 	synctest.Wait()
 	if endsWatch && !(r.watching(0) && r.watching(1)) {
 		// A side backs off before it lists or watches again.
 		time.Sleep(diffBackoffWait)
 		synctest.Wait()
 	}
+	if relisted {
+		r.noteLists(before)
+	}
+	if h := r.handler(st.ID); st.Kind == diffStepReleaseGate && h != nil {
+		r.closeLists(h)
+	}
 	r.record(st.String(), noWatch)
+}
+
+// counts returns, per handler and side, how many calls it got so far.
+func (r *diffRunner) counts() map[*diffHandlerRun][2]int {
+	counts := map[*diffHandlerRun][2]int{}
+	for _, h := range r.handlers {
+		counts[h] = [2]int{h.rec[0].count(), h.rec[1].count()}
+	}
+	return counts
+}
+
+// noteLists records that the calls each handler got since before came from
+// a list being applied. A blocked handler has not got them all yet: its
+// range is closed by closeLists when it is released.
+func (r *diffRunner) noteLists(before map[*diffHandlerRun][2]int) {
+	for _, h := range r.handlers {
+		if len(h.gates) > 0 {
+			if !h.listOpen {
+				h.listOpen, h.openList = true, before[h]
+			}
+			continue
+		}
+		for i := range r.sides {
+			if from, to := before[h][i], h.rec[i].count(); to > from {
+				h.lists[i] = append(h.lists[i], [2]int{from, to})
+			}
+		}
+	}
+}
+
+// closeLists closes h's open list range, once h has been released and is
+// idle.
+func (r *diffRunner) closeLists(h *diffHandlerRun) {
+	if !h.listOpen {
+		return
+	}
+	h.listOpen = false
+	for i := range r.sides {
+		h.lists[i] = append(h.lists[i], [2]int{h.openList[i], h.rec[i].count()})
+	}
 }
 
 // cover counts a step that ran.
@@ -307,57 +365,6 @@ func (r *diffRunner) record(step string, noWatch [2]bool) {
 		}
 		r.traces[i].States = append(r.traces[i].States, s)
 	}
-}
-
-// diffNormalizeNotes removes from a handler's calls the orders client-go
-// leaves to Go's map iteration (and this library to its index layout), by
-// sorting by key:
-//
-//   - the deletions a relist infers: client-go emits them in the order its
-//     indexer lists keys; each run of consecutive final-state-unknown
-//     deletions is sorted;
-//   - a periodic resync's updates: client-go re-delivers its indexer's List()
-//     in map order; each run of consecutive updates whose old and new object
-//     are one object is sorted;
-//   - a handler added to a running informer first gets the cached objects in
-//     List() order: its leading run of initial-list adds is sorted (for a
-//     handler added before Run, those adds follow the list's order, which is
-//     compared as is).
-//
-// A handler removed while blocked in a call gets the calls up to that one:
-// if it was blocked inside one of those runs, it got an arbitrary part of
-// it. So for a removed handler, the identity of the objects in a trailing
-// run is not compared, only how many calls of which kind it got.
-func diffNormalizeNotes(notes []diffNote, late, removed bool) []diffNote {
-	byKey := func(a, b diffNote) int { return strings.Compare(a.Key, b.Key) }
-	if late {
-		end := 0
-		for end < len(notes) && notes[end].Callback == "add" && notes[end].IsInInitialList {
-			end++
-		}
-		slices.SortStableFunc(notes[:end], byKey)
-	}
-	unordered := []func(diffNote) bool{
-		func(n diffNote) bool { return n.Callback == "delete" && n.FinalStateUnknown },
-		func(n diffNote) bool { return n.Callback == "update" && n.SameObject },
-	}
-	for _, inRun := range unordered {
-		for start := 0; start < len(notes); {
-			end := start
-			for end < len(notes) && inRun(notes[end]) {
-				end++
-			}
-			slices.SortStableFunc(notes[start:end], byKey)
-			if removed && end == len(notes) {
-				for i := start; i < end; i++ {
-					n := notes[i]
-					notes[i] = diffNote{Callback: n.Callback, Key: "<any>", FinalStateUnknown: n.FinalStateUnknown, SameObject: n.SameObject}
-				}
-			}
-			start = max(end, start+1)
-		}
-	}
-	return notes
 }
 
 // diffCompareInformers runs sc and returns a description of how the sides

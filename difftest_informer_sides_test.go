@@ -142,14 +142,15 @@ func (h diffClientGoHandler) OnDelete(obj any) {
 }
 
 // diffListerWatcher serves one side from a FakeListerWatcher. Like an API
-// server, every List returns new objects, so that a transform that changes
-// objects in place never sees one twice. It declares streaming lists
-// unsupported, for both sides alike.
+// server, every List and every streamed list returns new objects, so that a
+// transform that changes objects in place never sees one twice. It declares
+// streaming lists unsupported unless streaming is set, for both sides alike.
 type diffListerWatcher struct {
-	fake *FakeListerWatcher[*corev1.Pod]
+	fake      *FakeListerWatcher[*corev1.Pod]
+	streaming bool
 }
 
-func (lw diffListerWatcher) IsWatchListSemanticsUnSupported() bool { return true }
+func (lw diffListerWatcher) IsWatchListSemanticsUnSupported() bool { return !lw.streaming }
 
 // List implements this library's ListerWatcher.
 func (lw diffListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*corev1.Pod], error) {
@@ -166,7 +167,50 @@ func (lw diffListerWatcher) List(ctx context.Context, options metav1.ListOptions
 
 // Watch implements this library's ListerWatcher.
 func (lw diffListerWatcher) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	return lw.fake.Watch(ctx, options)
+	w, err := lw.fake.Watch(ctx, options)
+	if err != nil || options.SendInitialEvents == nil || !*options.SendInitialEvents {
+		return w, err
+	}
+	return newDiffCopyingWatch(w), nil
+}
+
+// diffCopyingWatch passes on the events of a streamed list with a copy of
+// each object: the fake streams the objects of its list themselves.
+type diffCopyingWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func newDiffCopyingWatch(inner watch.Interface) *diffCopyingWatch {
+	w := &diffCopyingWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	go w.pump()
+	return w
+}
+
+func (w *diffCopyingWatch) pump() {
+	defer close(w.out)
+	for ev := range w.inner.ResultChan() {
+		if pod, ok := ev.Object.(*corev1.Pod); ok {
+			ev.Object = pod.DeepCopy()
+		}
+		select {
+		case w.out <- ev:
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+func (w *diffCopyingWatch) ResultChan() <-chan watch.Event { return w.out }
+
+// Stop ends the watch; the pump exits once the fake has closed its side.
+func (w *diffCopyingWatch) Stop() {
+	w.once.Do(func() {
+		close(w.stop)
+		w.inner.Stop()
+	})
 }
 
 // diffClientGoLW is diffListerWatcher as client-go's ListerWatcher.
@@ -187,7 +231,7 @@ func (lw diffClientGoLW) ListWithContext(ctx context.Context, options metav1.Lis
 }
 
 func (lw diffClientGoLW) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	return lw.fake.Watch(ctx, options)
+	return lw.diffListerWatcher.Watch(ctx, options)
 }
 
 func (lw diffClientGoLW) List(options metav1.ListOptions) (runtime.Object, error) {
@@ -202,6 +246,9 @@ func (lw diffClientGoLW) Watch(options metav1.ListOptions) (watch.Interface, err
 type diffInformerConfig struct {
 	ResyncPeriod time.Duration
 	Transform    bool
+	// Streaming makes both sides use streaming lists (watch-list) instead
+	// of list+watch.
+	Streaming bool
 }
 
 // diffInformerSide is one implementation under test.
@@ -231,7 +278,7 @@ func newDiffOurSide(cfg diffInformerConfig) *diffOurSide {
 	if cfg.Transform {
 		opts.Transform = diffTransformPod
 	}
-	return &diffOurSide{lw: fake, inf: NewInformer[*corev1.Pod](diffListerWatcher{fake}, opts)}
+	return &diffOurSide{lw: fake, inf: NewInformer[*corev1.Pod](diffListerWatcher{fake, cfg.Streaming}, opts)}
 }
 
 func (o *diffOurSide) fake() *FakeListerWatcher[*corev1.Pod] { return o.lw }
@@ -268,7 +315,7 @@ type diffClientGoSide struct {
 
 func newDiffClientGoSide(cfg diffInformerConfig) *diffClientGoSide {
 	fake := NewFakeListerWatcher[*corev1.Pod]()
-	inf := cache.NewSharedIndexInformerWithOptions(diffClientGoLW{diffListerWatcher{fake}}, &corev1.Pod{},
+	inf := cache.NewSharedIndexInformerWithOptions(diffClientGoLW{diffListerWatcher{fake, cfg.Streaming}}, &corev1.Pod{},
 		cache.SharedIndexInformerOptions{ResyncPeriod: cfg.ResyncPeriod})
 	if cfg.Transform {
 		_ = inf.SetTransform(func(obj any) (any, error) { return diffTransformPod(obj.(*corev1.Pod)) })

@@ -146,7 +146,7 @@ type diffInformerScenario struct {
 
 func (s diffInformerScenario) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "resyncMode=%v informer resync=%s transform=%v\n", s.ResyncMode, s.Config.ResyncPeriod, s.Config.Transform)
+	fmt.Fprintf(&b, "resyncMode=%v informer resync=%s transform=%v streaming=%v\n", s.ResyncMode, s.Config.ResyncPeriod, s.Config.Transform, s.Config.Streaming)
 	fmt.Fprintf(&b, "  initial list rv=%s %s\n", s.InitialRV, diffJoin(s.InitialList))
 	for _, h := range s.Handlers {
 		fmt.Fprintf(&b, "  handler h%d resync=%s (added before Run)\n", h.ID, diffPeriodString(h.Resync))
@@ -244,6 +244,7 @@ func (gen *diffInformerGen) generate() diffInformerScenario {
 	sc := &gen.sc
 	sc.ResyncMode = diffChance(c, 1, 3)
 	sc.Config.Transform = diffChance(c, 1, 3)
+	sc.Config.Streaming = diffChance(c, 1, 3)
 	if sc.ResyncMode {
 		sc.Config.ResyncPeriod = time.Duration(c.intn(3)) * diffResyncUnit
 	}
