@@ -496,3 +496,29 @@ func TestIndexerReplaceConcurrentWithAddIndexers(t *testing.T) {
 		mustCheck(t, s)
 	}
 }
+
+// Readers of an object being updated must not race with the update, which
+// replaces the entry's object in place (run with -race).
+func TestIndexerReadsDuringUpdatesOfTheSameObject(t *testing.T) {
+	s := NewIndexer[*corev1.Pod](nil)
+	mustAdd(t, s, testPod("ns", "p", "0", nil, ""))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 2000 {
+			if err := s.Update(testPod("ns", "p", fmt.Sprint(i), nil, "")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	lister := NewLister(s, podResource).Namespace("ns")
+	for range 2000 {
+		if _, exists, _ := s.GetByKey("ns/p"); !exists {
+			t.Fatal("GetByKey lost the object")
+		}
+		if _, err := lister.Get("p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
