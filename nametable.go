@@ -7,11 +7,11 @@ import "hash/maphash"
 // separately and compares keys through a generic function, which makes a
 // lookup about 2.5 times slower than in client-go's map keyed by the
 // "namespace/name" string. nameTable instead hashes the bytes of the cache
-// key once, so GetByKey hashes its argument as it is and getByName hashes
-// the same bytes without building a string, and it stores no key string: it compares against the
-// entry's own name. It uses linear probing with backward-shift deletion, so
-// no tombstones accumulate. It is not safe for concurrent use; the Indexer's
-// lock guards it.
+// key once: GetByKey hashes its argument as it is, getByName hashes the
+// same bytes without building a string. It stores no key string; it compares
+// against the entry's own name. It uses linear probing with backward-shift
+// deletion, so no tombstones accumulate. It is not safe for concurrent use;
+// the Indexer's lock guards it.
 type nameTable[T Object] struct {
 	seed  maphash.Seed
 	slots []nameSlot[T] // length a power of two, at most 3/4 full
