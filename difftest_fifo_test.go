@@ -13,6 +13,7 @@ package informer
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,7 +269,8 @@ func diffRunFIFO(s diffFIFOScenario, side diffFIFOSide, skipPop func(i int) bool
 
 // diffCompareFIFO runs s through both queues and returns cmp.Diff of the
 // traces (client-go is "-", this library "+"); empty means identical.
-func diffCompareFIFO(s diffFIFOScenario) string {
+// cov (may be nil) counts what the scenario exercised.
+func diffCompareFIFO(s diffFIFOScenario, cov *diffCoverage) string {
 	// This library's queue tells when a Pop would block (client-go's has
 	// no length); the client-go run then skips the same Pops.
 	ours := newDiffOurFIFO(s)
@@ -279,6 +281,7 @@ func diffCompareFIFO(s diffFIFOScenario) string {
 		return oursTrace.Steps[i].Pop != nil && oursTrace.Steps[i].Pop.Skipped
 	})
 	watchdog.Stop()
+	diffCoverFIFO(cov, s, theirsTrace)
 	if reflect.DeepEqual(theirsTrace, oursTrace) {
 		return "" // fast path: cmp.Diff costs more than the scenario
 	}
@@ -288,9 +291,9 @@ func diffCompareFIFO(s diffFIFOScenario) string {
 // diffCheckFIFO runs one scenario and, on a difference, shrinks it and
 // reports the seed (or fuzz input), the smallest failing scenario and its
 // diff.
-func diffCheckFIFO(t *testing.T, what string, s diffFIFOScenario) bool {
+func diffCheckFIFO(t *testing.T, what string, s diffFIFOScenario, cov *diffCoverage) bool {
 	t.Helper()
-	diff := diffCompareFIFO(s)
+	diff := diffCompareFIFO(s, cov)
 	if diff == "" {
 		return true
 	}
@@ -298,10 +301,10 @@ func diffCheckFIFO(t *testing.T, what string, s diffFIFOScenario) bool {
 	small.Ops = diffShrink(s.Ops, func(ops []diffFIFOOp) bool {
 		c := s
 		c.Ops = ops
-		return diffCompareFIFO(c) != ""
+		return diffCompareFIFO(c, nil) != ""
 	})
 	t.Errorf("DeltaFIFO differs from client-go for %s.\nSmallest failing scenario:\n%s(-client-go +ours):\n%s",
-		what, small, diffCompareFIFO(small))
+		what, small, diffCompareFIFO(small, nil))
 	return false
 }
 
@@ -311,10 +314,12 @@ func diffCheckFIFO(t *testing.T, what string, s diffFIFOScenario) bool {
 func TestDiffDeltaFIFO(t *testing.T) {
 	t.Parallel()
 	first, n := diffFirstSeed(t), diffScenarioCount(t)
+	cov := &diffCoverage{}
+	t.Cleanup(func() { t.Logf("What the scenarios exercised (client-go's side):\n%s", cov.report()) })
 	failures := 0
 	for seed := first; seed < first+uint64(n); seed++ {
 		s := diffGenFIFOScenario(newDiffSeeded(seed))
-		if !diffCheckFIFO(t, fmt.Sprintf("seed %d (DIFFTEST_SEED=%d DIFFTEST_SCENARIOS=1)", seed, seed), s) {
+		if !diffCheckFIFO(t, fmt.Sprintf("seed %d (DIFFTEST_SEED=%d DIFFTEST_SCENARIOS=1)", seed, seed), s, cov) {
 			if failures++; failures == 3 {
 				t.Fatal("stopping after 3 failing scenarios")
 			}
@@ -326,6 +331,60 @@ func TestDiffDeltaFIFO(t *testing.T) {
 func FuzzDiffDeltaFIFO(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		diffCheckFIFO(t, fmt.Sprintf("fuzz input %q", data), diffGenFIFOScenario(&diffBytes{data: data}))
+		diffCheckFIFO(t, fmt.Sprintf("fuzz input %q", data), diffGenFIFOScenario(&diffBytes{data: data}), nil)
 	})
+}
+
+// diffCoverFIFO counts what a scenario exercised, from client-go's trace.
+func diffCoverFIFO(cov *diffCoverage, s diffFIFOScenario, tr diffFIFOTrace) {
+	if cov == nil {
+		return
+	}
+	cov.add("scenarios", 1)
+	if s.KnownObjects {
+		cov.add("scenarios with KnownObjects", 1)
+	}
+	if s.EmitReplaced {
+		cov.add("scenarios with EmitDeltaTypeReplaced", 1)
+	}
+	for i, step := range tr.Steps {
+		op := s.Ops[i]
+		name := "op: " + strings.Fields(op.String())[0]
+		if op.Nil {
+			name += " (nil object)"
+		} else if op.Obj.FailTransform {
+			name += " (transform fails)"
+		}
+		cov.add(name, 1)
+		if step.Err {
+			cov.add("op returned an error", 1)
+		}
+		if step.Pop != nil && step.Pop.Skipped {
+			cov.add("Pop skipped (queue empty)", 1)
+		}
+	}
+	if len(tr.Steps) > 0 && tr.Steps[len(tr.Steps)-1].HasSynced {
+		cov.add("scenarios ending synced", 1)
+	}
+	pops := slices.Clone(tr.Drain)
+	for _, step := range tr.Steps {
+		if step.Pop != nil {
+			pops = append(pops, *step.Pop)
+		}
+	}
+	for _, pop := range pops {
+		if pop.IsInInitialList {
+			cov.add("pop: in initial list", 1)
+		}
+		if len(pop.Deltas) > 1 {
+			cov.add("pop: several deltas", 1)
+		}
+		for _, d := range pop.Deltas {
+			name := "delta: " + d.Type
+			if d.FinalStateUnknown {
+				name += " (final state unknown)"
+			}
+			cov.add(name, 1)
+		}
+	}
 }
