@@ -67,7 +67,57 @@ func runDispatch(cfg config) ([]row, error) {
 		}
 		add("peak heap Δ (MB)", cg.peakHeapMB, our.peakHeapMB)
 	}
-	return rows, nil
+	cg, our, err := compareCacheWrites(cfg, events)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, newRow("W1", "cache writes alone (no informer)", "ns/event", cg, our)), nil
+}
+
+// compareCacheWrites times applying the W1 events straight to each
+// implementation's indexer (with the namespace index): the share of W1 that
+// no queue or dispatch design can avoid.
+func compareCacheWrites(cfg config, events []watch.Event) (cg, our float64, err error) {
+	pods := make([]*corev1.Pod, len(events))
+	for i, e := range events {
+		pod, ok := e.Object.(*corev1.Pod)
+		if !ok {
+			return 0, 0, fmt.Errorf("event %d holds a %T, want *v1.Pod", i, e.Object)
+		}
+		pods[i] = pod
+	}
+	timeWrites := func(update, remove func(*corev1.Pod) error) (float64, error) {
+		runtime.GC()
+		start := time.Now()
+		for i, e := range events {
+			write := update
+			if e.Type == watch.Deleted {
+				write = remove
+			}
+			if err := write(pods[i]); err != nil {
+				return 0, fmt.Errorf("event %d: %w", i, err)
+			}
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(len(events)), nil
+	}
+	var cgRuns, ourRuns []float64
+	for range cfg.count {
+		cgStore := newClientGoIndexer(false)
+		ns, err := timeWrites(
+			func(p *corev1.Pod) error { return cgStore.Update(p) },
+			func(p *corev1.Pod) error { return cgStore.Delete(p) })
+		if err != nil {
+			return 0, 0, fmt.Errorf("cache writes: client-go: %w", err)
+		}
+		cgRuns = append(cgRuns, ns)
+		ourStore := newOurIndexer(false)
+		ns, err = timeWrites(ourStore.Update, ourStore.Delete)
+		if err != nil {
+			return 0, 0, fmt.Errorf("cache writes: ours: %w", err)
+		}
+		ourRuns = append(ourRuns, ns)
+	}
+	return median(cgRuns), median(ourRuns), nil
 }
 
 // dispatchEvents returns the W1 watch: n Added pods, then each pod Modified

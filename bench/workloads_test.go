@@ -45,7 +45,8 @@ func TestDispatchWorkload(t *testing.T) {
 		}
 	}
 	slow := "H=8, one sleeps 1 ms/event (the other 7)"
-	want = append(want, rowShape{"W1", slow, "ns/event"}, rowShape{"W1", slow, "peak heap Δ (MB)"})
+	want = append(want, rowShape{"W1", slow, "ns/event"}, rowShape{"W1", slow, "peak heap Δ (MB)"},
+		rowShape{"W1", "cache writes alone (no informer)", "ns/event"})
 	checkRows(t, rows, want)
 	checkNoGoroutineLeft(t, before)
 }
