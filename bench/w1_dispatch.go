@@ -194,7 +194,6 @@ func measureDispatch(newInformer newInformerFunc, events []watch.Event, want eve
 		return dispatchResult{}, fmt.Errorf("store holds %d pods after every pod was deleted", storeLen)
 	}
 	n := float64(want.total())
-	runtime.KeepAlive(events)
 	return dispatchResult{
 		nsPerEvent:     float64(elapsed.Nanoseconds()) / n,
 		allocsPerEvent: float64(alloc.mallocs) / n,
