@@ -34,12 +34,15 @@ type diffInformerState struct {
 	// the step did not reach it.
 	NoWatch bool
 	// Watching: a watch is open after the step.
-	Watching   bool
-	HasSynced  bool
-	LastSyncRV string
-	StoreRV    string
-	Store      []diffStored
-	Handlers   []diffHandlerState
+	Watching bool
+	// WatchErrors are the statuses of the errors the reflector reported to
+	// its watch error handler during the step.
+	WatchErrors []string
+	HasSynced   bool
+	LastSyncRV  string
+	StoreRV     string
+	Store       []diffStored
+	Handlers    []diffHandlerState
 }
 
 // diffInformerTrace is everything compared for one side.
@@ -102,6 +105,17 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 	for _, side := range r.sides {
 		side.fake().SetWatchBuffer(256)
 		side.fake().SetList(r.sc.InitialRV, diffPods(r.sc.InitialList)...)
+		if !r.sc.ResyncMode {
+			failures := make([]error, len(r.sc.InitialFailures))
+			for i, code := range r.sc.InitialFailures {
+				failures[i] = diffStatusError(code)
+			}
+			if r.sc.Config.Streaming {
+				side.fake().FailNextWatch(failures...)
+			} else {
+				side.fake().FailNextList(failures...)
+			}
+		}
 	}
 	for _, h := range r.sc.Handlers {
 		r.addHandler(h.ID, h.Resync, false)
@@ -113,7 +127,13 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 	synctest.Wait()
 	time.Sleep(diffStepOffset)
 	synctest.Wait()
-	r.noteLists(nil) // the initial list: every call so far
+	for try := 0; try <= len(r.sc.InitialFailures) && !(r.watching(0) && r.watching(1)); try++ {
+		r.record("Run: not watching yet", [2]bool{})
+		time.Sleep(diffBackoffWait)
+		synctest.Wait()
+		r.watch.fresh = false
+	}
+	r.noteLists(nil, true) // the initial list: every call so far
 	r.record("Run", [2]bool{})
 	for _, st := range r.sc.Steps {
 		r.step(st)
@@ -133,6 +153,18 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 	r.cov.add("scenarios", 1)
 	if r.sc.ResyncMode {
 		r.cov.add("scenarios in resync mode", 1)
+	}
+	if r.sc.Config.Streaming {
+		r.cov.add("scenarios with streaming lists", 1)
+	}
+	if len(r.sc.InitialFailures) > 0 {
+		r.cov.add("scenarios whose first list requests fail", 1)
+	}
+	for i := range r.traces[0].States {
+		if !r.traces[0].States[i].HasSynced {
+			r.cov.add("states observed before the informer synced", 1)
+		}
+		r.cov.add("errors reported to the watch error handler", len(r.traces[0].States[i].WatchErrors))
 	}
 	for i := range r.sides {
 		r.traces[i].Notes = map[int][]diffNote{}
@@ -187,7 +219,7 @@ func (r *diffRunner) step(st diffStep) {
 	if !r.watch.allowed(st, r.sc.ResyncMode) {
 		return // only a shrunk scenario gets here
 	}
-	before := r.counts()
+	before, calls := r.counts(), r.callCounts()
 	var noWatch [2]bool
 	endsWatch := false
 	switch st.Kind {
@@ -235,17 +267,19 @@ func (r *diffRunner) step(st diffStep) {
 		}
 		h.gates = nil
 	}
-	relisted := r.watch.apply(st)
-	r.cover(st, relisted)
 	synctest.Wait()
+	waited := st.Kind == diffStepAdvance
 	if endsWatch && !(r.watching(0) && r.watching(1)) {
 		// A side backs off before it lists or watches again.
 		time.Sleep(diffBackoffWait)
 		synctest.Wait()
+		waited = true
 	}
-	if relisted {
-		r.noteLists(before)
-	}
+	after := r.callCounts()
+	relisted := after[0].lists > calls[0].lists || after[1].lists > calls[1].lists
+	r.watch.observe(st, after[0].watches > calls[0].watches && after[1].watches > calls[1].watches, waited)
+	r.cover(st, relisted)
+	r.noteLists(before, relisted)
 	if h := r.handler(st.ID); st.Kind == diffStepReleaseGate && h != nil {
 		r.closeLists(h)
 	}
@@ -261,10 +295,34 @@ func (r *diffRunner) counts() map[*diffHandlerRun][2]int {
 	return counts
 }
 
-// noteLists records that the calls each handler got since before came from
-// a list being applied. A blocked handler has not got them all yet: its
-// range is closed by closeLists when it is released.
-func (r *diffRunner) noteLists(before map[*diffHandlerRun][2]int) {
+// diffCalls counts the requests a fake received: lists (list requests and
+// streaming watch requests) and watch requests (streaming or not).
+type diffCalls struct{ lists, watches int }
+
+func (r *diffRunner) callCounts() [2]diffCalls {
+	var counts [2]diffCalls
+	for i, side := range r.sides {
+		for _, call := range side.fake().Calls() {
+			streaming := call.Options.SendInitialEvents != nil && *call.Options.SendInitialEvents
+			if call.Verb == "list" || streaming {
+				counts[i].lists++
+			}
+			if call.Verb == "watch" {
+				counts[i].watches++
+			}
+		}
+	}
+	return counts
+}
+
+// noteLists records, if a list was requested during the step, that the
+// calls each handler got since before came from a list being applied. A
+// blocked handler has not got them all yet: its range is closed by
+// closeLists when it is released.
+func (r *diffRunner) noteLists(before map[*diffHandlerRun][2]int, relisted bool) {
+	if !relisted {
+		return
+	}
 	for _, h := range r.handlers {
 		if len(h.gates) > 0 {
 			if !h.listOpen {
@@ -299,9 +357,12 @@ func (r *diffRunner) cover(st diffStep, relisted bool) {
 	case diffStepFail:
 		name = fmt.Sprintf("step: FailWatch %d", st.Code)
 	case diffStepClose:
-		name += " (re-watch)"
+		name = "step: CloseWatch"
+		if st.WatchErr != 0 {
+			name += fmt.Sprintf(", next watch request fails %d", st.WatchErr)
+		}
 		if relisted {
-			name = "step: CloseWatch of a new watch without events (relist)"
+			name += " (relist)"
 		}
 	}
 	r.cov.add(name, 1)
@@ -322,21 +383,27 @@ func (r *diffRunner) sendToWatch(fake *FakeListerWatcher[*corev1.Pod], st diffSt
 		err = fake.Bookmark(r.ctx, st.RV)
 	case diffStepClose:
 		fake.SetList(st.RV, diffPods(st.List)...)
+		if st.WatchErr != 0 {
+			fake.FailNextWatch(diffStatusError(st.WatchErr))
+		}
 		err = fake.CloseWatch(r.ctx)
 	case diffStepFail:
 		fake.SetList(st.RV, diffPods(st.List)...)
-		var status error
-		switch st.Code {
-		case 410:
-			status = apierrors.NewResourceExpired("difftest: resource version too old")
-		case 429:
-			status = apierrors.NewTooManyRequests("difftest: slow down", 1)
-		default:
-			status = apierrors.NewInternalError(fmt.Errorf("difftest: server error"))
-		}
-		err = fake.FailWatch(r.ctx, status)
+		err = fake.FailWatch(r.ctx, diffStatusError(st.Code))
 	}
 	return err == nil
+}
+
+// diffStatusError returns an API error with the HTTP status code.
+func diffStatusError(code int) error {
+	switch code {
+	case 410:
+		return apierrors.NewResourceExpired("difftest: resource version too old")
+	case 429:
+		return apierrors.NewTooManyRequests("difftest: slow down", 1)
+	default:
+		return apierrors.NewInternalError(fmt.Errorf("difftest: server error"))
+	}
 }
 
 func (r *diffRunner) watching(i int) bool {
@@ -348,13 +415,14 @@ func (r *diffRunner) watching(i int) bool {
 func (r *diffRunner) record(step string, noWatch [2]bool) {
 	for i, side := range r.sides {
 		s := diffInformerState{
-			Step:       step,
-			NoWatch:    noWatch[i],
-			Watching:   r.watching(i),
-			HasSynced:  side.hasSynced(),
-			LastSyncRV: side.lastSyncResourceVersion(),
-			StoreRV:    side.storeResourceVersion(),
-			Store:      side.stored(),
+			Step:        step,
+			NoWatch:     noWatch[i],
+			Watching:    r.watching(i),
+			WatchErrors: side.errors().take(),
+			HasSynced:   side.hasSynced(),
+			LastSyncRV:  side.lastSyncResourceVersion(),
+			StoreRV:     side.storeResourceVersion(),
+			Store:       side.stored(),
 		}
 		for _, h := range r.handlers {
 			hs := diffHandlerState{ID: h.id, Calls: h.rec[i].count()}

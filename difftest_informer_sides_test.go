@@ -6,12 +6,15 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -264,12 +267,46 @@ type diffInformerSide interface {
 	lastSyncResourceVersion() string
 	storeResourceVersion() string
 	stored() []diffStored
+	// errors returns (and forgets) the errors the informer reported to its
+	// watch error handler.
+	errors() *diffErrorLog
+}
+
+// diffErrorLog records the errors a reflector reports to its watch error
+// handler, by HTTP status code. Setting a handler also keeps client-go's
+// default one away: it reports through utilruntime.HandleError, whose rate
+// limiter sleeps for a time computed from a process-wide timestamp, which in
+// a synctest bubble (whose clock starts in 2000) is arbitrary.
+type diffErrorLog struct {
+	mu    sync.Mutex
+	codes []string
+}
+
+func (l *diffErrorLog) add(err error) {
+	code := "not an API error"
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code = strconv.Itoa(int(status.Status().Code))
+	}
+	l.mu.Lock()
+	l.codes = append(l.codes, code)
+	l.mu.Unlock()
+}
+
+// take returns the errors recorded since the last call.
+func (l *diffErrorLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	codes := l.codes
+	l.codes = nil
+	return codes
 }
 
 // diffOurSide is this library's Informer.
 type diffOurSide struct {
-	lw  *FakeListerWatcher[*corev1.Pod]
-	inf *Informer[*corev1.Pod]
+	lw   *FakeListerWatcher[*corev1.Pod]
+	inf  *Informer[*corev1.Pod]
+	errs diffErrorLog
 }
 
 func newDiffOurSide(cfg diffInformerConfig) *diffOurSide {
@@ -278,8 +315,12 @@ func newDiffOurSide(cfg diffInformerConfig) *diffOurSide {
 	if cfg.Transform {
 		opts.Transform = diffTransformPod
 	}
-	return &diffOurSide{lw: fake, inf: NewInformer[*corev1.Pod](diffListerWatcher{fake, cfg.Streaming}, opts)}
+	o := &diffOurSide{lw: fake, inf: NewInformer[*corev1.Pod](diffListerWatcher{fake, cfg.Streaming}, opts)}
+	_ = o.inf.SetWatchErrorHandler(func(_ context.Context, err error) { o.errs.add(err) })
+	return o
 }
+
+func (o *diffOurSide) errors() *diffErrorLog { return &o.errs }
 
 func (o *diffOurSide) fake() *FakeListerWatcher[*corev1.Pod] { return o.lw }
 func (o *diffOurSide) run(ctx context.Context)               { o.inf.Run(ctx) }
@@ -309,8 +350,9 @@ func (o *diffOurSide) stored() []diffStored {
 // diffClientGoSide is client-go's SharedIndexInformer with its default
 // feature gates.
 type diffClientGoSide struct {
-	lw  *FakeListerWatcher[*corev1.Pod]
-	inf cache.SharedIndexInformer
+	lw   *FakeListerWatcher[*corev1.Pod]
+	inf  cache.SharedIndexInformer
+	errs diffErrorLog
 }
 
 func newDiffClientGoSide(cfg diffInformerConfig) *diffClientGoSide {
@@ -320,8 +362,12 @@ func newDiffClientGoSide(cfg diffInformerConfig) *diffClientGoSide {
 	if cfg.Transform {
 		_ = inf.SetTransform(func(obj any) (any, error) { return diffTransformPod(obj.(*corev1.Pod)) })
 	}
-	return &diffClientGoSide{lw: fake, inf: inf}
+	c := &diffClientGoSide{lw: fake, inf: inf}
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { c.errs.add(err) })
+	return c
 }
+
+func (c *diffClientGoSide) errors() *diffErrorLog { return &c.errs }
 
 func (c *diffClientGoSide) fake() *FakeListerWatcher[*corev1.Pod] { return c.lw }
 func (c *diffClientGoSide) run(ctx context.Context)               { c.inf.RunWithContext(ctx) }

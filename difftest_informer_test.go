@@ -84,6 +84,9 @@ type diffStep struct {
 	RV   string
 	// Code is the HTTP status of a fail step.
 	Code int
+	// WatchErr, if not 0, is the HTTP status with which the next watch
+	// request fails (close steps).
+	WatchErr int
 	// D is the advance of the clock.
 	D time.Duration
 	// ID names a handler; Resync is its requested resync period (nil: the
@@ -100,6 +103,9 @@ func (s diffStep) String() string {
 	case diffStepBookmark:
 		return "Bookmark rv=" + s.RV
 	case diffStepClose:
+		if s.WatchErr != 0 {
+			return fmt.Sprintf("CloseWatch, next watch request fails %d (list rv=%s %s)", s.WatchErr, s.RV, diffJoin(s.List))
+		}
 		return fmt.Sprintf("CloseWatch (list rv=%s %s)", s.RV, diffJoin(s.List))
 	case diffStepFail:
 		return fmt.Sprintf("FailWatch %d (list rv=%s %s)", s.Code, s.RV, diffJoin(s.List))
@@ -127,6 +133,10 @@ func diffPeriodString(p *time.Duration) string {
 	return p.String()
 }
 
+// diffErrorCodes are the HTTP statuses of generated request failures:
+// expired resource version, server error, too many requests.
+var diffErrorCodes = []int{410, 500, 429}
+
 // diffHandlerSpec is a handler added before Run.
 type diffHandlerSpec struct {
 	ID     int
@@ -140,14 +150,21 @@ type diffInformerScenario struct {
 	Config      diffInformerConfig
 	InitialList []diffObj
 	InitialRV   string
-	Handlers    []diffHandlerSpec
-	Steps       []diffStep
+	// InitialFailures are the HTTP statuses with which the first list
+	// requests (watch requests with streaming lists) fail; not in resync
+	// mode, as the retries' backoff would move the resync timer.
+	InitialFailures []int
+	Handlers        []diffHandlerSpec
+	Steps           []diffStep
 }
 
 func (s diffInformerScenario) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "resyncMode=%v informer resync=%s transform=%v streaming=%v\n", s.ResyncMode, s.Config.ResyncPeriod, s.Config.Transform, s.Config.Streaming)
 	fmt.Fprintf(&b, "  initial list rv=%s %s\n", s.InitialRV, diffJoin(s.InitialList))
+	if len(s.InitialFailures) > 0 {
+		fmt.Fprintf(&b, "  the first list requests fail with %v\n", s.InitialFailures)
+	}
 	for _, h := range s.Handlers {
 		fmt.Fprintf(&b, "  handler h%d resync=%s (added before Run)\n", h.ID, diffPeriodString(h.Resync))
 	}
@@ -159,13 +176,23 @@ func (s diffInformerScenario) String() string {
 
 // diffWatchModel tracks whether ending the watch now makes the reflectors
 // relist: client-go (and this library) treat a watch that ends within a
-// second of its start without any event as broken. The generator and the
-// runner share it; the runner uses it to keep resync mode free of relists
-// even in a shrunk scenario.
+// second of its start without any event as broken. The generator predicts
+// it (apply), the runner observes it (observe); both use allowed to keep
+// resync mode free of relists, even in a shrunk scenario.
 type diffWatchModel struct {
 	// fresh: the watch was opened at the current instant and has carried
 	// no event yet.
 	fresh bool
+}
+
+// observe sets the model from what the runner saw a step do: whether a
+// watch was opened during the step, and whether the clock moved after.
+func (m *diffWatchModel) observe(st diffStep, newWatch, waited bool) {
+	switch st.Kind {
+	case diffStepAddHandler, diffStepRemoveHandler, diffStepArmGate, diffStepReleaseGate:
+		return // the watch is untouched
+	}
+	m.fresh = newWatch && !waited
 }
 
 // apply updates the model after st and reports whether st relisted.
@@ -176,9 +203,10 @@ func (m *diffWatchModel) apply(st diffStep) (relisted bool) {
 	case diffStepClose:
 		// A close of a fresh watch relists after a backoff (and the
 		// harness waits it out); otherwise the reflector watches again at
-		// once, and the new watch is fresh.
-		relisted = m.fresh
-		m.fresh = !m.fresh
+		// once, and the new watch is fresh. A failing watch request
+		// backs off (429) or relists after a backoff (other errors).
+		relisted = m.fresh || (st.WatchErr != 0 && st.WatchErr != 429)
+		m.fresh = !m.fresh && st.WatchErr == 0
 	case diffStepFail:
 		// Every error ends in a backoff the harness waits out; 410 and 500
 		// relist, 429 re-watches.
@@ -195,7 +223,7 @@ func (m *diffWatchModel) allowed(st diffStep, resyncMode bool) bool {
 	}
 	switch st.Kind {
 	case diffStepClose:
-		return !m.fresh
+		return !m.fresh && (st.WatchErr == 0 || st.WatchErr == 429)
 	case diffStepFail:
 		return st.Code == 429
 	}
@@ -250,6 +278,12 @@ func (gen *diffInformerGen) generate() diffInformerScenario {
 	}
 	sc.InitialList = gen.g.list(5)
 	sc.InitialRV = gen.g.nextRV()
+	if !sc.ResyncMode && diffChance(c, 1, 5) {
+		for range 1 + c.intn(2) {
+			sc.InitialFailures = append(sc.InitialFailures, diffErrorCodes[c.intn(len(diffErrorCodes))])
+		}
+		gen.watch.fresh = false // the harness may have waited for a retry
+	}
 	gen.setStore(sc.InitialList)
 	for range 1 + c.intn(3) {
 		sc.Handlers = append(sc.Handlers, diffHandlerSpec{ID: gen.nextID, Resync: gen.resyncPeriod()})
@@ -397,7 +431,11 @@ func (gen *diffInformerGen) step() (diffStep, bool) {
 	case k < 50:
 		return diffStep{Kind: diffStepBookmark, RV: gen.g.nextRV()}, true
 	case k < 58:
-		return diffStep{Kind: diffStepClose, List: gen.relist(), RV: gen.g.nextRV()}, true
+		st := diffStep{Kind: diffStepClose, List: gen.relist(), RV: gen.g.nextRV()}
+		if diffChance(c, 1, 4) {
+			st.WatchErr = diffErrorCodes[c.intn(len(diffErrorCodes))]
+		}
+		return st, true
 	case k < 66:
 		code := []int{410, 410, 500, 429}[c.intn(4)]
 		return diffStep{Kind: diffStepFail, Code: code, List: gen.relist(), RV: gen.g.nextRV()}, true
