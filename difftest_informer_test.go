@@ -1,18 +1,23 @@
 package informer
 
 // Differential test of Informer[T] against client-go v0.37.2's
-// SharedIndexInformer (default feature gates; both sides list+watch, as the
-// fake declares streaming lists unsupported).
+// SharedIndexInformer with its default feature gates. Both sides use
+// list+watch, or (in a third of the scenarios) both use streaming lists:
+// the fake declares them unsupported or supported to both alike.
 //
-// A scenario is an initial list, handlers added before Run, and steps: watch
-// events (adds, updates, deletes, repeated resource versions, deletes of
-// unknown objects, re-creations under a new UID), bookmarks, watch ends (normal close, "410 Gone", 500, 429) with
-// a new list for the relist, time advances (resyncs), handlers added,
-// removed and shut down while running, and handlers blocked in a call while
-// events pile up. Each side records, per handler, every call (callback, key,
-// UID, resource versions, isInInitialList, final-state-unknown, resync) and
-// after every step its HasSynced, LastSyncResourceVersion, store resource
-// version, store content, per-handler HasSynced and call count.
+// A scenario is an initial list (whose first requests may fail), handlers
+// added before Run, and steps: watch events (adds, updates, deletes,
+// repeated resource versions, deletes of unknown objects, re-creations
+// under a new UID), bookmarks, watch ends (normal close, possibly followed
+// by a failing watch request; Error events "410 Gone", 500, 429) with a new
+// list for the relist, time advances (resyncs), handlers added, removed and
+// shut down while running, and handlers blocked in a call while events pile
+// up. Each side records, per handler, every call (callback, key, UID,
+// resource versions, isInInitialList, final-state-unknown, resync) and after
+// every step its HasSynced, LastSyncResourceVersion, store resource version,
+// store content, whether it is watching, the errors it reported to its
+// watch error handler, per-handler HasSynced and call count. synctest also
+// checks that no goroutine of either informer outlives Run.
 //
 // Determinism: each scenario runs in a testing/synctest bubble. Time is
 // virtual and only moves when the harness sleeps; after every step the
@@ -27,16 +32,22 @@ package informer
 //   - A relist restarts the reflector's resync timer at that jittered
 //     instant, which would make resync timing differ between the sides. So
 //     scenarios with resync ("resync mode") never relist after the initial
-//     list: no "410"/500 errors and no closes of a watch that is younger
-//     than a second without events (client-go relists after such a "very
-//     short watch"). 429 errors only re-watch, which keeps the resync timer.
-//     Scenarios without resync have no timer and exercise every relist.
+//     list: no "410"/500 errors, no failing initial list, and no closes of a
+//     watch that is younger than a second without events (client-go relists
+//     after such a "very short watch"). 429 errors only re-watch, which
+//     keeps the resync timer. Scenarios without resync have no timer and
+//     exercise every relist.
 //   - Resyncs then fire at exact multiples of the check period counted from
 //     the initial list at time 0, and steps happen at instants that are
 //     diffStepOffset off those multiples, so a step never coincides with a
 //     resync: which resyncs happened before a step is exact.
 //   - Orders that client-go leaves to Go's map iteration are normalized in
-//     diffNormalizeNotes (the only place), see there.
+//     diffNormalize (the only place), see there.
+//   - client-go reports some failures through utilruntime.HandleError,
+//     whose rate limiter sleeps for a time computed from a process-wide
+//     timestamp, arbitrary in a bubble: the harness installs its own watch
+//     error handler, and transform failures are tested in real time
+//     (TestDiffInformerTransformFailures).
 
 import (
 	"fmt"
