@@ -101,9 +101,11 @@ type diffStep struct {
 	// D is the advance of the clock.
 	D time.Duration
 	// ID names a handler; Resync is its requested resync period (nil: the
-	// informer's default).
+	// informer's default). Blocked: the handler's first call blocks (in its
+	// initial adds) until released.
 	ID       int
 	Resync   *time.Duration
+	Blocked  bool
 	Shutdown bool
 }
 
@@ -123,6 +125,9 @@ func (s diffStep) String() string {
 	case diffStepAdvance:
 		return "Advance " + s.D.String()
 	case diffStepAddHandler:
+		if s.Blocked {
+			return fmt.Sprintf("AddHandler h%d resync=%s, blocking in its first call", s.ID, diffPeriodString(s.Resync))
+		}
 		return fmt.Sprintf("AddHandler h%d resync=%s", s.ID, diffPeriodString(s.Resync))
 	case diffStepRemoveHandler:
 		if s.Shutdown {
@@ -148,10 +153,11 @@ func diffPeriodString(p *time.Duration) string {
 // expired resource version, server error, too many requests.
 var diffErrorCodes = []int{410, 500, 429}
 
-// diffHandlerSpec is a handler added before Run.
+// diffHandlerSpec is a handler added before Run; Blocked as in diffStep.
 type diffHandlerSpec struct {
-	ID     int
-	Resync *time.Duration
+	ID      int
+	Resync  *time.Duration
+	Blocked bool
 }
 
 // diffInformerScenario is a generated informer scenario.
@@ -177,7 +183,11 @@ func (s diffInformerScenario) String() string {
 		fmt.Fprintf(&b, "  the first list requests fail with %v\n", s.InitialFailures)
 	}
 	for _, h := range s.Handlers {
-		fmt.Fprintf(&b, "  handler h%d resync=%s (added before Run)\n", h.ID, diffPeriodString(h.Resync))
+		blocked := ""
+		if h.Blocked {
+			blocked = ", blocking in its first call"
+		}
+		fmt.Fprintf(&b, "  handler h%d resync=%s (added before Run)%s\n", h.ID, diffPeriodString(h.Resync), blocked)
 	}
 	for i, st := range s.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, st)
@@ -297,8 +307,12 @@ func (gen *diffInformerGen) generate() diffInformerScenario {
 	}
 	gen.setStore(sc.InitialList)
 	for range 1 + c.intn(3) {
-		sc.Handlers = append(sc.Handlers, diffHandlerSpec{ID: gen.nextID, Resync: gen.resyncPeriod()})
-		gen.active[gen.nextID] = true
+		spec := diffHandlerSpec{ID: gen.nextID, Resync: gen.resyncPeriod(), Blocked: diffChance(c, 1, 8)}
+		sc.Handlers = append(sc.Handlers, spec)
+		gen.active[spec.ID] = true
+		if spec.Blocked {
+			gen.gated[spec.ID] = true
+		}
 		gen.nextID++
 	}
 	n := 5 + c.intn(20)
@@ -342,6 +356,9 @@ func (gen *diffInformerGen) apply(st diffStep) {
 		}
 	case diffStepAddHandler:
 		gen.active[st.ID] = true
+		if st.Blocked {
+			gen.gated[st.ID] = true
+		}
 	case diffStepRemoveHandler:
 		delete(gen.active, st.ID) // a gate stays armed until released
 	case diffStepArmGate:
@@ -457,7 +474,7 @@ func (gen *diffInformerGen) step() (diffStep, bool) {
 			return diffStep{}, false
 		}
 		gen.nextID++
-		return diffStep{Kind: diffStepAddHandler, ID: gen.nextID - 1, Resync: gen.resyncPeriod()}, true
+		return diffStep{Kind: diffStepAddHandler, ID: gen.nextID - 1, Resync: gen.resyncPeriod(), Blocked: diffChance(c, 1, 6)}, true
 	case k < 85:
 		id, ok := gen.pickHandler(gen.active)
 		// Shutting down waits for the handler: not while it may be blocked.
