@@ -50,7 +50,8 @@ type diffInformerTrace struct {
 	States []diffInformerState
 	// Notes are the calls each handler received, normalized.
 	Notes map[int][]diffNote
-	// Errors are failed handler registrations and removals.
+	// Errors are failed handler registrations and removals, and how the
+	// stopped informer treats them.
 	Errors []string
 }
 
@@ -150,6 +151,7 @@ func (r *diffRunner) run(cancel context.CancelFunc) [2]diffInformerTrace {
 	}
 	cancel()
 	runs.Wait()
+	r.afterStop()
 	r.cov.add("scenarios", 1)
 	if r.sc.ResyncMode {
 		r.cov.add("scenarios in resync mode", 1)
@@ -185,6 +187,22 @@ func diffPods(list []diffObj) []*corev1.Pod {
 		pods[i] = o.pod()
 	}
 	return pods
+}
+
+// afterStop records whether each stopped informer refuses a new handler and
+// accepts the removal of a registered one.
+func (r *diffRunner) afterStop() {
+	for i, side := range r.sides {
+		_, addErr := side.addHandler(&diffRecorder{}, nil)
+		r.traces[i].Errors = append(r.traces[i].Errors, fmt.Sprintf("adding a handler after stop fails: %v", addErr != nil))
+		for _, h := range r.handlers {
+			if h.handle[i] != nil && !h.removed {
+				err := side.removeHandler(h.handle[i], false)
+				r.traces[i].Errors = append(r.traces[i].Errors, fmt.Sprintf("removing h%d after stop fails: %v", h.id, err != nil))
+				break
+			}
+		}
+	}
 }
 
 // handler returns the registered handler id, or nil.
