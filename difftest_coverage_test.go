@@ -62,3 +62,21 @@ func (c *diffCoverage) report() string {
 	}
 	return b.String()
 }
+
+// cover counts a step that ran.
+func (r *diffRunner) cover(st diffStep, relisted bool) {
+	name := "step: " + strings.Fields(st.String())[0]
+	switch st.Kind {
+	case diffStepFail:
+		name = fmt.Sprintf("step: FailWatch %d", st.Code)
+	case diffStepClose:
+		name = "step: CloseWatch"
+		if st.WatchErr != 0 {
+			name += fmt.Sprintf(", next watch request fails %d", st.WatchErr)
+		}
+		if relisted {
+			name += " (relist)"
+		}
+	}
+	r.cov.add(name, 1)
+}

@@ -6,15 +6,11 @@ package informer
 import (
 	"context"
 	"fmt"
-	"reflect"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
@@ -307,88 +303,6 @@ func (r *diffRunner) step(st diffStep) {
 	r.record(st.String(), noWatch)
 }
 
-// counts returns, per handler and side, how many calls it got so far.
-func (r *diffRunner) counts() map[*diffHandlerRun][2]int {
-	counts := map[*diffHandlerRun][2]int{}
-	for _, h := range r.handlers {
-		counts[h] = [2]int{h.rec[0].count(), h.rec[1].count()}
-	}
-	return counts
-}
-
-// diffCalls counts the requests a fake received: lists (list requests and
-// streaming watch requests) and watch requests (streaming or not).
-type diffCalls struct{ lists, watches int }
-
-func (r *diffRunner) callCounts() [2]diffCalls {
-	var counts [2]diffCalls
-	for i, side := range r.sides {
-		for _, call := range side.fake().Calls() {
-			streaming := call.Options.SendInitialEvents != nil && *call.Options.SendInitialEvents
-			if call.Verb == "list" || streaming {
-				counts[i].lists++
-			}
-			if call.Verb == "watch" {
-				counts[i].watches++
-			}
-		}
-	}
-	return counts
-}
-
-// noteLists records, if a list was requested during the step, that the
-// calls each handler got since before came from a list being applied. A
-// blocked handler has not got them all yet: its range is closed by
-// closeLists when it is released.
-func (r *diffRunner) noteLists(before map[*diffHandlerRun][2]int, relisted bool) {
-	if !relisted {
-		return
-	}
-	for _, h := range r.handlers {
-		if len(h.gates) > 0 {
-			if !h.listOpen {
-				h.listOpen, h.openList = true, before[h]
-			}
-			continue
-		}
-		for i := range r.sides {
-			if from, to := before[h][i], h.rec[i].count(); to > from {
-				h.lists[i] = append(h.lists[i], [2]int{from, to})
-			}
-		}
-	}
-}
-
-// closeLists closes h's open list range, once h has been released and is
-// idle.
-func (r *diffRunner) closeLists(h *diffHandlerRun) {
-	if !h.listOpen {
-		return
-	}
-	h.listOpen = false
-	for i := range r.sides {
-		h.lists[i] = append(h.lists[i], [2]int{h.openList[i], h.rec[i].count()})
-	}
-}
-
-// cover counts a step that ran.
-func (r *diffRunner) cover(st diffStep, relisted bool) {
-	name := "step: " + strings.Fields(st.String())[0]
-	switch st.Kind {
-	case diffStepFail:
-		name = fmt.Sprintf("step: FailWatch %d", st.Code)
-	case diffStepClose:
-		name = "step: CloseWatch"
-		if st.WatchErr != 0 {
-			name += fmt.Sprintf(", next watch request fails %d", st.WatchErr)
-		}
-		if relisted {
-			name += " (relist)"
-		}
-	}
-	r.cov.add(name, 1)
-}
-
 // sendToWatch delivers st to fake's open watch and reports whether there
 // was one. The harness never blocks waiting for a watch: that would let the
 // bubble's clock run.
@@ -457,71 +371,4 @@ func (r *diffRunner) record(step string, noWatch [2]bool) {
 		}
 		r.traces[i].States = append(r.traces[i].States, s)
 	}
-}
-
-// diffCompareInformers runs sc and returns a description of how the sides
-// differ (empty if they do not): cmp.Diff of the traces (-client-go +ours),
-// or the failure of the run.
-func diffCompareInformers(t *testing.T, sc diffInformerScenario, cov *diffCoverage) string {
-	traces, failure := diffRunInformers(t, sc, cov)
-	if failure != "" {
-		return failure
-	}
-	if reflect.DeepEqual(traces[0], traces[1]) {
-		return "" // fast path: cmp.Diff costs more than the scenario
-	}
-	return cmp.Diff(traces[0], traces[1])
-}
-
-// diffCheckInformers runs one scenario and, on a difference, shrinks it and
-// reports the seed (or fuzz input), the smallest failing scenario and the
-// diff.
-func diffCheckInformers(t *testing.T, what string, sc diffInformerScenario, cov *diffCoverage) bool {
-	t.Helper()
-	diff := diffCompareInformers(t, sc, cov)
-	if diff == "" {
-		return true
-	}
-	small := sc
-	small.Steps = diffShrink(sc.Steps, func(steps []diffStep) bool {
-		c := sc
-		c.Steps = steps
-		return diffCompareInformers(t, c, nil) != ""
-	})
-	t.Errorf("Informer differs from client-go's SharedIndexInformer for %s.\nSmallest failing scenario:\n%s(-client-go +ours):\n%s",
-		what, small, diffCompareInformers(t, small, nil))
-	return false
-}
-
-// TestDiffInformer runs DIFFTEST_SCENARIOS (default 10,000) random
-// scenarios through both informers, in parallel shards. Replay one with
-// DIFFTEST_SEED=<seed> DIFFTEST_SCENARIOS=1.
-func TestDiffInformer(t *testing.T) {
-	t.Parallel()
-	first, n := diffFirstSeed(t), uint64(diffScenarioCount(t))
-	shards := uint64(max(1, min(2*runtime.GOMAXPROCS(0), 8)))
-	cov := &diffCoverage{}
-	t.Cleanup(func() { t.Logf("What the scenarios exercised (client-go's side):\n%s", cov.report()) })
-	for shard := range shards {
-		t.Run(fmt.Sprintf("shard%d", shard), func(t *testing.T) {
-			t.Parallel()
-			failures := 0
-			for seed := first + shard; seed < first+n; seed += shards {
-				sc := diffGenInformerScenario(newDiffSeeded(seed))
-				if !diffCheckInformers(t, fmt.Sprintf("seed %d (DIFFTEST_SEED=%d DIFFTEST_SCENARIOS=1)", seed, seed), sc, cov) {
-					if failures++; failures == 3 {
-						t.Fatal("stopping after 3 failing scenarios")
-					}
-				}
-			}
-		})
-	}
-}
-
-// FuzzDiffInformer is TestDiffInformer driven by fuzz input.
-func FuzzDiffInformer(f *testing.F) {
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		diffCheckInformers(t, fmt.Sprintf("fuzz input %q", data), diffGenInformerScenario(&diffBytes{data: data}), nil)
-	})
 }

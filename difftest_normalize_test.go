@@ -132,3 +132,70 @@ func diffBoolRank(b bool) int {
 	}
 	return 0
 }
+
+// The runner finds the ranges of calls a list produced (the input of the
+// streamed-list rule above) by counting calls and list requests.
+
+// counts returns, per handler and side, how many calls it got so far.
+func (r *diffRunner) counts() map[*diffHandlerRun][2]int {
+	counts := map[*diffHandlerRun][2]int{}
+	for _, h := range r.handlers {
+		counts[h] = [2]int{h.rec[0].count(), h.rec[1].count()}
+	}
+	return counts
+}
+
+// diffCalls counts the requests a fake received: lists (list requests and
+// streaming watch requests) and watch requests (streaming or not).
+type diffCalls struct{ lists, watches int }
+
+func (r *diffRunner) callCounts() [2]diffCalls {
+	var counts [2]diffCalls
+	for i, side := range r.sides {
+		for _, call := range side.fake().Calls() {
+			streaming := call.Options.SendInitialEvents != nil && *call.Options.SendInitialEvents
+			if call.Verb == "list" || streaming {
+				counts[i].lists++
+			}
+			if call.Verb == "watch" {
+				counts[i].watches++
+			}
+		}
+	}
+	return counts
+}
+
+// noteLists records, if a list was requested during the step, that the
+// calls each handler got since before came from a list being applied. A
+// blocked handler has not got them all yet: its range is closed by
+// closeLists when it is released.
+func (r *diffRunner) noteLists(before map[*diffHandlerRun][2]int, relisted bool) {
+	if !relisted {
+		return
+	}
+	for _, h := range r.handlers {
+		if len(h.gates) > 0 {
+			if !h.listOpen {
+				h.listOpen, h.openList = true, before[h]
+			}
+			continue
+		}
+		for i := range r.sides {
+			if from, to := before[h][i], h.rec[i].count(); to > from {
+				h.lists[i] = append(h.lists[i], [2]int{from, to})
+			}
+		}
+	}
+}
+
+// closeLists closes h's open list range, once h has been released and is
+// idle.
+func (r *diffRunner) closeLists(h *diffHandlerRun) {
+	if !h.listOpen {
+		return
+	}
+	h.listOpen = false
+	for i := range r.sides {
+		h.lists[i] = append(h.lists[i], [2]int{h.openList[i], h.rec[i].count()})
+	}
+}
