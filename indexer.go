@@ -3,7 +3,9 @@ package informer
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Indexer is a thread-safe, typed store of objects keyed by namespace and
@@ -20,16 +22,31 @@ type Indexer[T Object] struct {
 	c       *contents[T]
 	indexes []userIndex[T] // position i owns the postings with owner i
 	rv      string
+
+	// seed hashes names in every content the Indexer ever holds, so that a
+	// name's hash can be computed without the lock.
+	seed maphash.Seed
+	// published is a copy of indexes for prepareWrite, which takes no lock;
+	// replaced whenever indexes grows.
+	published atomic.Pointer[[]userIndex[T]]
 }
 
 // NewIndexer returns an empty Indexer maintaining the given indexes.
 func NewIndexer[T Object](indexers Indexers[T]) *Indexer[T] {
-	s := &Indexer[T]{}
+	s := &Indexer[T]{seed: maphash.MakeSeed()}
 	for _, name := range sortedNames(indexers) {
 		s.indexes = append(s.indexes, userIndex[T]{name: name, fn: indexers[name]})
 	}
-	s.c = newContents[T](len(s.indexes), 0, maphash.MakeSeed())
+	s.publishIndexes()
+	s.c = newContents[T](len(s.indexes), 0, s.seed)
 	return s
+}
+
+// publishIndexes makes the current indexes visible to prepareWrite. s.mu
+// must be held, or s not yet shared.
+func (s *Indexer[T]) publishIndexes() {
+	published := slices.Clone(s.indexes)
+	s.published.Store(&published)
 }
 
 // Add stores obj, replacing any object stored under the same namespace and
@@ -156,16 +173,17 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 	if err := checkObject(obj); err != nil {
 		return old, false, fmt.Errorf("storing: %w", err)
 	}
-	name := NameOf(obj)
+	p := writePrep{name: NameOf(obj), rv: obj.GetResourceVersion(), labels: obj.GetLabels()}
+	p.hash = hashObjectName(s.seed, p.name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var buf [4][]string
-	values, err := indexValues(s.indexes, obj, name, buf[:0])
+	values, err := indexValues(s.indexes, obj, p.name, buf[:0])
 	if err != nil {
 		return old, false, err
 	}
-	old, existed = s.c.put(name, obj, values)
-	s.rv = obj.GetResourceVersion()
+	old, _, existed = s.c.put(obj, &p, values)
+	s.rv = p.rv
 	return old, existed, nil
 }
 
@@ -204,9 +222,9 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 		// for the swap. Indexes are only ever appended, so the build is
 		// current if their number has not changed meanwhile.
 		s.mu.RLock()
-		indexes, seed := s.indexes, s.c.entries.seed
+		indexes := s.indexes
 		s.mu.RUnlock()
-		fresh, err := buildContents(indexes, items, seed)
+		fresh, err := buildContents(indexes, items, s.seed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("replacing: %w", err)
 		}
@@ -229,12 +247,13 @@ func buildContents[T Object](indexes []userIndex[T], items []T, seed maphash.See
 	fresh := newContents[T](len(indexes), len(items), seed)
 	var buf [4][]string
 	for _, obj := range items {
-		name := NameOf(obj)
-		values, err := indexValues(indexes, obj, name, buf[:0])
+		p := writePrep{name: NameOf(obj), rv: obj.GetResourceVersion(), labels: obj.GetLabels()}
+		p.hash = hashObjectName(seed, p.name)
+		values, err := indexValues(indexes, obj, p.name, buf[:0])
 		if err != nil {
 			return nil, err
 		}
-		fresh.put(name, obj, values)
+		fresh.put(obj, &p, values)
 	}
 	return fresh, nil
 }

@@ -179,6 +179,7 @@ func (s *Indexer[T]) AddIndexers(newIndexers Indexers[T]) error {
 		}
 	}
 	s.indexes = append(s.indexes, added...)
+	s.publishIndexes()
 	for range added {
 		s.c.buckets = append(s.c.buckets, map[string]*posting[T]{})
 	}

@@ -111,7 +111,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) *Inform
 		noWatchList:       opts.DisableWatchList,
 		resyncCheckPeriod: opts.ResyncPeriod,
 		transform:         opts.Transform,
-		queue:             newEventQueue[T](nil, klog.Background()),
+		queue:             newEventQueue(indexer, nil, klog.Background()),
 		notes:             make([]notification[T], 0, dispatchChunk),
 	}
 	i.proc.clock = clk
@@ -200,25 +200,24 @@ func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 // are still part of the initial list. i.dispatchMu must be held; it is
 // released and retaken between records when notifications were handed over.
 func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T], initial bool) bool {
-	for k := range records {
+	for k := 0; k < len(records); {
 		rec := &records[k]
 		switch rec.op {
-		case opAdd, opUpdate:
-			i.applyUpsert(logger, rec.op, rec.obj, initial)
-		case opDelete:
-			if err := i.indexer.Delete(rec.obj); err != nil {
-				i.storeFailed(logger, err, rec.op, rec.obj)
-				continue
-			}
-			i.note(notification[T]{kind: notifyDelete, obj: rec.obj})
+		case opAdd, opUpdate, opDelete:
+			k += i.applyWrites(logger, records[k:min(k+maxWritesPerLock, len(records))], initial)
 		case opReplace:
 			i.applyReplace(logger, rec.bulk, initial)
+			k++
 		case opResync:
 			for _, obj := range i.indexer.List() {
 				i.note(notification[T]{kind: notifyUpdate, old: obj, obj: obj, resync: true})
 			}
+			k++
 		case opBookmark:
 			i.indexer.Bookmark(rec.bulk.resourceVersion)
+			k++
+		default:
+			k++
 		}
 		if rec.firstList {
 			// Synced only once the listeners hold every initial add, so
@@ -227,7 +226,7 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			i.queue.markSynced()
 			initial = false
 		}
-		if len(i.notes) > 0 && len(i.notes) >= dispatchChunk/2 {
+		if len(i.notes) >= dispatchChunk/2 {
 			// Between records everything stored has been handed over: let
 			// a handler that is being added join here.
 			i.flush()
@@ -239,18 +238,40 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 	return initial
 }
 
-// applyUpsert stores obj and notes an add or an update.
-func (i *Informer[T]) applyUpsert(logger klog.Logger, op queueOp, obj T, initial bool) {
-	old, existed, err := i.indexer.upsert(obj)
-	if err != nil {
-		i.storeFailed(logger, err, op, obj)
-		return
+// maxWritesPerLock is the most events applied to the cache under one lock:
+// enough to amortize the lock, short enough that readers barely wait.
+const maxWritesPerLock = 64
+
+// applyWrites applies the leading add, update and delete records of records
+// to the cache under one lock, notes their notifications, and returns how
+// many it applied. Notes are never handed over here: a listener that blocks
+// must not hold the cache's lock. The caller keeps fewer than dispatchChunk
+// - maxWritesPerLock notes pending, so the buffer never grows.
+func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
+	i.indexer.beginWrites()
+	n := 0
+	for ; n < len(records) && records[n].op.isWrite(); n++ {
+		rec := &records[n]
+		if rec.op == opDelete {
+			i.indexer.deletePrepared(&rec.prep)
+			i.notes = append(i.notes, notification[T]{kind: notifyDelete, obj: rec.obj})
+			continue
+		}
+		old, oldRV, existed, err := i.indexer.putPrepared(rec.obj, &rec.prep)
+		switch {
+		case err != nil:
+			i.storeFailed(logger, err, rec.op, rec.obj)
+		case existed:
+			// Only handlers due for a resync get an update that changes
+			// nothing (see isResync).
+			resync := i.filterResync && oldRV == rec.prep.rv
+			i.notes = append(i.notes, notification[T]{kind: notifyUpdate, old: old, obj: rec.obj, resync: resync})
+		default:
+			i.notes = append(i.notes, notification[T]{kind: notifyAdd, obj: rec.obj, initial: initial})
+		}
 	}
-	if existed {
-		i.note(notification[T]{kind: notifyUpdate, old: old, obj: obj, resync: i.isResync(old, obj)})
-		return
-	}
-	i.note(notification[T]{kind: notifyAdd, obj: obj, initial: initial})
+	i.indexer.endWrites()
+	return n
 }
 
 // applyReplace swaps the cache for a complete list, then notes a

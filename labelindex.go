@@ -29,16 +29,17 @@ func (c *contents[T]) joinLabel(e *entry[T], key, value string) {
 	c.join(e, p)
 }
 
-// relabel moves e to the label lists of newLabels. It compares newLabels
-// with the lists e is on, not with the previous object's map, so that the
-// index stays exact even if that map was modified in place. Updates usually
-// keep the labels (often the very map), which costs one lookup per label.
-func (c *contents[T]) relabel(e *entry[T], newLabels map[string]string) {
-	e.labels = newLabels
+// relabel moves e to the label lists of the object p describes. It
+// compares p's labels with the lists e is on, not with the previous
+// object's map, so that the index stays exact even if that map was modified
+// in place. Updates usually keep the labels, which costs one comparison per
+// label.
+func (c *contents[T]) relabel(e *entry[T], p *writePrep) {
+	e.labels = p.labels
 	kept := 0
 	for slot := 0; slot < len(e.members); {
 		if m := &e.members[slot]; m.owner == ownerLabel {
-			if v, ok := newLabels[m.p.label.key]; ok && v == m.p.value {
+			if p.hasLabel(m.p.label.key, m.p.value) {
 				kept++
 			} else {
 				c.leave(e, slot)
@@ -47,10 +48,18 @@ func (c *contents[T]) relabel(e *entry[T], newLabels map[string]string) {
 		}
 		slot++
 	}
-	if kept == len(newLabels) {
+	if kept == p.labelCount() {
 		return // every label is still filed
 	}
-	for k, v := range newLabels {
+	if p.pairs != nil {
+		for _, lp := range p.pairs {
+			if !c.filedUnder(e, lp.key, lp.value) {
+				c.joinLabel(e, lp.key, lp.value)
+			}
+		}
+		return
+	}
+	for k, v := range p.labels {
 		if !c.filedUnder(e, k, v) {
 			c.joinLabel(e, k, v)
 		}

@@ -40,18 +40,19 @@ func slotsFor(n int) int {
 	return slots
 }
 
-// hashName hashes name's cache key without building it on the heap.
-func (t *nameTable[T]) hashName(name ObjectName) uint64 {
+// hashObjectName hashes name's cache key with seed, without building the
+// key on the heap.
+func hashObjectName(seed maphash.Seed, name ObjectName) uint64 {
 	if name.Namespace == "" {
-		return maphash.String(t.seed, name.Name)
+		return maphash.String(seed, name.Name)
 	}
 	var buf [128]byte
 	if len(name.Namespace)+1+len(name.Name) <= len(buf) {
 		key := append(append(append(buf[:0], name.Namespace...), '/'), name.Name...)
-		return maphash.Bytes(t.seed, key)
+		return maphash.Bytes(seed, key)
 	}
 	var h maphash.Hash
-	h.SetSeed(t.seed)
+	h.SetSeed(seed)
 	h.WriteString(name.Namespace)
 	h.WriteByte('/')
 	h.WriteString(name.Name)
@@ -60,7 +61,7 @@ func (t *nameTable[T]) hashName(name ObjectName) uint64 {
 
 // get returns the entry stored under name, or nil.
 func (t *nameTable[T]) get(name ObjectName) *entry[T] {
-	return t.find(t.hashName(name), name)
+	return t.find(hashObjectName(t.seed, name), name)
 }
 
 // getKey returns the entry whose cache key is key. The key is hashed and
@@ -104,7 +105,7 @@ func (t *nameTable[T]) find(hash uint64, name ObjectName) *entry[T] {
 }
 
 // insert adds e, whose name must not be in the table and whose hash must
-// be t.hashName(e.name).
+// be hashObjectName(t.seed, e.name).
 func (t *nameTable[T]) insert(e *entry[T]) {
 	if (t.count+1)*4 > len(t.slots)*3 {
 		t.resize(len(t.slots) * 2)

@@ -19,7 +19,7 @@ func (t *nameTable[T]) check() error {
 			continue
 		}
 		n++
-		if s.hash != t.hashName(s.e.name) || s.e.hash != s.hash {
+		if s.hash != hashObjectName(t.seed, s.e.name) || s.e.hash != s.hash {
 			return fmt.Errorf("entry %s has a stale hash", s.e.name)
 		}
 		if t.get(s.e.name) != s.e {
@@ -38,7 +38,7 @@ func tableEntry(namespace, name string) *entry[*corev1.Pod] {
 
 // insertNew hashes e's name and inserts it, as contents.put does.
 func (t *nameTable[T]) insertNew(e *entry[T]) {
-	e.hash = t.hashName(e.name)
+	e.hash = hashObjectName(t.seed, e.name)
 	t.insert(e)
 }
 

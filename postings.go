@@ -49,9 +49,13 @@ const inlineMembers = 8
 
 // entry is one stored object with its memberships.
 type entry[T Object] struct {
-	obj     T
-	name    ObjectName
-	hash    uint64            // the name's hash in the name table
+	obj  T
+	name ObjectName
+	hash uint64 // the name's hash in the name table
+	// rv is obj's resource version, kept so that comparing versions on an
+	// update does not read the old object, which is rarely still in the CPU
+	// caches.
+	rv      string
 	labels  map[string]string // obj's labels, as indexed
 	members []membership[T]
 	inline  [inlineMembers]membership[T]
@@ -81,40 +85,46 @@ func newContents[T Object](indexes, size int, seed maphash.Seed) *contents[T] {
 	return c
 }
 
-// put stores obj under name with the given index values (one slice per
-// user index) and returns the object it replaced.
-func (c *contents[T]) put(name ObjectName, obj T, values [][]string) (old T, existed bool) {
-	hash := c.entries.hashName(name)
-	e := c.entries.find(hash, name)
+// put stores obj under p.name with the given index values (one slice per
+// user index) and returns the object it replaced and that object's resource
+// version.
+func (c *contents[T]) put(obj T, p *writePrep, values [][]string) (old T, oldRV string, existed bool) {
+	e := c.entries.find(p.hash, p.name)
 	if e == nil {
-		e = &entry[T]{obj: obj, name: name, hash: hash, labels: obj.GetLabels()}
+		e = &entry[T]{obj: obj, name: p.name, hash: p.hash, rv: p.rv, labels: p.labels}
 		e.members = e.inline[:0]
 		c.entries.insert(e)
 		c.join(e, c.all)
-		ns := c.namespaces[name.Namespace]
+		ns := c.namespaces[p.name.Namespace]
 		if ns == nil {
-			ns = &posting[T]{owner: ownerNamespace, value: name.Namespace}
-			c.namespaces[name.Namespace] = ns
+			ns = &posting[T]{owner: ownerNamespace, value: p.name.Namespace}
+			c.namespaces[p.name.Namespace] = ns
 		}
 		c.join(e, ns)
 		for i, v := range values {
 			c.joinIndex(e, i, v)
 		}
-		for k, v := range e.labels {
-			c.joinLabel(e, k, v)
+		if p.pairs != nil {
+			for _, lp := range p.pairs {
+				c.joinLabel(e, lp.key, lp.value)
+			}
+		} else {
+			for k, v := range p.labels {
+				c.joinLabel(e, k, v)
+			}
 		}
-		return old, false
+		return old, "", false
 	}
-	old = e.obj
+	old, oldRV = e.obj, e.rv
 	for i, v := range values {
 		c.reindex(e, i, v)
 	}
-	c.relabel(e, obj.GetLabels())
-	e.obj = obj
+	c.relabel(e, p)
+	e.obj, e.rv = obj, p.rv
 	for _, m := range e.members {
 		m.p.items[m.pos].obj = obj
 	}
-	return old, true
+	return old, oldRV, true
 }
 
 // removeEntry takes e off every list and out of the store.

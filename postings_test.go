@@ -77,6 +77,9 @@ func (s *Indexer[T]) checkInvariants() error {
 		if NameOf(e.obj) != name || c.entries.get(name) != e {
 			return fmt.Errorf("entry %s is stored under %s", NameOf(e.obj), name)
 		}
+		if e.rv != e.obj.GetResourceVersion() {
+			return fmt.Errorf("entry %s keeps resource version %q, its object has %q", name, e.rv, e.obj.GetResourceVersion())
+		}
 		want := []*posting[T]{c.all, c.namespaces[name.Namespace]}
 		for k, v := range e.obj.GetLabels() {
 			want = append(want, c.labels[k].values[v])

@@ -29,6 +29,11 @@ const (
 	opBookmark
 )
 
+// isWrite reports whether the operation stores or deletes one object.
+func (op queueOp) isWrite() bool {
+	return op == opAdd || op == opUpdate || op == opDelete
+}
+
 // String returns the name of the operation, for logs.
 func (op queueOp) String() string {
 	switch op {
@@ -50,8 +55,8 @@ func (op queueOp) String() string {
 }
 
 // queueRecord is one entry of the queue, held by value. Watch events, the
-// bulk of the traffic, only use obj; the rarer replace and bookmark records
-// carry their payload behind a pointer to keep every record small.
+// bulk of the traffic, use obj and prep; the rarer replace and bookmark
+// records carry their payload behind a pointer.
 type queueRecord[T Object] struct {
 	obj  T
 	bulk *bulkRecord[T]
@@ -59,6 +64,10 @@ type queueRecord[T Object] struct {
 	// firstList marks the first complete list: the queue is synced once the
 	// informer has processed it.
 	firstList bool
+	// prep is the cache's part of an add, update or delete, computed when
+	// the record is queued; its slices point into the chunk's arenas. Unset
+	// when the queue has no cache.
+	prep writePrep
 }
 
 // bulkRecord is the payload of a replace or bookmark record.
@@ -82,6 +91,11 @@ type queueChunk[T Object] struct {
 	records [queueChunkSize]queueRecord[T]
 	n       int
 	next    *queueChunk[T]
+	// pairs and values hold the labels and index values of the records'
+	// preps, so that preparing a record allocates nothing once the chunk
+	// has been used.
+	pairs  []labelPair
+	values [][]string
 }
 
 // items returns the chunk's records.
@@ -120,6 +134,8 @@ type eventQueue[T Object] struct {
 	transform       TransformFunc[T]
 	logger          klog.Logger
 	transformErrors atomic.Int64
+	// store prepares the cache's part of each event (nil: no preparation).
+	store *Indexer[T]
 
 	synced     atomic.Bool
 	syncedOnce sync.Once
@@ -132,9 +148,11 @@ var _ ReflectorStore[*metav1.PartialObjectMetadata] = (*eventQueue[*metav1.Parti
 // value (a nil pointer) without an error.
 var errTransformReturnedNothing = errors.New("transform returned no object")
 
-// newEventQueue returns an empty queue. transform may be nil.
-func newEventQueue[T Object](transform TransformFunc[T], logger klog.Logger) *eventQueue[T] {
+// newEventQueue returns an empty queue whose events are prepared for store
+// (see writePrep). store and transform may be nil.
+func newEventQueue[T Object](store *Indexer[T], transform TransformFunc[T], logger klog.Logger) *eventQueue[T] {
 	q := &eventQueue[T]{
+		store:     store,
 		transform: transform,
 		logger:    logger,
 		syncedCh:  make(chan struct{}),
@@ -152,13 +170,26 @@ func (q *eventQueue[T]) Update(obj T) error { return q.addEvent(opUpdate, obj) }
 // Delete queues a Deleted event for obj.
 func (q *eventQueue[T]) Delete(obj T) error { return q.addEvent(opDelete, obj) }
 
-// addEvent transforms obj and queues it. A transform error is logged and
-// counted and the event is dropped: returning it would only make the
-// reflector log it again.
+// errNilObject rejects an event without an object.
+var errNilObject = errors.New("event without an object")
+
+// addEvent transforms obj, prepares its cache write and queues it. A
+// transform error is logged and counted and the event is dropped: returning
+// it would only make the reflector log it again.
 func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
+	var zero T
+	if obj == zero {
+		return errNilObject
+	}
 	obj, ok := q.transformed(op, obj)
 	if !ok {
 		return nil
+	}
+	rec := queueRecord[T]{op: op, obj: obj}
+	var buf [4][]string
+	var values [][]string
+	if q.store != nil {
+		values = q.store.prepareWrite(obj, op != opDelete, &rec.prep, buf[:0])
 	}
 	q.mu.Lock()
 	if !q.populated {
@@ -167,9 +198,29 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 		q.populated = true
 		q.markSynced()
 	}
-	q.appendLocked(queueRecord[T]{op: op, obj: obj})
+	q.appendPreparedLocked(rec, values)
 	q.mu.Unlock()
 	return nil
+}
+
+// appendPreparedLocked queues rec, copying its index values and labels into
+// the chunk's arenas. q.mu must be held.
+func (q *eventQueue[T]) appendPreparedLocked(rec queueRecord[T], values [][]string) {
+	c := q.appendLocked(rec)
+	if c == nil || q.store == nil || rec.op == opDelete {
+		return
+	}
+	p := &c.records[c.n-1].prep
+	if p.indexCount >= 0 {
+		start := len(c.values)
+		c.values = append(c.values, values...)
+		p.values = c.values[start:len(c.values):len(c.values)]
+	}
+	if len(p.labels) > 0 {
+		start := len(c.pairs)
+		c.pairs = appendLabelPairs(c.pairs, p.labels)
+		p.pairs = c.pairs[start:len(c.pairs):len(c.pairs)]
+	}
 }
 
 // Replace queues a complete list at resourceVersion as one record. The queue
@@ -243,11 +294,12 @@ func (q *eventQueue[T]) callTransform(obj T) (out T, err error) {
 	return q.transform(obj)
 }
 
-// appendLocked adds rec at the end of the queue and wakes the consumer if
-// it is waiting. q.mu must be held.
-func (q *eventQueue[T]) appendLocked(rec queueRecord[T]) {
+// appendLocked adds rec at the end of the queue, wakes the consumer if it
+// is waiting and returns the chunk holding rec (nil if the queue is
+// closed). q.mu must be held.
+func (q *eventQueue[T]) appendLocked(rec queueRecord[T]) *queueChunk[T] {
 	if q.closed {
-		return
+		return nil
 	}
 	if q.tail == nil || q.tail.n == queueChunkSize {
 		c := q.free
@@ -270,6 +322,7 @@ func (q *eventQueue[T]) appendLocked(rec queueRecord[T]) {
 	if q.waiting {
 		q.ready.Signal()
 	}
+	return q.tail
 }
 
 // next blocks until records are pending and returns all of them, oldest
@@ -299,7 +352,9 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 	for c := batch; c != nil; {
 		next := c.next
 		clear(c.items())
-		c.n, c.next = 0, nil
+		clear(c.pairs)
+		clear(c.values)
+		c.n, c.next, c.pairs, c.values = 0, nil, c.pairs[:0], c.values[:0]
 		q.mu.Lock()
 		if q.freeCount < maxFreeChunks {
 			c.next = q.free

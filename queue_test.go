@@ -69,7 +69,7 @@ func queueNext(t *testing.T, q *eventQueue[*corev1.Pod]) []string {
 
 func newTestQueue(t *testing.T, transform TransformFunc[*corev1.Pod]) *eventQueue[*corev1.Pod] {
 	logger, _ := ktesting.NewTestContext(t)
-	return newEventQueue(transform, logger)
+	return newEventQueue(nil, transform, logger)
 }
 
 func TestEventQueueKeepsEveryEventInOrder(t *testing.T) {
@@ -249,7 +249,7 @@ func TestEventQueueNextTakesEverythingAndCloseUnblocks(t *testing.T) {
 
 func TestEventQueueConcurrentProducersKeepTheirOrder(t *testing.T) {
 	// client-go's TestRealFIFO_basic.
-	q := newEventQueue[*corev1.Pod](nil, klog.Background())
+	q := newEventQueue[*corev1.Pod](nil, nil, klog.Background())
 	const perProducer = 500
 	var wg sync.WaitGroup
 	for _, producer := range []string{"a", "b"} {
@@ -278,16 +278,57 @@ func TestEventQueueConcurrentProducersKeepTheirOrder(t *testing.T) {
 }
 
 func TestEventQueueSteadyTrafficAllocatesNothing(t *testing.T) {
-	q := newEventQueue[*corev1.Pod](nil, klog.Background())
-	pod := plPod("", "a", "1")
-	allocs := testing.AllocsPerRun(100, func() {
-		for range 3 * queueChunkSize / 2 {
-			_ = q.Update(pod)
+	for _, store := range []*Indexer[*corev1.Pod]{nil, NewIndexer[*corev1.Pod](nil)} {
+		q := newEventQueue(store, nil, klog.Background())
+		pod := plPod("", "a", "1")
+		pod.Labels = map[string]string{"app": "a", "tier": "t"}
+		allocs := testing.AllocsPerRun(100, func() {
+			for range 3 * queueChunkSize / 2 {
+				_ = q.Update(pod)
+			}
+			batch, _ := q.next()
+			q.recycle(batch)
+		})
+		if allocs != 0 {
+			t.Errorf("with store %v: allocations per round = %v, want 0", store != nil, allocs)
 		}
-		batch, _ := q.next()
-		q.recycle(batch)
-	})
-	if allocs != 0 {
-		t.Fatalf("allocations per round = %v, want 0", allocs)
+	}
+}
+
+func TestEventQueuePreparesWritesForItsStore(t *testing.T) {
+	store := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	q := newEventQueue(store, nil, klog.Background())
+	pods := []*corev1.Pod{
+		testPod("ns", "a", "1", map[string]string{"app": "a"}, "n1"),
+		testPod("ns", "b", "2", nil, "n2"),
+	}
+	plMust(t, q.Add(pods[0]))
+	plMust(t, q.Update(pods[1]))
+	plMust(t, q.Delete(pods[0]))
+	if err := q.Add(nil); !errors.Is(err, errNilObject) {
+		t.Errorf("Add(nil) = %v, want %v", err, errNilObject)
+	}
+	batch, _ := q.next()
+	defer q.recycle(batch)
+	type prepView struct {
+		Name       ObjectName
+		Hash       bool
+		RV         string
+		Pairs      []labelPair
+		Values     [][]string
+		IndexCount int
+	}
+	var got []prepView
+	for rec := range queueRecords(batch) {
+		p := rec.prep
+		got = append(got, prepView{p.name, p.hash == hashObjectName(store.seed, p.name), p.rv, p.pairs, p.values, p.indexCount})
+	}
+	want := []prepView{
+		{ObjectName{Namespace: "ns", Name: "a"}, true, "1", []labelPair{{"app", "a"}}, [][]string{{"n1"}}, 1},
+		{ObjectName{Namespace: "ns", Name: "b"}, true, "2", nil, [][]string{{"n2"}}, 1},
+		{ObjectName{Namespace: "ns", Name: "a"}, true, "1", nil, nil, -1},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(labelPair{})); diff != "" {
+		t.Errorf("prepared writes (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,176 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// preparedWrite stores (store true) or deletes obj in s the way the
+// informer does: prepared without the lock, labels copied as pairs when
+// withPairs, then applied under beginWrites.
+func preparedWrite(s *Indexer[*corev1.Pod], obj *corev1.Pod, store, withPairs bool) (old *corev1.Pod, oldRV string, existed bool, err error) {
+	var p writePrep
+	values := s.prepareWrite(obj, store, &p, nil)
+	if p.indexCount >= 0 {
+		p.values = values
+	}
+	if store && withPairs && len(p.labels) > 0 {
+		p.pairs = appendLabelPairs(nil, p.labels)
+	}
+	s.beginWrites()
+	defer s.endWrites()
+	if !store {
+		s.deletePrepared(&p)
+		return nil, "", false, nil
+	}
+	return s.putPrepared(obj, &p)
+}
+
+// indexerView renders everything an Indexer answers, for comparing two.
+func indexerView(t *testing.T, s *Indexer[*corev1.Pod]) map[string][]string {
+	t.Helper()
+	mustCheck(t, s)
+	view := map[string][]string{"all": versionsOf(s.List()), "rv": {s.LastStoreSyncResourceVersion()}}
+	for value, keys := range indexContent(t, s, "byNode") {
+		view["byNode="+value] = keys
+	}
+	for _, sel := range []string{"app=a", "app in (a,b),tier!=x", "tier", "!app"} {
+		view["select "+sel] = keysOf(s.Select("", mustParse(t, sel)))
+	}
+	return view
+}
+
+func TestPreparedWritesMatchPlainWrites(t *testing.T) {
+	many := map[string]string{}
+	for i := range 2 * maxScannedPairs {
+		many[fmt.Sprintf("k%d", i)] = "v"
+	}
+	labelSets := []map[string]string{
+		nil, {"app": "a"}, {"app": "b", "tier": "x"}, {"tier": "y"}, many,
+		{"app": "a", "tier": "x", "k1": "v"},
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	plain := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	prepared := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	for i := range 2000 {
+		pod := testPod("ns", fmt.Sprintf("p%d", rnd.IntN(30)), fmt.Sprint(i),
+			labelSets[rnd.IntN(len(labelSets))], fmt.Sprintf("n%d", rnd.IntN(3)))
+		store, withPairs := rnd.IntN(4) != 0, rnd.IntN(2) == 0
+		var wantOld *corev1.Pod
+		var wantExisted bool
+		if store {
+			var err error
+			if wantOld, wantExisted, err = plain.upsert(pod); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := plain.Delete(pod); err != nil {
+			t.Fatal(err)
+		}
+		old, oldRV, existed, err := preparedWrite(prepared, pod, store, withPairs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old != wantOld || existed != wantExisted || (existed && oldRV != old.ResourceVersion) {
+			t.Fatalf("write %d: put returned (%v, %q, %v), want (%v, %v)", i, old, oldRV, existed, wantOld, wantExisted)
+		}
+		if i%100 == 0 {
+			if diff := cmp.Diff(indexerView(t, plain), indexerView(t, prepared)); diff != "" {
+				t.Fatalf("after write %d (-plain +prepared):\n%s", i, diff)
+			}
+		}
+	}
+}
+
+func TestPutPreparedIndexesWhatWasAddedSince(t *testing.T) {
+	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	pod := testPod("ns", "a", "1", nil, "n1")
+	var p writePrep
+	p.values = s.prepareWrite(pod, true, &p, nil)
+	if err := s.AddIndexers(Indexers[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
+		return []string{p.Name}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	s.beginWrites()
+	_, _, _, err := s.putPrepared(pod, &p)
+	s.endWrites()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+	for _, index := range []string{"byNode", "byName"} {
+		got, err := s.Index(index, pod)
+		if diff := cmp.Diff([]string{"ns/a"}, keysOf(got)); err != nil || diff != "" {
+			t.Errorf("Index(%s): err %v (-want +got):\n%s", index, err, diff)
+		}
+	}
+}
+
+func TestPutPreparedReportsAFailingIndexFunction(t *testing.T) {
+	errBad := errors.New("bad pod")
+	s := NewIndexer(Indexers[*corev1.Pod]{"strict": func(p *corev1.Pod) ([]string, error) {
+		if p.Spec.NodeName == "" {
+			return nil, errBad
+		}
+		return []string{p.Spec.NodeName}, nil
+	}})
+	_, _, _, err := preparedWrite(s, testPod("ns", "a", "1", nil, ""), true, true)
+	if !errors.Is(err, errBad) {
+		t.Fatalf("putPrepared error = %v, want %v", err, errBad)
+	}
+	if diff := cmp.Diff([]string{}, versionsOf(s.List())); diff != "" {
+		t.Errorf("a failed write changed the store (-want +got):\n%s", diff)
+	}
+	mustCheck(t, s)
+}
+
+func TestWritePrepHasLabel(t *testing.T) {
+	many := map[string]string{}
+	for i := range maxScannedPairs + 1 {
+		many[fmt.Sprintf("k%d", i)] = fmt.Sprint(i)
+	}
+	for _, labels := range []map[string]string{{"k0": "0", "k1": "1"}, many} {
+		for _, p := range []writePrep{{labels: labels}, {labels: labels, pairs: appendLabelPairs(nil, labels)}} {
+			got := []bool{p.hasLabel("k0", "0"), p.hasLabel("k1", "1"), p.hasLabel("k0", "1"), p.hasLabel("x", "0")}
+			if diff := cmp.Diff([]bool{true, true, false, false}, got); diff != "" {
+				t.Errorf("hasLabel with %d labels, pairs %v (-want +got):\n%s", len(labels), p.pairs != nil, diff)
+			}
+			if p.labelCount() != len(labels) {
+				t.Errorf("labelCount = %d, want %d", p.labelCount(), len(labels))
+			}
+		}
+	}
+}
+
+func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Indexers: Indexers[*corev1.Pod]{
+		"strict": func(p *corev1.Pod) ([]string, error) {
+			if p.Name == "bad" {
+				return nil, errors.New("bad pod")
+			}
+			return []string{p.Name}, nil
+		},
+	}})
+	lw.SetList("1")
+	rec := newPLRecorder()
+	_, err := inf.AddEventHandler(rec)
+	plMust(t, err)
+	plRun(t, inf)
+	ctx := plCtx(t)
+	plMust(t, lw.Add(ctx, plPod("ns", "a", "2")))
+	plMust(t, lw.Add(ctx, plPod("ns", "bad", "3")))
+	plMust(t, lw.Modify(ctx, plPod("ns", "a", "4")))
+	plMust(t, lw.Delete(ctx, plPod("ns", "bad", "5")))
+	rec.expect(t, plAdd("ns/a", "2", false), plUpdate("ns/a", "2", "4"), plDelete("ns/bad", "5", false))
+	if diff := cmp.Diff(InformerStats{StoreErrors: 1}, inf.Stats()); diff != "" {
+		t.Errorf("Stats (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ns/a@4"}, versionsOf(inf.Indexer().List())); diff != "" {
+		t.Errorf("cache (-want +got):\n%s", diff)
+	}
+}
