@@ -134,49 +134,44 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 		defer watchdog.stop()
 	}
 	events := w.ResultChan()
+	// A streaming list's initial events end at a bookmark after which the
+	// watch goes on elsewhere: take them one at a time.
+	receiver := newEventReceiver[T](events, receiveBatch)
+	if untilInitialEventsEnd {
+		receiver = newEventReceiver[T](events, 1)
+	}
 	pastInitialEvents := false
 	count := 0
-	inARow := 0
 	for {
-		event, ok, received := watch.Event{}, false, false
-		if inARow < maxEventsWithoutSelect {
-			// A busy watch usually has events waiting: a plain receive
-			// costs a fraction of the select below.
-			select {
-			case event, ok = <-events:
-				received = true
-				inARow++
-			default:
-			}
-		}
+		ev, received := receiver.next()
 		if !received {
-			inARow = 0
 			select {
 			case <-ctx.Done():
 				return initialEventsEnded, errStopRequested
 			case <-watchdog.C():
 				watchdog.check(ctx, r.clock.Now())
-				continue
 			case <-resync.C():
 				if err := resync.fire(ctx); err != nil {
 					return initialEventsEnded, err
 				}
-				continue
-			case event, ok = <-events:
+			case event, open := <-events:
+				receiver.add(event, open)
 			}
+			continue
 		}
-		if !ok {
+		if ev.closed {
 			if count == 0 && r.clock.Since(start) < time.Second {
 				return initialEventsEnded, errVeryShortWatch
 			}
 			klog.FromContext(ctx).V(4).Info("Watch closed", "events", count)
 			return initialEventsEnded, nil
 		}
+		event := ev.Event
 		if event.Type == watch.Error {
 			r.counters.errorEvents.Add(1)
 			return initialEventsEnded, apierrors.FromObject(event.Object)
 		}
-		obj, ok := r.acceptEvent(ctx, event)
+		obj, ok := r.acceptEvent(ctx, ev)
 		if !ok {
 			continue
 		}
@@ -200,20 +195,15 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 	}
 }
 
-// maxEventsWithoutSelect bounds the events handleEvents takes in a row
-// without also waiting on its context and timers, so that a watch that is
-// never idle still stops and resyncs on time.
-const maxEventsWithoutSelect = 64
-
 // acceptEvent returns the event's object if it is a T the store can take;
 // otherwise it logs and counts the event and returns false.
-func (r *Reflector[T]) acceptEvent(ctx context.Context, event watch.Event) (T, bool) {
+func (r *Reflector[T]) acceptEvent(ctx context.Context, ev receivedEvent[T]) (T, bool) {
 	var zero T
+	event, obj := ev.Event, ev.obj
 	if event.Object == nil {
 		return zero, r.dropEvent(ctx, &r.counters.nilObject, "Dropping a watch event without an object", event.Type)
 	}
-	obj, ok := event.Object.(T)
-	if !ok {
+	if !ev.isT {
 		return zero, r.dropEvent(ctx, &r.counters.wrongType, "Dropping a watch event with an object of an unexpected type", event.Type,
 			"objectType", fmt.Sprintf("%T", event.Object))
 	}
