@@ -86,6 +86,9 @@ type Informer[T Object] struct {
 	// then must resync updates be told apart (dispatcher only).
 	filterResync bool
 	storeErrors  atomic.Int64
+	// warmed accumulates what warmWrites returns, so that its loads are
+	// used (dispatcher only).
+	warmed int
 }
 
 // dispatchChunk is the number of notifications the dispatcher collects
@@ -249,6 +252,7 @@ const maxWritesPerLock = 64
 // - maxWritesPerLock notes pending, so the buffer never grows.
 func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
 	i.indexer.beginWrites()
+	i.warmed += i.indexer.warmWrites(records)
 	n := 0
 	for ; n < len(records) && records[n].op.isWrite(); n++ {
 		rec := &records[n]
