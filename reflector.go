@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -77,7 +78,7 @@ type ReflectorOptions struct {
 // is also logged.
 type ReflectorStats struct {
 	// WrongTypeEvents counts watch events whose object is not a T (or has an
-	// unexpected GVK or is a Table).
+	// unexpected GVK or is an unstructured Table).
 	WrongTypeEvents uint64
 	// NilObjectEvents counts watch events without an object.
 	NilObjectEvents uint64
@@ -130,6 +131,12 @@ type Reflector[T Object] struct {
 	running           atomic.Bool
 	counters          reflectorCounters
 
+	// checkKind says that watch events' objects must have their kind
+	// checked: against expectedGVK if set, and for the Table kind if T is
+	// *unstructured.Unstructured. Decoding a kind costs a string parse per
+	// event, so it is skipped when neither applies.
+	checkKind bool
+
 	// paginatedResult records that the first list (at "0") came back in
 	// pages: the server does not serve lists from its watch cache, so later
 	// lists keep paginating. Only Run's goroutine uses it.
@@ -170,6 +177,8 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 	if r.name == "" {
 		r.name = r.typeDescription
 	}
+	_, unstructuredT := any(zero).(*unstructured.Unstructured)
+	r.checkKind = unstructuredT || r.expectedGVK != nil
 	if r.watchErrorHandler == nil {
 		r.watchErrorHandler = DefaultWatchErrorHandler
 	}

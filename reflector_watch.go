@@ -210,8 +210,10 @@ func (r *Reflector[T]) acceptEvent(ctx context.Context, ev receivedEvent[T]) (T,
 	if obj == zero {
 		return zero, r.dropEvent(ctx, &r.counters.nilObject, "Dropping a watch event with a nil object", event.Type)
 	}
-	if gvk := obj.GetObjectKind().GroupVersionKind(); isTableKind(gvk.Group, gvk.Kind) || (r.expectedGVK != nil && *r.expectedGVK != gvk) {
-		return zero, r.dropEvent(ctx, &r.counters.wrongType, "Dropping a watch event with an object of an unexpected kind", event.Type, "gvk", gvk)
+	if r.checkKind {
+		if gvk := obj.GetObjectKind().GroupVersionKind(); isTableKind(gvk.Group, gvk.Kind) || (r.expectedGVK != nil && *r.expectedGVK != gvk) {
+			return zero, r.dropEvent(ctx, &r.counters.wrongType, "Dropping a watch event with an object of an unexpected kind", event.Type, "gvk", gvk)
+		}
 	}
 	switch event.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
@@ -255,7 +257,8 @@ func (r *Reflector[T]) deliver(ctx context.Context, sink eventSink[T], eventType
 }
 
 // isTableKind reports the meta.k8s.io Table kind, which a watch returns when
-// asked for tables; informers cannot store it.
+// asked for tables; informers cannot store it. Only objects whose kind is
+// data, *unstructured.Unstructured, can carry it (as in client-go).
 func isTableKind(group, kind string) bool {
 	return group == metav1.GroupName && kind == "Table"
 }

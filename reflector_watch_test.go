@@ -152,7 +152,6 @@ func TestReflectorResyncWhileBackingOff(t *testing.T) {
 }
 
 func TestReflectorExpectedGVK(t *testing.T) {
-	reflectorLeakCheck(t)
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	object := func(kind schema.GroupVersionKind, name, rv string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -162,39 +161,63 @@ func TestReflectorExpectedGVK(t *testing.T) {
 		u.SetResourceVersion(rv)
 		return u
 	}
-	lw := NewFakeListerWatcher[*unstructured.Unstructured]()
-	lw.SetList("7")
-	store := newRecordingStore[*unstructured.Unstructured]()
-	r := NewReflector[*unstructured.Unstructured](lw, store, ReflectorOptions{
-		DisableWatchList: true,
-		ExpectedGVK:      &gvk,
-		Clock:            clocktesting.NewFakeClock(time.Unix(0, 0)),
-	})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.Run(ctx)
-	}()
-	defer func() {
+	// Without an expected kind, only a Table is dropped (as in client-go).
+	for _, tc := range []struct {
+		expected *schema.GroupVersionKind
+		want     []storeCall
+		dropped  uint64
+	}{
+		{&gvk, []storeCall{{Op: "replace", Keys: []string{}, RV: "7"}, {Op: "add", Keys: []string{"ns/widget"}, RV: "10"}}, 2},
+		{nil, []storeCall{
+			{Op: "replace", Keys: []string{}, RV: "7"},
+			{Op: "add", Keys: []string{"ns/gadget"}, RV: "8"},
+			{Op: "add", Keys: []string{"ns/widget"}, RV: "10"},
+		}, 1},
+	} {
+		reflectorLeakCheck(t)
+		lw := NewFakeListerWatcher[*unstructured.Unstructured]()
+		lw.SetList("7")
+		store := newRecordingStore[*unstructured.Unstructured]()
+		r := NewReflector[*unstructured.Unstructured](lw, store, ReflectorOptions{
+			DisableWatchList: true,
+			ExpectedGVK:      tc.expected,
+			Clock:            clocktesting.NewFakeClock(time.Unix(0, 0)),
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.Run(ctx)
+		}()
+		table := metav1.SchemeGroupVersion.WithKind("Table")
+		for _, obj := range []*unstructured.Unstructured{
+			object(gvk.GroupVersion().WithKind("Gadget"), "gadget", "8"),
+			object(table, "table", "9"),
+			object(gvk, "widget", "10"),
+		} {
+			if err := lw.Add(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		diffOrFail(t, "store calls", tc.want, store.waitFor(t, len(tc.want)))
+		diffOrFail(t, "stats", ReflectorStats{WrongTypeEvents: tc.dropped}, r.Stats())
 		cancel()
 		<-done
-	}()
-	table := metav1.SchemeGroupVersion.WithKind("Table")
-	for _, obj := range []*unstructured.Unstructured{
-		object(gvk.GroupVersion().WithKind("Gadget"), "gadget", "8"),
-		object(table, "table", "9"),
-		object(gvk, "widget", "10"),
-	} {
-		if err := lw.Add(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
 	}
+}
+
+func TestReflectorKeepsTypedObjectsWhateverTheirKind(t *testing.T) {
+	// client-go only checks the kind of unstructured objects.
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	pod := fakePod("ns", "p", "8")
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}
+	h.must(h.lw.Add(h.ctx, pod))
 	diffOrFail(t, "store calls", []storeCall{
 		{Op: "replace", Keys: []string{}, RV: "7"},
-		{Op: "add", Keys: []string{"ns/widget"}, RV: "10"},
-	}, store.waitFor(t, 2))
-	diffOrFail(t, "stats", ReflectorStats{WrongTypeEvents: 2}, r.Stats())
+		{Op: "add", Keys: []string{"ns/p"}, RV: "8"},
+	}, h.store.waitFor(t, 2))
 }
 
 func TestReflectorNormalWatchCloseRewatchesWithoutRelist(t *testing.T) {
