@@ -212,15 +212,29 @@ func (q *eventQueue[T]) appendPreparedLocked(rec queueRecord[T], values [][]stri
 	}
 	p := &c.records[c.n-1].prep
 	if p.indexCount >= 0 {
+		if c.values == nil {
+			c.values = make([][]string, 0, arenaSize(len(values)))
+		}
 		start := len(c.values)
 		c.values = append(c.values, values...)
 		p.values = c.values[start:len(c.values):len(c.values)]
 	}
 	if len(p.labels) > 0 {
+		if c.pairs == nil {
+			c.pairs = make([]labelPair, 0, arenaSize(len(p.labels)))
+		}
 		start := len(c.pairs)
 		c.pairs = appendLabelPairs(c.pairs, p.labels)
 		p.pairs = c.pairs[start:len(c.pairs):len(c.pairs)]
 	}
+}
+
+// arenaSize is the capacity a chunk's arena starts with when its first
+// record needs perRecord elements: enough for a whole chunk of records like
+// it, since the objects of one informer tend to look alike. An arena that
+// must grow beyond it still does.
+func arenaSize(perRecord int) int {
+	return queueChunkSize * perRecord
 }
 
 // Replace queues a complete list at resourceVersion as one record. The queue
