@@ -146,31 +146,3 @@ func TestWritePrepHasLabel(t *testing.T) {
 		}
 	}
 }
-
-func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Indexers: Indexers[*corev1.Pod]{
-		"strict": func(p *corev1.Pod) ([]string, error) {
-			if p.Name == "bad" {
-				return nil, errors.New("bad pod")
-			}
-			return []string{p.Name}, nil
-		},
-	}})
-	lw.SetList("1")
-	rec := newPLRecorder()
-	_, err := inf.AddEventHandler(rec)
-	plMust(t, err)
-	plRun(t, inf)
-	ctx := plCtx(t)
-	plMust(t, lw.Add(ctx, plPod("ns", "a", "2")))
-	plMust(t, lw.Add(ctx, plPod("ns", "bad", "3")))
-	plMust(t, lw.Modify(ctx, plPod("ns", "a", "4")))
-	plMust(t, lw.Delete(ctx, plPod("ns", "bad", "5")))
-	rec.expect(t, plAdd("ns/a", "2", false), plUpdate("ns/a", "2", "4"), plDelete("ns/bad", "5", false))
-	if diff := cmp.Diff(InformerStats{StoreErrors: 1}, inf.Stats()); diff != "" {
-		t.Errorf("Stats (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"ns/a@4"}, versionsOf(inf.Indexer().List())); diff != "" {
-		t.Errorf("cache (-want +got):\n%s", diff)
-	}
-}

@@ -1,0 +1,176 @@
+package informer
+
+import "k8s.io/klog/v2"
+
+// The informer's dispatcher goroutine: it takes the queued records in
+// batches, applies them to the cache and hands the resulting notifications
+// to the listeners.
+
+// dispatchChunk is the number of notifications the dispatcher collects
+// before handing them to the listeners.
+const dispatchChunk = 512
+
+// dispatch applies queued records to the cache and hands the notifications
+// to the listeners until the queue is closed.
+func (i *Informer[T]) dispatch(logger klog.Logger) {
+	for {
+		batch, ok := i.queue.next()
+		if !ok {
+			return
+		}
+		i.process(logger, batch)
+		i.queue.recycle(batch)
+	}
+}
+
+// process applies a batch of records in order. The cache is always updated
+// before the listeners receive the corresponding notifications.
+func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
+	i.dispatchMu.Lock()
+	defer i.dispatchMu.Unlock()
+	i.filterResync = i.proc.anyNotDueForResync()
+	initial := !i.queue.hasSynced()
+	for chunk := batch; chunk != nil; chunk = chunk.next {
+		initial = i.processChunk(logger, chunk.items(), initial)
+	}
+	i.flush()
+}
+
+// processChunk applies records in order and returns whether the next records
+// are still part of the initial list. i.dispatchMu must be held; it is
+// released and retaken between records when notifications were handed over.
+func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T], initial bool) bool {
+	for k := 0; k < len(records); {
+		rec := &records[k]
+		switch rec.op {
+		case opAdd, opUpdate, opDelete:
+			k += i.applyWrites(logger, records[k:min(k+maxWritesPerLock, len(records))], initial)
+		case opReplace:
+			i.applyReplace(logger, rec.bulk, initial)
+			k++
+		case opResync:
+			for _, obj := range i.indexer.List() {
+				i.note(notification[T]{kind: notifyUpdate, old: obj, obj: obj, resync: true})
+			}
+			k++
+		case opBookmark:
+			i.indexer.Bookmark(rec.bulk.resourceVersion)
+			k++
+		default:
+			k++
+		}
+		if rec.firstList {
+			// Synced only once the listeners hold every initial add, so
+			// that a registration cannot report synced too early.
+			i.flush()
+			i.queue.markSynced()
+			initial = false
+		}
+		if len(i.notes) >= dispatchChunk/2 {
+			// Between records everything stored has been handed over: let
+			// a handler that is being added join here.
+			i.flush()
+			i.dispatchMu.Unlock()
+			i.dispatchMu.Lock()
+			i.filterResync = i.proc.anyNotDueForResync()
+		}
+	}
+	return initial
+}
+
+// maxWritesPerLock is the most events applied to the cache under one lock:
+// enough to amortize the lock, short enough that readers barely wait.
+const maxWritesPerLock = 64
+
+// applyWrites applies the leading add, update and delete records of records
+// to the cache under one lock, notes their notifications, and returns how
+// many it applied. Notes are never handed over here: a listener that blocks
+// must not hold the cache's lock. The caller keeps fewer than dispatchChunk
+// - maxWritesPerLock notes pending, so the buffer never grows.
+func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
+	i.indexer.beginWrites()
+	i.warmed += i.indexer.warmWrites(records)
+	n := 0
+	for ; n < len(records) && records[n].op.isWrite(); n++ {
+		rec := &records[n]
+		if rec.op == opDelete {
+			i.indexer.deletePrepared(&rec.prep)
+			i.notes = append(i.notes, notification[T]{kind: notifyDelete, obj: rec.obj})
+			continue
+		}
+		old, oldRV, existed, err := i.indexer.putPrepared(rec.obj, &rec.prep)
+		switch {
+		case err != nil:
+			i.storeFailed(logger, err, rec.op, rec.obj)
+		case existed:
+			// Only handlers due for a resync get an update that changes
+			// nothing (see isResync).
+			resync := i.filterResync && oldRV == rec.prep.rv
+			i.notes = append(i.notes, notification[T]{kind: notifyUpdate, old: old, obj: rec.obj, resync: resync})
+		default:
+			i.notes = append(i.notes, notification[T]{kind: notifyAdd, obj: rec.obj, initial: initial})
+		}
+	}
+	i.indexer.endWrites()
+	return n
+}
+
+// applyReplace swaps the cache for a complete list, then notes a
+// final-state-unknown deletion for every cached object missing from the
+// list, and an update or add for each listed object in list order.
+func (i *Informer[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], initial bool) {
+	removed, previous, err := i.indexer.replaceAll(bulk.list, bulk.resourceVersion)
+	if err != nil {
+		i.storeFailed(logger, err, opReplace, *new(T))
+		return
+	}
+	for _, obj := range removed {
+		i.note(notification[T]{kind: notifyDelete, obj: obj, finalStateUnknown: true})
+	}
+	var zero T
+	for k, obj := range bulk.list {
+		if previous != nil && previous[k] != zero {
+			old := previous[k]
+			i.note(notification[T]{kind: notifyUpdate, old: old, obj: obj, resync: i.isResync(old, obj)})
+			continue
+		}
+		i.note(notification[T]{kind: notifyAdd, obj: obj, initial: initial})
+	}
+}
+
+// isResync reports whether an update from old to obj is a resync update
+// (same resource version), which only handlers due for a resync receive.
+// When every handler is due the answer changes nothing, so it is not
+// computed: that saves reading the old object, which is rarely in the CPU
+// cache any more.
+func (i *Informer[T]) isResync(old, obj T) bool {
+	return i.filterResync && old.GetResourceVersion() == obj.GetResourceVersion()
+}
+
+// storeFailed logs and counts a record the cache rejected; its
+// notification is dropped, as in client-go.
+func (i *Informer[T]) storeFailed(logger klog.Logger, err error, op queueOp, obj T) {
+	i.storeErrors.Add(1)
+	var zero T
+	if obj == zero {
+		logger.Error(err, "Cache update failed, dropping the event", "event", op.String())
+		return
+	}
+	logger.Error(err, "Cache update failed, dropping the event", "event", op.String(), "object", klog.KObj(obj))
+}
+
+// note adds a notification to the current chunk, handing the chunk over
+// when it is full.
+func (i *Informer[T]) note(n notification[T]) {
+	i.notes = append(i.notes, n)
+	if len(i.notes) == dispatchChunk {
+		i.flush()
+	}
+}
+
+// flush hands the collected notifications to the listeners.
+func (i *Informer[T]) flush() {
+	i.proc.distribute(i.notes)
+	clear(i.notes)
+	i.notes = i.notes[:0]
+}

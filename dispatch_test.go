@@ -1,0 +1,90 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func TestDispatcherAppliesLongRunsOfWritesInOrder(t *testing.T) {
+	// Every event is waiting before Run, so the dispatcher gets them in
+	// large batches: runs of writes longer than maxWritesPerLock, more
+	// notifications than dispatchChunk, and a bookmark in the middle.
+	const pods = 3 * maxWritesPerLock
+	var events []watch.Event
+	var want []plEvent
+	rv := 1
+	next := func() string { rv++; return strconv.Itoa(rv) }
+	for i := range pods {
+		pod := plPod("ns", fmt.Sprintf("p%d", i), next())
+		events = append(events, watch.Event{Type: watch.Added, Object: pod})
+		want = append(want, plAdd("ns/"+pod.Name, pod.ResourceVersion, false))
+	}
+	bookmarkRV := next()
+	events = append(events, watch.Event{Type: watch.Bookmark, Object: plPod("", "", bookmarkRV)})
+	for i := range pods {
+		old := strconv.Itoa(2 + i)
+		pod := plPod("ns", fmt.Sprintf("p%d", i), next())
+		events = append(events, watch.Event{Type: watch.Modified, Object: pod})
+		want = append(want, plUpdate("ns/"+pod.Name, old, pod.ResourceVersion))
+	}
+	for i := 0; i < pods; i += 2 {
+		pod := plPod("ns", fmt.Sprintf("p%d", i), next())
+		events = append(events, watch.Event{Type: watch.Deleted, Object: pod})
+		want = append(want, plDelete("ns/"+pod.Name, pod.ResourceVersion, false))
+	}
+	lw := &prefilledLW{events: make(chan watch.Event, len(events))}
+	for _, e := range events {
+		lw.events <- e
+	}
+	inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
+		Indexers: Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
+	})
+	rec := newPLRecorder()
+	_, err := inf.AddEventHandler(rec)
+	plMust(t, err)
+	plRun(t, inf)
+	if diff := cmp.Diff(want, rec.waitFor(t, len(want))); diff != "" {
+		t.Fatalf("notifications (-want +got):\n%s", diff)
+	}
+	if got := len(inf.Indexer().List()); got != pods/2 {
+		t.Errorf("cache holds %d objects, want %d", got, pods/2)
+	}
+	if got, want := inf.Indexer().LastStoreSyncResourceVersion(), strconv.Itoa(rv); got != want {
+		t.Errorf("cache resource version = %s, want %s", got, want)
+	}
+	mustCheck(t, inf.Indexer())
+}
+
+func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Indexers: Indexers[*corev1.Pod]{
+		"strict": func(p *corev1.Pod) ([]string, error) {
+			if p.Name == "bad" {
+				return nil, errors.New("bad pod")
+			}
+			return []string{p.Name}, nil
+		},
+	}})
+	lw.SetList("1")
+	rec := newPLRecorder()
+	_, err := inf.AddEventHandler(rec)
+	plMust(t, err)
+	plRun(t, inf)
+	ctx := plCtx(t)
+	plMust(t, lw.Add(ctx, plPod("ns", "a", "2")))
+	plMust(t, lw.Add(ctx, plPod("ns", "bad", "3")))
+	plMust(t, lw.Modify(ctx, plPod("ns", "a", "4")))
+	plMust(t, lw.Delete(ctx, plPod("ns", "bad", "5")))
+	rec.expect(t, plAdd("ns/a", "2", false), plUpdate("ns/a", "2", "4"), plDelete("ns/bad", "5", false))
+	if diff := cmp.Diff(InformerStats{StoreErrors: 1}, inf.Stats()); diff != "" {
+		t.Errorf("Stats (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ns/a@4"}, versionsOf(inf.Indexer().List())); diff != "" {
+		t.Errorf("cache (-want +got):\n%s", diff)
+	}
+}
