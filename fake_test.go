@@ -1,12 +1,9 @@
 package informer
 
 import (
-	"bytes"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -18,41 +15,6 @@ import (
 
 func fakePod(namespace, name, resourceVersion string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}}
-}
-
-// reflectorLeakCheck fails t if, after the test, a goroutine other than the
-// caller's still runs code of this package. Goroutines may need a moment to
-// unwind after the code under test returned, so it retries for a while; it
-// never asserts timing.
-func reflectorLeakCheck(t *testing.T) {
-	t.Helper()
-	t.Cleanup(func() {
-		var stray []string
-		for range 200 {
-			stray = strayPackageGoroutines()
-			if len(stray) == 0 {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Errorf("%d goroutine(s) outlived the test:\n%s", len(stray), strings.Join(stray, "\n\n"))
-	})
-}
-
-// strayPackageGoroutines returns the stacks of goroutines other than the
-// caller's that run this package's code and are not a test's own goroutine.
-func strayPackageGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	stacks := bytes.Split(buf, []byte("\n\n"))
-	var stray []string
-	for _, s := range stacks[1:] { // the first stack is the caller's
-		stack := string(s)
-		if strings.Contains(stack, "kubetyped/informer") && !strings.Contains(stack, "testing.tRunner") {
-			stray = append(stray, stack)
-		}
-	}
-	return stray
 }
 
 func TestFakeListerWatcherListWhole(t *testing.T) {
@@ -159,7 +121,7 @@ func collectEvents(w watch.Interface) []watch.Event {
 }
 
 func TestFakeListerWatcherEvents(t *testing.T) {
-	reflectorLeakCheck(t)
+	expectNoGoroutineLeak(t)
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	a := fakePod("ns", "a", "11")
@@ -204,7 +166,7 @@ func TestFakeListerWatcherEvents(t *testing.T) {
 }
 
 func TestFakeListerWatcherFailWatchWithDecodeError(t *testing.T) {
-	reflectorLeakCheck(t)
+	expectNoGoroutineLeak(t)
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	w, err := lw.Watch(ctx, metav1.ListOptions{})
@@ -231,7 +193,7 @@ func TestFakeListerWatcherFailWatchWithDecodeError(t *testing.T) {
 }
 
 func TestFakeListerWatcherStreamingList(t *testing.T) {
-	reflectorLeakCheck(t)
+	expectNoGoroutineLeak(t)
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	a, b := fakePod("ns", "a", "1"), fakePod("ns", "b", "2")

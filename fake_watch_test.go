@@ -12,7 +12,7 @@ import (
 )
 
 func TestFakeListerWatcherCloseAndStop(t *testing.T) {
-	reflectorLeakCheck(t)
+	expectNoGoroutineLeak(t)
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	first, err := lw.Watch(ctx, metav1.ListOptions{})

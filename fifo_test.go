@@ -101,20 +101,6 @@ func fifoDrainDeltas(t *testing.T, f *DeltaFIFO[*corev1.Pod]) []Deltas[*corev1.P
 	return all
 }
 
-// fifoExpectNoLeak fails the test if it leaves more goroutines running
-// than it started with.
-func fifoExpectNoLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Errorf("goroutines leaked: %d running, %d before the test", runtime.NumGoroutine(), before)
-				return
-			}
-		}
-	})
-}
-
 // fifoLogger returns a logger writing to t and a func returning what it
 // has logged so far.
 func fifoLogger(t *testing.T) (*klog.Logger, func() string) {
@@ -164,7 +150,7 @@ func fifoDelta(t DeltaType, p *corev1.Pod) Delta[*corev1.Pod] {
 }
 
 func TestDeltaFIFOConcurrentProducersKeepTheirOrder(t *testing.T) {
-	fifoExpectNoLeak(t)
+	expectNoGoroutineLeak(t)
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	const amount = 500
 	done := make(chan struct{}, 2)
@@ -652,7 +638,7 @@ func TestDeltaFIFOHasSyncedCountsRelistDeletions(t *testing.T) {
 }
 
 func TestDeltaFIFOPopAfterClose(t *testing.T) {
-	fifoExpectNoLeak(t)
+	expectNoGoroutineLeak(t)
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	const waiters = 10
 	errs := make(chan error, waiters)
@@ -684,7 +670,7 @@ func TestDeltaFIFOPopAfterClose(t *testing.T) {
 }
 
 func TestDeltaFIFOPopStopsWithItsContext(t *testing.T) {
-	fifoExpectNoLeak(t)
+	expectNoGoroutineLeak(t)
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	fifoMust(t, f.Add(fifoPod("foo", "1")))
 

@@ -168,7 +168,7 @@ func (h *reflectorHarness) errorLogs() []string {
 // newReflectorHarness builds the harness; lw is configured by the caller
 // before start. Watch errors passed to the error handler are collected.
 func newReflectorHarness(t *testing.T, opts ReflectorOptions) *reflectorHarness {
-	reflectorLeakCheck(t)
+	expectNoGoroutineLeak(t)
 	h := &reflectorHarness{
 		t:     t,
 		lw:    NewFakeListerWatcher[*corev1.Pod](),

@@ -174,7 +174,7 @@ func TestReflectorExpectedGVK(t *testing.T) {
 			{Op: "add", Keys: []string{"ns/widget"}, RV: "10"},
 		}, 1},
 	} {
-		reflectorLeakCheck(t)
+		expectNoGoroutineLeak(t)
 		lw := NewFakeListerWatcher[*unstructured.Unstructured]()
 		lw.SetList("7")
 		store := newRecordingStore[*unstructured.Unstructured]()
