@@ -286,7 +286,7 @@ func docsCluster() *fakeAPIServer {
 		srv.Create(nodesResource, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	srv.Create(widgetsResource, newWidget("default", "small", 1))
-	srv.Create(deploymentsResource, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "api"}})
+	srv.Create(deploymentsResource, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "api", UID: "uid-of-api"}})
 	return srv
 }
 
