@@ -35,10 +35,10 @@ type Indexer[T Object] struct {
 func NewIndexer[T Object](indexers Indexers[T]) *Indexer[T] {
 	s := &Indexer[T]{seed: maphash.MakeSeed()}
 	for _, name := range sortedNames(indexers) {
-		s.indexes = append(s.indexes, userIndex[T]{name: name, fn: indexers[name]})
+		s.indexes = append(s.indexes, newUserIndex(name, indexers[name]))
 	}
 	s.publishIndexes()
-	s.c = newContents[T](len(s.indexes), 0, s.seed)
+	s.c = newContents(s.indexes, 0, s.seed)
 	return s
 }
 
@@ -244,7 +244,7 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 
 // buildContents indexes items in new contents.
 func buildContents[T Object](indexes []userIndex[T], items []T, seed maphash.Seed) (*contents[T], error) {
-	fresh := newContents[T](len(indexes), len(items), seed)
+	fresh := newContents(indexes, len(items), seed)
 	var buf [4][]string
 	for _, obj := range items {
 		p := writePrep{name: NameOf(obj), rv: obj.GetResourceVersion(), labels: obj.GetLabels()}

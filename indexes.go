@@ -2,9 +2,13 @@ package informer
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // IndexFunc computes the values under which obj is indexed. It may return
@@ -33,6 +37,39 @@ func MetaNamespaceIndexFunc[T Object](obj T) ([]string, error) {
 type userIndex[T Object] struct {
 	name string
 	fn   IndexFunc[T]
+	// byNamespace marks an index whose function is MetaNamespaceIndexFunc:
+	// its lists are the Indexer's own per-namespace lists, so its values are
+	// neither computed nor filed separately.
+	byNamespace bool
+}
+
+// newUserIndex returns the index name computed by fn.
+func newUserIndex[T Object](name string, fn IndexFunc[T]) userIndex[T] {
+	return userIndex[T]{name: name, fn: fn, byNamespace: isMetaNamespaceIndexFunc(fn)}
+}
+
+// metaNamespaceIndexFuncName is the symbol name of every instantiation of
+// MetaNamespaceIndexFunc taken as a value with a concrete type argument.
+var metaNamespaceIndexFuncName = funcName(MetaNamespaceIndexFunc[*metav1.PartialObjectMetadata])
+
+// isMetaNamespaceIndexFunc reports whether fn is MetaNamespaceIndexFunc,
+// whose values are always exactly the object's namespace. Function values
+// cannot be compared, and those of a generic function's instantiations
+// differ by the place that instantiated them, so the function is recognized
+// by its symbol name, which only MetaNamespaceIndexFunc's instantiations
+// have. A function that merely calls it is not recognized and is indexed
+// like any other.
+func isMetaNamespaceIndexFunc[T Object](fn IndexFunc[T]) bool {
+	return fn != nil && funcName(fn) == metaNamespaceIndexFuncName
+}
+
+// funcName returns the symbol name of the code of the function value fn.
+func funcName(fn any) string {
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return ""
+	}
+	return f.Name()
 }
 
 // Index returns the stored objects that share at least one value of the
@@ -163,7 +200,7 @@ func (s *Indexer[T]) AddIndexers(newIndexers Indexers[T]) error {
 	first := len(s.indexes)
 	added := make([]userIndex[T], len(names))
 	for j, name := range names {
-		added[j] = userIndex[T]{name: name, fn: newIndexers[name]}
+		added[j] = newUserIndex(name, newIndexers[name])
 	}
 	// Compute everything before changing anything so that an error leaves
 	// the store as it was.
@@ -171,6 +208,9 @@ func (s *Indexer[T]) AddIndexers(newIndexers Indexers[T]) error {
 	values := make([][]string, len(items)*len(added))
 	for n, it := range items {
 		for j, ix := range added {
+			if ix.byNamespace {
+				continue // filed under the namespace lists already
+			}
 			v, err := ix.fn(it.obj)
 			if err != nil {
 				return fmt.Errorf("adding index %q: object %s: %w", ix.name, it.e.name, err)
@@ -180,21 +220,27 @@ func (s *Indexer[T]) AddIndexers(newIndexers Indexers[T]) error {
 	}
 	s.indexes = append(s.indexes, added...)
 	s.publishIndexes()
-	for range added {
-		s.c.buckets = append(s.c.buckets, map[string]*posting[T]{})
+	for _, ix := range added {
+		s.c.addIndex(ix.byNamespace)
 	}
 	for n, it := range items {
-		for j := range added {
-			s.c.joinIndex(it.e, first+j, values[n*len(added)+j])
+		for j, ix := range added {
+			if !ix.byNamespace {
+				s.c.joinIndex(it.e, first+j, values[n*len(added)+j])
+			}
 		}
 	}
 	return nil
 }
 
 // indexValues appends to dst the values of every index for obj, in index
-// order.
+// order; nil for an index by namespace, which needs none.
 func indexValues[T Object](indexes []userIndex[T], obj T, name ObjectName, dst [][]string) ([][]string, error) {
 	for i := range indexes {
+		if indexes[i].byNamespace {
+			dst = append(dst, nil)
+			continue
+		}
 		v, err := indexes[i].call(obj, name)
 		if err != nil {
 			return nil, err

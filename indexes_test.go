@@ -2,6 +2,7 @@ package informer
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -277,5 +278,69 @@ func TestIndexerNilIndexFunc(t *testing.T) {
 	}
 	if got := s.List(); len(got) != 0 {
 		t.Errorf("stored %v", keysOf(got))
+	}
+}
+
+func TestIndexerNamespaceIndexUsesNamespaceLists(t *testing.T) {
+	lookalike := func(p *corev1.Pod) ([]string, error) { return MetaNamespaceIndexFunc(p) }
+	s := NewIndexer(Indexers[*corev1.Pod]{
+		NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod],
+		"lookalike":    lookalike,
+		"byNode":       byNode,
+	})
+	var flags []string
+	for _, ix := range s.indexes {
+		flags = append(flags, fmt.Sprintf("%s:%t", ix.name, ix.byNamespace))
+	}
+	if diff := cmp.Diff([]string{"byNode:false", "lookalike:false", "namespace:true"}, flags); diff != "" {
+		t.Fatalf("indexes recognized as by namespace (-want +got):\n%s", diff)
+	}
+	// The recognized index must always answer like the look-alike, which is
+	// filed like any other index.
+	check := func(step string) {
+		t.Helper()
+		mustCheck(t, s)
+		if diff := cmp.Diff(indexContent(t, s, "lookalike"), indexContent(t, s, NamespaceIndex)); diff != "" {
+			t.Errorf("%s: namespace index (-lookalike +namespace):\n%s", step, diff)
+		}
+	}
+	mustAdd(t, s, testPod("a", "p1", "1", nil, "n1"), testPod("a", "p2", "1", nil, "n1"),
+		testPod("b", "p1", "1", nil, "n2"), testPod("", "cluster", "1", nil, ""))
+	check("add")
+	if err := s.Update(testPod("b", "p1", "2", nil, "n3")); err != nil {
+		t.Fatal(err)
+	}
+	check("update")
+	if err := errors.Join(s.Delete(testPod("a", "p1", "3", nil, "")), s.Delete(testPod("b", "p1", "3", nil, ""))); err != nil {
+		t.Fatal(err)
+	}
+	check("delete")
+	got, err := s.ByIndex(NamespaceIndex, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a/p2"}, keysOf(got)); diff != "" {
+		t.Errorf("ByIndex(namespace, a) (-want +got):\n%s", diff)
+	}
+	got, err = s.Index(NamespaceIndex, testPod("", "other", "", nil, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"cluster"}, keysOf(got)); diff != "" {
+		t.Errorf("Index(namespace, cluster-scoped) (-want +got):\n%s", diff)
+	}
+	if err := s.AddIndexers(Indexers[*corev1.Pod]{"late": MetaNamespaceIndexFunc[*corev1.Pod]}); err != nil {
+		t.Fatal(err)
+	}
+	check("index added")
+	if diff := cmp.Diff(indexContent(t, s, "lookalike"), indexContent(t, s, "late")); diff != "" {
+		t.Errorf("added namespace index (-lookalike +late):\n%s", diff)
+	}
+	if err := s.Replace([]*corev1.Pod{testPod("c", "p9", "4", nil, ""), testPod("a", "p2", "4", nil, "")}, "4"); err != nil {
+		t.Fatal(err)
+	}
+	check("replace")
+	if diff := cmp.Diff(map[string][]string{"a": {"a/p2"}, "c": {"c/p9"}}, indexContent(t, s, "late")); diff != "" {
+		t.Errorf("after Replace (-want +got):\n%s", diff)
 	}
 }

@@ -69,20 +69,33 @@ type contents[T Object] struct {
 	namespaces map[string]*posting[T]
 	labels     map[string]*labelKey[T]
 	buckets    []map[string]*posting[T] // per user index, by value
+	// byNamespace marks the user indexes by namespace: their buckets map is
+	// namespaces itself, and nothing is filed in them separately.
+	byNamespace []bool
 }
 
-func newContents[T Object](indexes, size int, seed maphash.Seed) *contents[T] {
+// newContents returns empty contents for indexes, sized for size objects.
+func newContents[T Object](indexes []userIndex[T], size int, seed maphash.Seed) *contents[T] {
 	c := &contents[T]{
 		entries:    newNameTable[T](size, seed),
 		all:        &posting[T]{owner: ownerAll, items: make([]postingItem[T], 0, size)},
 		namespaces: map[string]*posting[T]{},
 		labels:     map[string]*labelKey[T]{},
-		buckets:    make([]map[string]*posting[T], indexes),
 	}
-	for i := range c.buckets {
-		c.buckets[i] = map[string]*posting[T]{}
+	for i := range indexes {
+		c.addIndex(indexes[i].byNamespace)
 	}
 	return c
+}
+
+// addIndex adds the (empty) buckets of one more user index.
+func (c *contents[T]) addIndex(byNamespace bool) {
+	buckets := c.namespaces
+	if !byNamespace {
+		buckets = map[string]*posting[T]{}
+	}
+	c.buckets = append(c.buckets, buckets)
+	c.byNamespace = append(c.byNamespace, byNamespace)
 }
 
 // put stores obj under p.name with the given index values (one slice per
@@ -102,7 +115,9 @@ func (c *contents[T]) put(obj T, p *writePrep, values [][]string) (old T, oldRV 
 		}
 		c.join(e, ns)
 		for i, v := range values {
-			c.joinIndex(e, i, v)
+			if !c.byNamespace[i] {
+				c.joinIndex(e, i, v)
+			}
 		}
 		if p.pairs != nil {
 			for _, lp := range p.pairs {
@@ -117,7 +132,9 @@ func (c *contents[T]) put(obj T, p *writePrep, values [][]string) (old T, oldRV 
 	}
 	old, oldRV = e.obj, e.rv
 	for i, v := range values {
-		c.reindex(e, i, v)
+		if !c.byNamespace[i] {
+			c.reindex(e, i, v)
+		}
 	}
 	c.relabel(e, p)
 	e.obj, e.rv = obj, p.rv

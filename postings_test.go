@@ -24,8 +24,8 @@ func (s *Indexer[T]) checkInvariants() error {
 	if c.entries.count != len(c.all.items) {
 		return fmt.Errorf("%d entries, %d on the list of all", c.entries.count, len(c.all.items))
 	}
-	if len(c.buckets) != len(s.indexes) {
-		return fmt.Errorf("%d bucket maps for %d indexes", len(c.buckets), len(s.indexes))
+	if len(c.buckets) != len(s.indexes) || len(c.byNamespace) != len(s.indexes) {
+		return fmt.Errorf("%d bucket maps, %d flags for %d indexes", len(c.buckets), len(c.byNamespace), len(s.indexes))
 	}
 	lists := []*posting[T]{c.all}
 	for ns, p := range c.namespaces {
@@ -51,6 +51,21 @@ func (s *Indexer[T]) checkInvariants() error {
 		}
 	}
 	for i, buckets := range c.buckets {
+		if c.byNamespace[i] != s.indexes[i].byNamespace {
+			return fmt.Errorf("index %d: contents say by namespace %t, index says %t", i, c.byNamespace[i], s.indexes[i].byNamespace)
+		}
+		if c.byNamespace[i] {
+			// The namespace lists themselves, checked above.
+			if len(buckets) != len(c.namespaces) {
+				return fmt.Errorf("index %d by namespace has %d values, %d namespaces", i, len(buckets), len(c.namespaces))
+			}
+			for ns, p := range c.namespaces {
+				if buckets[ns] != p {
+					return fmt.Errorf("index %d by namespace does not hold namespace %q's list", i, ns)
+				}
+			}
+			continue
+		}
 		for v, p := range buckets {
 			if p.owner != int32(i) || p.value != v {
 				return fmt.Errorf("index %d list %q is misfiled", i, v)
@@ -88,6 +103,12 @@ func (s *Indexer[T]) checkInvariants() error {
 			values, err := ix.fn(e.obj)
 			if err != nil {
 				return fmt.Errorf("index %q of stored %s: %w", ix.name, name, err)
+			}
+			if ix.byNamespace {
+				if diff := cmp.Diff([]string{name.Namespace}, values); diff != "" {
+					return fmt.Errorf("index %q by namespace of stored %s (-want +got):\n%s", ix.name, name, diff)
+				}
+				continue // filed under its namespace's list, in want already
 			}
 			for j, v := range values {
 				if !slices.Contains(values[:j], v) {

@@ -81,6 +81,10 @@ func (s *Indexer[T]) prepareWrite(obj T, store bool, p *writePrep, values [][]st
 	start := len(values)
 	indexes := *s.published.Load()
 	for i := range indexes {
+		if indexes[i].byNamespace {
+			values = append(values, nil)
+			continue
+		}
 		v, err := indexes[i].call(obj, p.name)
 		if err != nil {
 			clear(values[start:])
