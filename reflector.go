@@ -130,6 +130,7 @@ type Reflector[T Object] struct {
 	expectedGVK       *schema.GroupVersionKind
 	running           atomic.Bool
 	counters          reflectorCounters
+	requests          requestCounters
 
 	// checkKind says that watch events' objects must have their kind
 	// checked: against expectedGVK if set, and for the Table kind if T is
@@ -141,6 +142,9 @@ type Reflector[T Object] struct {
 	// pages: the server does not serve lists from its watch cache, so later
 	// lists keep paginating. Only Run's goroutine uses it.
 	paginatedResult bool
+	// nextListReason is why the next request for the full state is made
+	// (see countFullStateRequest). Only Run's goroutine uses it.
+	nextListReason listReason
 
 	mu sync.RWMutex
 	// lastSyncResourceVersion is the last resource version seen.

@@ -17,17 +17,21 @@ const defaultPageSize = 500
 func (r *Reflector[T]) list(ctx context.Context) error {
 	options := metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}
 	pageSize := r.listPageSize(options.ResourceVersion)
+	r.countFullStateRequest(false)
 	items, rv, paginated, err := r.listAll(ctx, options, pageSize)
 	if isExpiredError(err) || isTooLargeResourceVersionError(err) {
 		// The resource version is gone or not there yet: get the latest
 		// state so that the reflector makes progress.
 		r.setResourceVersionUnavailable(true)
+		r.relistAfter(err)
+		r.countFullStateRequest(false)
 		items, rv, paginated, err = r.listAll(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}, pageSize)
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	if err != nil {
+		r.relistAfter(err)
 		return fmt.Errorf("failed to list %s: %w", r.typeDescription, err)
 	}
 	// Pages in answer to a list at "0" mean the server does not serve lists

@@ -42,12 +42,15 @@ func watchTimeoutSeconds() *int64 {
 // only when a watch could not be started for a reason that is not retried.
 func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *resyncTimer[T]) error {
 	logger := klog.FromContext(ctx)
-	for ctx.Err() == nil {
+	for attempt := 0; ctx.Err() == nil; attempt++ {
 		start := r.clock.Now()
 		// A watch from "" or "0" begins with synthetic Added events in no
 		// particular order; their resource versions are not progress.
 		fromKnownVersion := true
 		if w == nil {
+			if attempt > 0 {
+				r.requests.watchRestarts.Add(1)
+			}
 			options := metav1.ListOptions{
 				ResourceVersion:     r.LastSyncResourceVersion(),
 				TimeoutSeconds:      watchTimeoutSeconds(),
@@ -61,6 +64,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 			}
 			if err != nil {
 				if !isRetriableWatchError(err) {
+					r.relistAfter(err)
 					return err
 				}
 				logger.V(4).Info("Watch failed, backing off", "err", err)
@@ -85,6 +89,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 			// returns data at least that fresh, and falls back to the latest
 			// data itself if it has expired too.
 			logger.V(4).Info("Watch closed", "err", err)
+			r.relistAfter(err)
 		case apierrors.IsTooManyRequests(err):
 			logger.V(2).Info("Watch returned 429, backing off")
 			if !r.backOff(ctx, resync) {

@@ -32,6 +32,7 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 			TimeoutSeconds:       watchTimeoutSeconds(),
 		}
 		start := r.clock.Now()
+		r.countFullStateRequest(true)
 		w, err := r.lw.Watch(ctx, options)
 		if err == nil && w == nil {
 			err = errNilWatch
@@ -86,6 +87,7 @@ func (r *Reflector[T]) retryStreamList(ctx context.Context, err error) bool {
 		return r.sleep(ctx, r.delay(), nil) == nil
 	case isExpiredError(err) || isTooLargeResourceVersionError(err):
 		r.setResourceVersionUnavailable(true)
+		r.relistAfter(err)
 		return true
 	default:
 		return false
