@@ -44,6 +44,10 @@ type FactoryOptions struct {
 	// client built from the config and owned by the factory, whose idle
 	// connections Shutdown closes.
 	HTTPClient *http.Client
+	// Metrics, if set, receives the metrics of every informer the factory
+	// makes, identified by the informer's name and resource (see
+	// [MetricsProvider] and [InformerID]). Nil means no metrics.
+	Metrics MetricsProvider
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -234,6 +238,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 		Transform:    transform,
 		Name:         name,
 		Resource:     key.Resource.GroupResource(),
+		Metrics:      f.opts.Metrics,
 	})
 	entry := &factoryEntry{key: key, name: name, informer: inf}
 	f.informers[key] = entry

@@ -37,6 +37,9 @@ type InformerOptions[T Object] struct {
 	// DisableWatchList makes the reflector use list+watch instead of a
 	// streaming initial list (see [ReflectorOptions]).
 	DisableWatchList bool
+	// Metrics, if set, receives the informer's metrics while it runs (see
+	// [MetricsProvider]). Nil means no metrics, at no cost.
+	Metrics MetricsProvider
 }
 
 // Informer lists and watches one resource type, keeps the objects in an
@@ -62,6 +65,9 @@ type Informer[T Object] struct {
 	queue         *eventQueue[T]
 	proc          processor[T]
 
+	metricsProvider MetricsProvider
+	metricsID       InformerID
+
 	// mu guards the fields below and serializes handler registration.
 	mu                sync.Mutex
 	started           bool
@@ -71,6 +77,8 @@ type Informer[T Object] struct {
 	runLogger         klog.Logger
 	handlerCount      int
 	listenersWG       sync.WaitGroup
+	// metrics is set at Run if the informer has a metrics provider.
+	metrics InformerMetrics
 
 	stopped   atomic.Bool
 	reflector atomic.Pointer[Reflector[T]]
@@ -112,6 +120,8 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) *Inform
 		transform:         opts.Transform,
 		queue:             newEventQueue(indexer, nil, klog.Background()),
 		notes:             make([]notification[T], 0, dispatchChunk),
+		metricsProvider:   opts.Metrics,
+		metricsID:         metricsID(opts),
 	}
 	i.proc.clock = clk
 	return i
@@ -146,8 +156,9 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		DisableWatchList:  i.noWatchList,
 	})
 	i.reflector.Store(r)
+	i.registerMetrics()
 	for _, l := range i.proc.snapshot() {
-		l.start(&i.listenersWG, logger)
+		l.start(&i.listenersWG, logger, i.metrics)
 	}
 	i.mu.Unlock()
 
@@ -167,6 +178,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	}
 	<-dispatched
 	i.listenersWG.Wait()
+	i.unregisterMetrics()
 }
 
 // HasSynced reports whether the informer's first complete list has been

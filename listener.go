@@ -56,6 +56,10 @@ type listener[T Object] struct {
 	// roomWanted is set while the dispatcher waits for room (OverflowBlock).
 	roomWanted atomic.Bool
 
+	// metrics, if set, times the handler's batches; set before the
+	// goroutine starts.
+	metrics HandlerMetrics
+
 	pendingInitial atomic.Int64 // initial-list adds not yet delivered
 	delivered      atomic.Int64
 	panics         atomic.Int64
@@ -153,28 +157,6 @@ func (l *listener[T]) enqueue(notes []notification[T], s noteSummary) {
 	l.signal()
 }
 
-// noteSummary counts the notifications of a batch that need special
-// handling, so that a listener can take the batch in bulk when none applies
-// to it.
-type noteSummary struct {
-	resyncs     int // notifications only for listeners due for a resync
-	initialAdds int // adds with isInInitialList
-}
-
-// summarize returns the noteSummary of notes.
-func summarize[T Object](notes []notification[T]) noteSummary {
-	var s noteSummary
-	for i := range notes {
-		if notes[i].resync {
-			s.resyncs++
-		}
-		if notes[i].initial {
-			s.initialAdds++
-		}
-	}
-	return s
-}
-
 // push appends n to the ring. l.mu must be held.
 func (l *listener[T]) push(n *notification[T]) {
 	if l.latest != nil {
@@ -269,11 +251,13 @@ func (l *listener[T]) coalesce(n *notification[T]) bool {
 }
 
 // start launches the listener's goroutine, tracked by wg. logger is the
-// informer's logger, used unless the handler has its own.
-func (l *listener[T]) start(wg *sync.WaitGroup, logger klog.Logger) {
+// informer's logger, used unless the handler has its own; im, if set,
+// receives the handler's metrics.
+func (l *listener[T]) start(wg *sync.WaitGroup, logger klog.Logger, im InformerMetrics) {
 	if !l.hasLogger {
 		l.logger = klog.LoggerWithValues(logger, "handler", l.name)
 	}
+	l.registerMetrics(im)
 	l.started = true
 	wg.Add(1)
 	go func() {
@@ -297,7 +281,11 @@ func (l *listener[T]) run() {
 			if len(batch) == 0 {
 				break
 			}
-			l.deliverAll(batch)
+			if l.metrics == nil {
+				l.deliverAll(batch)
+			} else {
+				l.deliverTimed(batch)
+			}
 			clear(batch)
 			if l.removed.Load() {
 				return
@@ -399,5 +387,10 @@ func (l *listener[T]) finish() {
 	l.dropped.Store(max(l.queued-l.delivered.Load(), 0))
 	l.room.Broadcast()
 	l.mu.Unlock()
-	l.doneOnce.Do(func() { close(l.finished) })
+	l.doneOnce.Do(func() {
+		if l.metrics != nil {
+			l.metrics.Remove()
+		}
+		close(l.finished)
+	})
 }

@@ -29,7 +29,7 @@ func startTestListener(t *testing.T, l *listener[*corev1.Pod]) {
 	t.Helper()
 	var wg sync.WaitGroup
 	logger, _ := ktesting.NewTestContext(t)
-	l.start(&wg, logger)
+	l.start(&wg, logger, nil)
 	t.Cleanup(func() {
 		l.shutdown()
 		wg.Wait()
@@ -182,7 +182,7 @@ func TestListenerShutdownReleasesABlockedDispatcher(t *testing.T) {
 	rec.hook = func(plEvent) { <-release }
 	l := newListener[*corev1.Pod](rec, "stuck", HandlerOptions{MaxPending: 1}, synced)
 	var wg sync.WaitGroup
-	l.start(&wg, klog.Background())
+	l.start(&wg, klog.Background(), nil)
 	enqueued := make(chan struct{})
 	go func() {
 		defer close(enqueued)

@@ -127,6 +127,28 @@ func (p *processor[T]) distribute(notes []notification[T]) {
 	}
 }
 
+// noteSummary counts the notifications of a batch that need special
+// handling, so that a listener can take the batch in bulk when none applies
+// to it.
+type noteSummary struct {
+	resyncs     int // notifications only for listeners due for a resync
+	initialAdds int // adds with isInInitialList
+}
+
+// summarize returns the noteSummary of notes.
+func summarize[T Object](notes []notification[T]) noteSummary {
+	var s noteSummary
+	for i := range notes {
+		if notes[i].resync {
+			s.resyncs++
+		}
+		if notes[i].initial {
+			s.initialAdds++
+		}
+	}
+	return s
+}
+
 // shouldResync is the reflector's ShouldResync: it decides which listeners
 // are due for a resync now, schedules their next one, and reports whether
 // any is due. Until the next call, resync notifications go only to the due

@@ -86,7 +86,7 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	i.dispatchMu.Lock()
 	defer i.dispatchMu.Unlock()
 	i.proc.add(l)
-	l.start(&i.listenersWG, i.runLogger)
+	l.start(&i.listenersWG, i.runLogger, i.metrics)
 	cached := i.indexer.List()
 	notes := make([]notification[T], 0, min(len(cached), dispatchChunk))
 	for _, obj := range cached {

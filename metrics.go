@@ -1,0 +1,168 @@
+package informer
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// MetricsProvider receives the metrics of informers, for example to export
+// them to Prometheus (see the module
+// github.com/kubetyped/informer/metrics/prometheus). Set it in
+// [InformerOptions].Metrics or [FactoryOptions].Metrics. Nil means no
+// metrics, at no cost.
+//
+// Counters an informer keeps anyway (queue depth, handler counters, dropped
+// input, list and watch requests, the store's resource version) are pulled:
+// the provider receives functions that read them, and calls them whenever
+// it collects, for example on a scrape. Only what no counter records is
+// pushed: the time each handler spends on its batches of notifications
+// (see [HandlerMetrics]). So metrics cost nothing per event, and little per
+// batch.
+//
+// Lifetimes: an informer registers itself with AddInformer when Run
+// starts, and each of its handlers with [InformerMetrics].AddHandler when
+// the handler starts (at Run, or when it is added to a running informer).
+// A handler's HandlerMetrics.Remove is called when its goroutine exits:
+// after RemoveEventHandler (once the handler call in progress, if any, has
+// returned) or when the informer stops. The informer's InformerMetrics.Remove
+// is called when Run returns, after every one of its handlers' Removes. A
+// provider should drop a source's series when it is removed.
+//
+// Concurrency: a provider given to several informers (as a factory does) is
+// called by all of them at once and must be safe for concurrent use.
+type MetricsProvider interface {
+	// AddInformer registers a running informer. read returns the informer's
+	// current values; it is safe for concurrent use, cheap (atomic loads and
+	// two short lock holds), and may be called at any time, even after
+	// Remove. AddInformer is called from the goroutine calling Run. It may
+	// return nil, to collect nothing about the informer's handlers.
+	AddInformer(id InformerID, read func() InformerSnapshot) InformerMetrics
+}
+
+// InformerMetrics receives the metrics of one informer, from
+// [MetricsProvider].AddInformer.
+type InformerMetrics interface {
+	// AddHandler registers a handler that starts receiving notifications.
+	// name is the handler's name ([Registration].Name); two handlers may
+	// have the same name. read returns the handler's counters, like
+	// [Registration].Stats: safe for concurrent use, cheap, callable at any
+	// time, even after Remove. The calls to AddHandler of one informer are
+	// serialized; they come from the goroutine calling Run or
+	// AddEventHandler. It may return nil: the handler's batches are then not
+	// timed.
+	AddHandler(name string, read func() HandlerStats) HandlerMetrics
+	// Remove unregisters the informer once it has stopped. It is called
+	// once, from the goroutine that called Run, after every handler's
+	// Remove.
+	Remove()
+}
+
+// HandlerMetrics receives the measurements of one handler, from
+// [InformerMetrics].AddHandler. Its methods are called from the handler's
+// goroutine only, never concurrently; Remove is the last call.
+type HandlerMetrics interface {
+	// ObserveBatch reports the processing latency of one batch: the time
+	// from just before the handler's goroutine called the handler for the
+	// first notification of a batch it took from its buffer (at most 512
+	// notifications; a single one when notifications arrive more slowly
+	// than the handler processes them) to just after the call for the last
+	// one returned, panics included. It is measured with the monotonic
+	// clock, not the informer's Clock. The sum of these durations is the
+	// time the handler was busy; divided by [HandlerStats].Delivered it is
+	// the mean time per notification. The time a notification waited in the
+	// buffer is not included: [HandlerStats].Pending shows the backlog.
+	ObserveBatch(elapsed time.Duration)
+	// Remove unregisters the handler once its goroutine has exited.
+	Remove()
+}
+
+// InformerID identifies an informer to a [MetricsProvider].
+type InformerID struct {
+	// Name is the informer's name: [InformerOptions].Name, or, if empty, the
+	// resource, or, if that is empty too, the Go type of its objects. A
+	// factory names its informers after their resources (see [Factory]).
+	// Two informers may have the same name.
+	Name string
+	// Resource is [InformerOptions].Resource; it may be empty.
+	Resource schema.GroupResource
+}
+
+// InformerSnapshot are the values a [MetricsProvider] reads from an
+// informer.
+type InformerSnapshot struct {
+	// Stats are the informer's counters, as [Informer.Stats] returns them;
+	// Stats.Queued is the depth of its queue.
+	Stats InformerStats
+	// Reflector counts the bad input the informer's reflector dropped.
+	Reflector ReflectorStats
+	// Requests counts the reflector's lists (relists, by reason) and
+	// watch restarts.
+	Requests ReflectorRequestStats
+	// StoreResourceVersion is the resource version of the cache's last
+	// write or bookmark ([Indexer.LastStoreSyncResourceVersion]); empty
+	// until the first list is applied.
+	StoreResourceVersion string
+	// Synced is [Informer.HasSynced].
+	Synced bool
+}
+
+// metricsID returns the informer's identity for a metrics provider.
+func metricsID[T Object](opts InformerOptions[T]) InformerID {
+	id := InformerID{Name: opts.Name, Resource: opts.Resource}
+	if id.Name == "" {
+		id.Name = opts.Resource.String()
+	}
+	if id.Name == "" {
+		var zero T
+		id.Name = fmt.Sprintf("%T", zero)
+	}
+	return id
+}
+
+// registerMetrics registers a starting informer with its metrics provider,
+// if any. i.mu must be held.
+func (i *Informer[T]) registerMetrics() {
+	if i.metricsProvider != nil {
+		i.metrics = i.metricsProvider.AddInformer(i.metricsID, i.metricsSnapshot)
+	}
+}
+
+// unregisterMetrics unregisters a stopped informer, once its handlers'
+// goroutines have exited.
+func (i *Informer[T]) unregisterMetrics() {
+	if i.metrics != nil {
+		i.metrics.Remove()
+	}
+}
+
+// metricsSnapshot reads the informer's current values.
+func (i *Informer[T]) metricsSnapshot() InformerSnapshot {
+	s := InformerSnapshot{
+		Stats:                i.Stats(),
+		StoreResourceVersion: i.indexer.LastStoreSyncResourceVersion(),
+		Synced:               i.HasSynced(),
+	}
+	if r := i.reflector.Load(); r != nil {
+		s.Reflector = r.Stats()
+		s.Requests = r.RequestStats()
+	}
+	return s
+}
+
+// registerMetrics registers a starting listener with its informer's
+// metrics, if any. It runs before the listener's goroutine starts.
+func (l *listener[T]) registerMetrics(im InformerMetrics) {
+	if im != nil {
+		l.metrics = im.AddHandler(l.name, l.stats)
+	}
+}
+
+// deliverTimed delivers batch like deliverAll and reports how long it took.
+// Only listeners with metrics use it, so that the others read no clock.
+func (l *listener[T]) deliverTimed(batch []notification[T]) {
+	start := time.Now()
+	l.deliverAll(batch)
+	l.metrics.ObserveBatch(time.Since(start))
+}
