@@ -119,9 +119,7 @@ func (a *sharedInformerAdapter[T]) GetController() cache.Controller { return con
 
 // Run runs the informer until stopCh is closed (see Informer.Run).
 func (a *sharedInformerAdapter[T]) Run(stopCh <-chan struct{}) {
-	ctx, cancel := context.WithCancel(wait.ContextForChannel(stopCh))
-	defer cancel()
-	a.inf.Run(ctx)
+	a.inf.Run(wait.ContextForChannel(stopCh))
 }
 
 // RunWithContext runs the informer until ctx is done (see Informer.Run).
