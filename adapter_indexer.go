@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -17,7 +18,9 @@ import (
 //
 // Writes (Add, Update, Delete, Replace) and Index need T objects: anything
 // else is an error, and nothing changes. Delete also takes a
-// cache.DeletedFinalStateUnknown whose Obj is a T, as informers deliver it.
+// cache.DeletedFinalStateUnknown whose Obj is a T, as informers deliver it,
+// and Index of NamespaceIndex any object with metadata, as generated
+// listers pass it.
 //
 // Index functions given to AddIndexers are called with T objects; those
 // returned by GetIndexers fail on anything but a T. Unlike client-go, where
@@ -144,14 +147,22 @@ func (a indexerAdapter[T]) LastStoreSyncResourceVersion() string {
 func (a indexerAdapter[T]) Bookmark(resourceVersion string) { a.idx.Bookmark(resourceVersion) }
 
 // Index returns the objects that share a value of the named index with obj,
-// which must be a T.
+// which must be a T, except for NamespaceIndex: client-go's generated
+// listers look a namespace up with a *metav1.ObjectMeta, so for that index
+// any object with metadata stands for the objects indexed under its
+// namespace, which is what MetaNamespaceIndexFunc would compute for it.
 func (a indexerAdapter[T]) Index(indexName string, obj any) ([]any, error) {
-	t, err := typed[T]("index "+indexName, obj)
-	if err != nil {
-		return nil, err
+	if t, ok := obj.(T); ok {
+		items, err := a.idx.Index(indexName, t)
+		return untyped(items), err
 	}
-	items, err := a.idx.Index(indexName, t)
-	return untyped(items), err
+	if indexName == NamespaceIndex {
+		if m, err := meta.Accessor(obj); err == nil {
+			return a.ByIndex(indexName, m.GetNamespace())
+		}
+	}
+	var zero T
+	return nil, fmt.Errorf("index %s: got a %T, want a %T", indexName, obj, zero)
 }
 
 // IndexKeys returns the keys of the objects indexed under indexedValue.

@@ -121,8 +121,21 @@ func TestAsIndexerReads(t *testing.T) {
 	if diff := cmp.Diff(wantLists, gotLists); diff != "" {
 		t.Errorf("lists (-want +got):\n%s", diff)
 	}
-	if _, err := ci.Index(informer.NamespaceIndex, &corev1.ConfigMap{}); err == nil {
-		t.Error("Index with a ConfigMap succeeded")
+	// Generated listers look namespaces up with a *metav1.ObjectMeta.
+	byMeta, err := ci.Index(informer.NamespaceIndex, &metav1.ObjectMeta{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ns/a", "ns/b"}, idxKeys(t, byMeta)); diff != "" {
+		t.Errorf("Index(namespace, ObjectMeta) (-want +got):\n%s", diff)
+	}
+	if err := ci.AddIndexers(cache.Indexers{"node": func(obj any) ([]string, error) { return nil, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []any{&metav1.ObjectMeta{Namespace: "ns"}, &corev1.ConfigMap{}, nil} {
+		if _, err := ci.Index("node", obj); err == nil {
+			t.Errorf("Index(node, %T) succeeded, want an error (not a pod)", obj)
+		}
 	}
 	if _, err := ci.ByIndex("unknown", "x"); err == nil {
 		t.Error("ByIndex of an unknown index succeeded")
@@ -249,6 +262,25 @@ func TestAsIndexerServesGeneratedListers(t *testing.T) {
 	}
 	if _, err := lister.Pods("ns").Get("zz"); !apierrors.IsNotFound(err) {
 		t.Errorf("Get of a missing pod: %v, want NotFound", err)
+	}
+
+	// Without a namespace index, the generated lister falls back to
+	// filtering every object, as with client-go's indexers.
+	plain := informer.AsIndexer(informer.NewIndexer[*corev1.Pod](nil))
+	for _, p := range []*corev1.Pod{idxPod("ns", "a", "1", ""), idxPod("other", "c", "2", "")} {
+		if err := plain.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := plain.Index(informer.NamespaceIndex, &metav1.ObjectMeta{Namespace: "ns"}); err == nil {
+		t.Error("Index of a missing namespace index succeeded")
+	}
+	inNS, err = corelisters.NewPodLister(plain).Pods("ns").List(labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ns/a"}, idxPodKeys(inNS)); diff != "" {
+		t.Errorf("lister without a namespace index (-want +got):\n%s", diff)
 	}
 }
 
