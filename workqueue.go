@@ -11,8 +11,8 @@ import "k8s.io/client-go/util/workqueue"
 // Updates are enqueued even when the resource version did not change (the
 // periodic resyncs and relists deliver such updates), as client-go's
 // sample-controller does, so that a resync re-reconciles every object. To
-// skip them, wrap the handler in a FilteringResourceEventHandler or write an
-// UpdateFunc that compares the resource versions.
+// skip them, replace UpdateFunc with one that returns when oldObj and newObj
+// have the same resource version.
 //
 // The handler only calls q.Add, which is safe for concurrent use for
 // client-go's workqueues (TypedRateLimitingInterface satisfies
