@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// genLabel is the label the tests change to make an update.
+const genLabel = "e2e.kubetyped.io/gen"
+
+// newClientset returns a clientset for the test cluster.
+func newClientset(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatalf("clientset: %v", err)
+	}
+	return client
+}
+
+// newNamespace creates a namespace of its own for the test and deletes its
+// pods at the end. (The namespace itself stays, terminating: without a
+// controller manager nothing finalizes it.)
+func newNamespace(ctx context.Context, t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		// The test's context may be over; cleanup gets its own.
+		ctx := context.WithoutCancel(ctx)
+		if err := client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			t.Errorf("delete pods of %s: %v", ns.Name, err)
+		}
+		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete namespace %s: %v", ns.Name, err)
+		}
+	})
+	return ns.Name
+}
+
+// createPod creates a pod labelled gen=0 and returns it as stored. Nothing
+// schedules it; it stays pending, and a delete removes it at once.
+func createPod(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace, name string) *corev1.Pod {
+	t.Helper()
+	pod, err := client.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{genLabel: "0"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "main",
+			Image: "registry.invalid/none:latest",
+		}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s/%s: %v", namespace, name, err)
+	}
+	return pod
+}
+
+// relabelPod sets the pod's gen label and returns the pod as stored.
+func relabelPod(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace, name, gen string) *corev1.Pod {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{"` + genLabel + `":"` + gen + `"}}}`)
+	pod, err := client.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("patch pod %s/%s: %v", namespace, name, err)
+	}
+	return pod
+}
+
+// deletePod deletes the pod.
+func deletePod(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace, name string) {
+	t.Helper()
+	if err := client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod %s/%s: %v", namespace, name, err)
+	}
+}
+
+// notifier is a wake-up signal: notify never blocks, and a waiter woken by
+// it sees at least every change made before the notify.
+type notifier chan struct{}
+
+func newNotifier() notifier { return make(notifier, 1) }
+
+func (n notifier) notify() {
+	select {
+	case n <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor checks cond at once and after every notification until it holds;
+// it returns false if ctx ends first.
+func waitFor(ctx context.Context, changed notifier, cond func() bool) bool {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+	}
+	return true
+}

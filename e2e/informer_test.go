@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubetyped/informer"
+)
+
+// testTimeout bounds each test's waits for the informer to catch up; on a
+// quiet machine they take well under a second.
+const testTimeout = 2 * time.Minute
+
+// resourceVersions maps "namespace/name" to resourceVersion.
+type resourceVersions map[string]string
+
+func (rv resourceVersions) set(pod *corev1.Pod) {
+	rv[pod.Namespace+"/"+pod.Name] = pod.ResourceVersion
+}
+
+// cachedVersions returns the resource versions of the pods in the lister's
+// cache, of one namespace or, for "", all of them.
+func cachedVersions(pods *informer.Informer[*corev1.Pod], namespace string) resourceVersions {
+	list, _ := pods.Lister().Namespace(namespace).List(nil)
+	got := resourceVersions{}
+	for _, pod := range list {
+		got.set(pod)
+	}
+	return got
+}
+
+// TestPodInformerConvergesWithServer runs the factory's pod informer
+// against the real server: it lists the pods that exist before it starts,
+// follows creates, updates and deletes, and ends up holding exactly what a
+// fresh LIST returns.
+func TestPodInformerConvergesWithServer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	client := newClientset(t)
+	ns := newNamespace(ctx, t, client)
+
+	want := resourceVersions{}
+	for i := range 5 {
+		want.set(createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i)))
+	}
+
+	factory, err := informer.NewFactory(restConfig, informer.FactoryOptions{})
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	defer factory.Shutdown()
+	pods, err := informer.For[*corev1.Pod](factory)
+	if err != nil {
+		t.Fatalf("For: %v", err)
+	}
+	changed := newNotifier()
+	if _, err := pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		AddFunc:    func(*corev1.Pod, bool) { changed.notify() },
+		UpdateFunc: func(_, _ *corev1.Pod) { changed.notify() },
+		DeleteFunc: func(informer.DeletedObject[*corev1.Pod]) { changed.notify() },
+	}); err != nil {
+		t.Fatalf("AddEventHandler: %v", err)
+	}
+	factory.Start(ctx)
+	if _, err := factory.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync: %v", err)
+	}
+	// Synced means the initial list is in the cache: no waiting here.
+	if diff := cmp.Diff(want, cachedVersions(pods, ns)); diff != "" {
+		t.Fatalf("cache after sync (-want +got):\n%s", diff)
+	}
+
+	for i := range 20 {
+		want.set(createPod(ctx, t, client, ns, fmt.Sprintf("new-%d", i)))
+	}
+	for _, name := range []string{"pre-0", "pre-1", "pre-2", "new-0", "new-1", "new-2", "new-3"} {
+		want.set(relabelPod(ctx, t, client, ns, name, "1"))
+	}
+	// A second update of the same pods: the cache must hold the latest.
+	for _, name := range []string{"pre-0", "new-0"} {
+		want.set(relabelPod(ctx, t, client, ns, name, "2"))
+	}
+	for _, name := range []string{"pre-3", "new-1", "new-4", "new-5"} {
+		deletePod(ctx, t, client, ns, name)
+		delete(want, ns+"/"+name)
+	}
+
+	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, ns)) }) {
+		t.Fatalf("cache did not converge (-want +got):\n%s", cmp.Diff(want, cachedVersions(pods, ns)))
+	}
+
+	// Every write above has been seen and nothing else writes pods in
+	// this cluster (no controllers, tests run one at a time), so the
+	// whole cache must now equal a fresh LIST of every namespace.
+	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	listed := resourceVersions{}
+	for i := range list.Items {
+		listed.set(&list.Items[i])
+	}
+	if diff := cmp.Diff(listed, cachedVersions(pods, metav1.NamespaceAll)); diff != "" {
+		t.Errorf("cache differs from a fresh LIST (-list +cache):\n%s", diff)
+	}
+}

@@ -1,0 +1,223 @@
+// Package cluster runs a real etcd and kube-apiserver on 127.0.0.1 for the
+// end-to-end tests, from binaries built by hack/build-assets.sh. There is no
+// scheduler, controller manager or kubelet: objects are stored and watched,
+// nothing acts on them.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options says where the binaries are and where the servers keep their files.
+type Options struct {
+	// Assets is the directory holding the etcd and kube-apiserver binaries,
+	// usually $KUBE_ASSETS as set by hack/e2e.sh.
+	Assets string
+	// Dir is where the servers keep their data, certificates, credentials
+	// and logs. It must exist; the caller removes it when done (keeping it
+	// after a failure keeps the logs, etcd.log and kube-apiserver.log).
+	Dir string
+}
+
+// Cluster is a running etcd and kube-apiserver pair. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	config    *rest.Config
+	etcd      *process
+	apiserver *process
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// startAttempts bounds the retries when a port chosen by freePorts was taken
+// before a server could bind it.
+const startAttempts = 3
+
+// errPortInUse marks a start that failed because a server's port was taken.
+var errPortInUse = errors.New("address already in use")
+
+// Start runs etcd, then kube-apiserver against it, and returns once the API
+// server reports itself ready. ctx bounds the wait; the servers outlive it
+// and run until Stop. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		path := filepath.Join(opts.Assets, name)
+		if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			return nil, fmt.Errorf("no %s binary at %s (assets directory %q): build it with hack/build-assets.sh and set KUBE_ASSETS, or run hack/e2e.sh", name, path, opts.Assets)
+		}
+	}
+	if info, err := os.Stat(opts.Dir); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("cluster directory %q does not exist", opts.Dir)
+	}
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, opts)
+		if err == nil || !errors.Is(err, errPortInUse) || attempt == startAttempts {
+			return c, err
+		}
+	}
+}
+
+func start(ctx context.Context, opts Options) (*Cluster, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	apiPort := ports[2]
+
+	dataDir := filepath.Join(opts.Dir, "etcd-data")
+	certDir := filepath.Join(opts.Dir, "apiserver-certs")
+	for _, dir := range []string{dataDir, certDir} {
+		// A retry after a port clash starts from empty directories.
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	tokenFile := filepath.Join(opts.Dir, "tokens.csv")
+	if err := writeTokenFile(tokenFile, token); err != nil {
+		return nil, err
+	}
+	keyFile := filepath.Join(opts.Dir, "service-account.key")
+	if err := writeServiceAccountKey(keyFile); err != nil {
+		return nil, err
+	}
+
+	c := &Cluster{}
+	c.etcd, err = startProcess("etcd", filepath.Join(opts.Assets, "etcd"), []string{
+		"--name=e2e",
+		"--data-dir=" + dataDir,
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=e2e=" + peerURL,
+		// The data is thrown away after the run; skipping fsync keeps a
+		// slow shared disk from slowing every write.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}, filepath.Join(opts.Dir, "etcd.log"))
+	if err != nil {
+		return nil, err
+	}
+	etcdClient := &http.Client{}
+	defer etcdClient.CloseIdleConnections()
+	if err := waitUntil(ctx, c.etcd, etcdHealthy(etcdClient, etcdURL)); err != nil {
+		return nil, errors.Join(err, c.shutdown(false))
+	}
+
+	c.apiserver, err = startProcess("kube-apiserver", filepath.Join(opts.Assets, "kube-apiserver"), []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		// A self-signed serving certificate is generated here; its CA
+		// is what clients trust (see apiserverReady).
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=AlwaysAllow",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + keyFile,
+		"--service-account-signing-key-file=" + keyFile,
+		// Without a controller manager no namespace gets a default
+		// service account, which this plugin would require of every pod.
+		"--disable-admission-plugins=ServiceAccount",
+		// The "kubernetes" service's endpoints would point at a server
+		// nothing can reach from a pod; there are no pods running anyway.
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--profiling=false",
+	}, filepath.Join(opts.Dir, "kube-apiserver.log"))
+	if err != nil {
+		return nil, errors.Join(err, c.shutdown(false))
+	}
+	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	ready := &apiserverReady{host: host, token: token, caFile: filepath.Join(certDir, "apiserver.crt")}
+	defer ready.close()
+	if err := waitUntil(ctx, c.apiserver, ready.check); err != nil {
+		return nil, errors.Join(err, c.shutdown(false))
+	}
+	c.config = &rest.Config{
+		Host:            host,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ready.ca},
+		// The tests create objects in bursts; client-side throttling
+		// would only slow them down.
+		QPS:   200,
+		Burst: 400,
+	}
+	return c, nil
+}
+
+// Config returns a new copy of the configuration of a client authenticated
+// as a cluster administrator.
+func (c *Cluster) Config() *rest.Config {
+	return rest.CopyConfig(c.config)
+}
+
+// WriteKubeconfig writes a kubeconfig file for Config, for kubectl and other
+// tools.
+func (c *Cluster) WriteKubeconfig(path string) error {
+	kubeconfig := clientcmdapi.Config{
+		Clusters: map[string]*clientcmdapi.Cluster{"e2e": {
+			Server:                   c.config.Host,
+			CertificateAuthorityData: c.config.CAData,
+		}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{adminUser: {Token: c.config.BearerToken}},
+		Contexts:       map[string]*clientcmdapi.Context{"e2e": {Cluster: "e2e", AuthInfo: adminUser}},
+		CurrentContext: "e2e",
+	}
+	return clientcmd.WriteToFile(kubeconfig, path)
+}
+
+// stopGrace is how long a server may take to exit after SIGTERM before it is
+// killed. The API server drains its requests and watches first.
+const stopGrace = 30 * time.Second
+
+// Stop shuts down kube-apiserver, then etcd, and returns once both have
+// exited; it reports a server that had to be killed or had already died.
+// Later calls return the first call's result.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() { c.stopErr = c.shutdown(true) })
+	return c.stopErr
+}
+
+// shutdown stops the servers that were started, the API server first.
+// reportExited makes a server that had exited on its own an error: the
+// tests ran against a server that was not there. (A failed start has
+// already reported that.)
+func (c *Cluster) shutdown(reportExited bool) error {
+	var errs []error
+	for _, p := range []*process{c.apiserver, c.etcd} {
+		if p == nil {
+			continue
+		}
+		if done, err := p.exited(); done {
+			if reportExited {
+				errs = append(errs, fmt.Errorf("%s exited before Stop (%v); see %s", p.name, err, p.logPath))
+			}
+			continue
+		}
+		errs = append(errs, p.stop(stopGrace))
+	}
+	return errors.Join(errs...)
+}
