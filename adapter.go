@@ -38,8 +38,6 @@ import (
 //   - The transform given to SetTransform runs on T values, and every object
 //     it returns must be a T (see SetTransform); a failing transform drops
 //     the object, as a TransformFunc's failure does (docs/semantics.md).
-//   - The registration's HasSyncedChecker needs a goroutine while it waits
-//     (see HasSyncedChecker on the registration).
 //
 // All methods are safe for concurrent use.
 func AsSharedIndexInformer[T Object](inf *Informer[T]) cache.SharedIndexInformer {
@@ -131,7 +129,7 @@ func (a *sharedInformerAdapter[T]) HasSynced() bool { return a.inf.HasSynced() }
 // HasSyncedChecker returns a checker whose channel is closed once
 // HasSynced is true.
 func (a *sharedInformerAdapter[T]) HasSyncedChecker() cache.DoneChecker {
-	return informerChecker[T]{a.inf}
+	return a.inf.HasSyncedChecker()
 }
 
 // LastSyncResourceVersion returns the resource version the reflector last
@@ -208,24 +206,6 @@ func (a *sharedInformerAdapter[T]) reflectorStandIn() *cache.Reflector {
 	})
 	return a.standIn
 }
-
-// informerName describes the informer in DoneChecker names.
-func informerName[T Object](inf *Informer[T]) string {
-	if inf.name != "" {
-		return "Informer " + inf.name
-	}
-	var zero T
-	return fmt.Sprintf("Informer %T", zero)
-}
-
-// informerChecker is the DoneChecker of an informer's sync.
-type informerChecker[T Object] struct{ inf *Informer[T] }
-
-// Name describes the informer.
-func (c informerChecker[T]) Name() string { return informerName(c.inf) }
-
-// Done is closed once the informer has synced.
-func (c informerChecker[T]) Done() <-chan struct{} { return c.inf.queue.syncedCh }
 
 // controllerView is the cache.Controller of an adapter.
 type controllerView[T Object] struct{ a *sharedInformerAdapter[T] }

@@ -119,8 +119,8 @@ func TestSharedIndexInformerAdapterDoneCheckers(t *testing.T) {
 
 func TestSharedIndexInformerAdapterCheckerOfRemovedHandler(t *testing.T) {
 	expectNoGoroutineLeak(t)
-	// The checker's goroutine ends when the handler is removed, even if
-	// the informer never runs; the channel stays open, as in client-go.
+	// The channel of a handler removed before it synced stays open, as in
+	// client-go.
 	sii := AsSharedIndexInformer(NewInformer[*corev1.Pod](NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
 	reg, err := sii.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 	plMust(t, err)

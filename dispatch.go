@@ -34,6 +34,14 @@ func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 		initial = i.processChunk(logger, chunk.items(), initial)
 	}
 	i.flush()
+	if !i.listenersToldSynced && i.queue.hasSynced() {
+		// The queue becomes synced while the dispatcher processes its first
+		// list, or before it takes a first record that is not a list.
+		i.listenersToldSynced = true
+		for _, l := range i.proc.snapshot() {
+			l.noteSynced()
+		}
+	}
 }
 
 // processChunk applies records in order and returns whether the next records

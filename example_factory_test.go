@@ -53,7 +53,7 @@ func ExampleFor() {
 		fmt.Println(err)
 		return
 	}
-	cache.WaitForCacheSync(ctx.Done(), registration.HasSynced)
+	cache.WaitFor(ctx, "pod handler", registration.HasSyncedChecker())
 	fmt.Println("initial adds:", strings.Join(added, ", "))
 
 	web, err := pods.Lister().Namespace("default").List(labels.SelectorFromSet(labels.Set{"app": "web"}))

@@ -125,7 +125,7 @@ func syncPods(ctx context.Context, factory *informer.Factory, handler informer.R
 		return err // names the informers that did not sync
 	}
 	// ... and the handler has returned from its initial adds.
-	if !cache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
+	if !cache.WaitFor(ctx, "pod handler", registration.HasSyncedChecker()) {
 		return context.Cause(ctx)
 	}
 	return nil

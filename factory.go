@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -91,6 +92,7 @@ type Factory struct {
 type factoryInformer interface {
 	Run(ctx context.Context)
 	HasSynced() bool
+	HasSyncedChecker() cache.DoneChecker
 }
 
 type factoryEntry struct {
@@ -289,10 +291,6 @@ func (f *Factory) Start(ctx context.Context) {
 	}
 }
 
-// cacheSyncPollInterval is how often WaitForCacheSync looks at the
-// informers; a look costs one atomic load per informer.
-const cacheSyncPollInterval = 10 * time.Millisecond
-
 // WaitForCacheSync waits until every started informer has synced (its first
 // list is in its cache) or ctx is done, and reports for each started
 // informer whether it synced. The error is nil when all synced; otherwise it
@@ -307,14 +305,12 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, e
 	}
 	f.mu.Unlock()
 
-	ticker := time.NewTicker(cacheSyncPollInterval)
-	defer ticker.Stop()
-poll:
-	for !allSynced(started) {
+wait:
+	for _, entry := range started {
 		select {
+		case <-entry.informer.HasSyncedChecker().Done():
 		case <-ctx.Done():
-			break poll
-		case <-ticker.C:
+			break wait
 		}
 	}
 	synced := make(map[InformerKey]bool, len(started))
@@ -331,15 +327,6 @@ poll:
 		return synced, fmt.Errorf("informers not synced: %s: %w", strings.Join(missing, ", "), context.Cause(ctx))
 	}
 	return synced, nil
-}
-
-func allSynced(entries []*factoryEntry) bool {
-	for _, entry := range entries {
-		if !entry.informer.HasSynced() {
-			return false
-		}
-	}
-	return true
 }
 
 // Shutdown stops every informer the factory started and waits until every

@@ -3,12 +3,14 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -93,7 +95,10 @@ type Informer[T Object] struct {
 	// filterResync is set while some handler is not due for a resync: only
 	// then must resync updates be told apart (dispatcher only).
 	filterResync bool
-	storeErrors  atomic.Int64
+	// listenersToldSynced is set once the listeners have been told that the
+	// informer synced (dispatcher only).
+	listenersToldSynced bool
+	storeErrors         atomic.Int64
 	// warmed accumulates what warmWrites returns, so that its loads are
 	// used (dispatcher only).
 	warmed int
@@ -186,6 +191,31 @@ func (i *Informer[T]) Run(ctx context.Context) {
 // says nothing about the handlers having processed them: see
 // [Registration.HasSynced].
 func (i *Informer[T]) HasSynced() bool { return i.queue.hasSynced() }
+
+// HasSyncedChecker returns a checker whose Done channel is closed once
+// HasSynced is true, for waiting without polling, as with client-go's
+// informers: cache.WaitFor(ctx, "caches", inf.HasSyncedChecker()). The
+// channel stays open if the informer stops before it synced. Its Name is
+// "Informer <name>", or "Informer <T>" for an informer without a name.
+func (i *Informer[T]) HasSyncedChecker() cache.DoneChecker { return informerChecker[T]{i} }
+
+// informerChecker is the DoneChecker of an informer's sync.
+type informerChecker[T Object] struct{ inf *Informer[T] }
+
+// Name describes the informer.
+func (c informerChecker[T]) Name() string { return informerName(c.inf) }
+
+// Done is closed once the informer has synced.
+func (c informerChecker[T]) Done() <-chan struct{} { return c.inf.queue.syncedCh }
+
+// informerName describes the informer in DoneChecker names.
+func informerName[T Object](inf *Informer[T]) string {
+	if inf.name != "" {
+		return "Informer " + inf.name
+	}
+	var zero T
+	return fmt.Sprintf("Informer %T", zero)
+}
 
 // LastSyncResourceVersion returns the resource version the reflector last
 // saw, or "" before Run.

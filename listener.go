@@ -66,6 +66,10 @@ type listener[T Object] struct {
 	coalesced      atomic.Int64
 	dropped        atomic.Int64
 
+	// synced is closed once hasSynced is true (see noteSynced).
+	synced     chan struct{}
+	syncedOnce sync.Once
+
 	// Resync scheduling, guarded by processor.resyncMu; resyncDue is read by
 	// the dispatcher without that lock.
 	requestedResync time.Duration
@@ -88,6 +92,7 @@ func newListener[T Object](h ResourceEventHandler[T], name string, opts HandlerO
 		wake:         make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		finished:     make(chan struct{}),
+		synced:       make(chan struct{}),
 	}
 	if opts.Logger != nil {
 		l.logger, l.hasLogger = *opts.Logger, true
@@ -101,6 +106,21 @@ func newListener[T Object](h ResourceEventHandler[T], name string, opts HandlerO
 func (l *listener[T]) hasSynced() bool {
 	return l.informerSync() && l.pendingInitial.Load() == 0
 }
+
+// noteSynced closes l.synced if the listener has synced. It is called after
+// each of the two conditions of hasSynced may have become true: by the
+// listener after it delivered an initial add, and by the dispatcher once
+// the informer has synced (and for a handler added to a synced informer).
+// Both conditions are atomics that never go back once both hold, so
+// whichever side completes the pair sees it.
+func (l *listener[T]) noteSynced() {
+	if l.hasSynced() {
+		l.syncedOnce.Do(func() { close(l.synced) })
+	}
+}
+
+// syncedChan returns the channel closed once the listener has synced.
+func (l *listener[T]) syncedChan() <-chan struct{} { return l.synced }
 
 // stats returns the listener's counters.
 func (l *listener[T]) stats() HandlerStats {
@@ -238,7 +258,9 @@ func (l *listener[T]) coalesce(n *notification[T]) bool {
 		l.coalesced.Add(1)
 	case e.kind == notifyAdd && n.kind == notifyDelete:
 		if e.initial {
-			l.pendingInitial.Add(-1)
+			if l.pendingInitial.Add(-1) == 0 {
+				l.noteSynced()
+			}
 		}
 		*e = notification[T]{}
 		delete(l.latest, name)
@@ -343,7 +365,9 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 			continue
 		}
 		if n.initial {
-			l.pendingInitial.Add(-1)
+			if l.pendingInitial.Add(-1) == 0 {
+				l.noteSynced()
+			}
 		}
 		l.countDelivered()
 	}
@@ -355,7 +379,9 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 func (l *listener[T]) recovered(r any, n *notification[T]) {
 	l.panics.Add(1)
 	if n.initial {
-		l.pendingInitial.Add(-1)
+		if l.pendingInitial.Add(-1) == 0 {
+			l.noteSynced()
+		}
 	}
 	l.countDelivered()
 	l.logger.Error(fmt.Errorf("%v", r), "Event handler panicked", "handler", l.name,

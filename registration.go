@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -13,6 +14,8 @@ import (
 type Registration struct {
 	owner  any // the informer that issued it
 	target registrationTarget
+	// informerName describes the owner in the DoneChecker's name.
+	informerName string
 }
 
 // registrationTarget is the untyped view of a listener a Registration needs.
@@ -21,6 +24,7 @@ type registrationTarget interface {
 	stats() HandlerStats
 	handlerName() string
 	finishedChan() <-chan struct{}
+	syncedChan() <-chan struct{}
 }
 
 // HasSynced reports whether the informer has synced and this handler has
@@ -28,6 +32,26 @@ type registrationTarget interface {
 // handler added to a running informer, of the objects cached at that time).
 // A panicking handler call counts as returned.
 func (r *Registration) HasSynced() bool { return r.target.hasSynced() }
+
+// HasSyncedChecker returns a checker whose Done channel is closed once
+// HasSynced is true, for waiting without polling, as with client-go's
+// registrations: cache.WaitFor(ctx, "pods", reg.HasSyncedChecker()). The
+// channel stays open if the handler is removed, or the informer stops,
+// before it synced. Its Name is "<informer> + event handler <handler name>".
+func (r *Registration) HasSyncedChecker() cache.DoneChecker {
+	return registrationChecker{r}
+}
+
+// registrationChecker is the DoneChecker of a Registration.
+type registrationChecker struct{ r *Registration }
+
+// Name describes the informer and the handler.
+func (c registrationChecker) Name() string {
+	return c.r.informerName + " + event handler " + c.r.Name()
+}
+
+// Done is closed once the handler has synced.
+func (c registrationChecker) Done() <-chan struct{} { return c.r.target.syncedChan() }
 
 // Stats returns the handler's counters.
 func (r *Registration) Stats() HandlerStats { return r.target.stats() }
@@ -77,7 +101,7 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 
 	l := newListener(h, name, opts, i.queue.hasSynced)
 	i.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.resyncCheckPeriod))
-	reg := &Registration{owner: i, target: l}
+	reg := &Registration{owner: i, target: l, informerName: informerName(i)}
 	if !i.started {
 		i.proc.add(l)
 		return reg, nil
@@ -98,6 +122,7 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 		}
 	}
 	l.enqueue(notes, noteSummary{initialAdds: len(notes)})
+	l.noteSynced() // nothing cached: synced with the informer
 	return reg, nil
 }
 
