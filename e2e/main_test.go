@@ -21,6 +21,10 @@ import (
 // must not modify it; rest.CopyConfig first.
 var restConfig *rest.Config
 
+// testCluster is the cluster TestMain started, for tests that act on the
+// servers themselves (restarts).
+var testCluster *cluster.Cluster
+
 // clusterStartTimeout bounds etcd's and the API server's start; a cold start
 // takes a few seconds, far more on a loaded machine.
 const clusterStartTimeout = 3 * time.Minute
@@ -64,7 +68,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: starting the cluster:", err)
 		return 1
 	}
-	restConfig = c.Config()
+	restConfig, testCluster = c.Config(), c
 
 	code := m.Run()
 

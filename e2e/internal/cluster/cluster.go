@@ -34,9 +34,18 @@ type Options struct {
 // Cluster is a running etcd and kube-apiserver pair. Its methods are safe for
 // concurrent use.
 type Cluster struct {
-	config    *rest.Config
-	etcd      *process
+	config *rest.Config
+	etcd   *process
+	// apiserverBinary and apiserverArgs start the API server again on
+	// the same port, certificates and etcd (RestartAPIServer).
+	apiserverBinary string
+	apiserverArgs   []string
+	apiserverLog    string
+	ready           *apiserverReady
+
+	mu        sync.Mutex // guards apiserver and stopped; held for a whole restart
 	apiserver *process
+	stopped   bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -126,7 +135,9 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, c.shutdown(false))
 	}
 
-	c.apiserver, err = startProcess("kube-apiserver", filepath.Join(opts.Assets, "kube-apiserver"), []string{
+	c.apiserverBinary = filepath.Join(opts.Assets, "kube-apiserver")
+	c.apiserverLog = filepath.Join(opts.Dir, "kube-apiserver.log")
+	c.apiserverArgs = []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(apiPort),
@@ -146,26 +157,57 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		"--endpoint-reconciler-type=none",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--profiling=false",
-	}, filepath.Join(opts.Dir, "kube-apiserver.log"))
-	if err != nil {
-		return nil, errors.Join(err, c.shutdown(false))
 	}
 	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	ready := &apiserverReady{host: host, token: token, caFile: filepath.Join(certDir, "apiserver.crt")}
-	defer ready.close()
-	if err := waitUntil(ctx, c.apiserver, ready.check); err != nil {
+	c.ready = &apiserverReady{host: host, token: token, caFile: filepath.Join(certDir, "apiserver.crt")}
+	if c.apiserver, err = c.startAPIServer(ctx); err != nil {
 		return nil, errors.Join(err, c.shutdown(false))
 	}
 	c.config = &rest.Config{
 		Host:            host,
 		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: ready.ca},
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.ready.ca},
 		// The tests create objects in bursts; client-side throttling
 		// would only slow them down.
 		QPS:   200,
 		Burst: 400,
 	}
 	return c, nil
+}
+
+// startAPIServer starts kube-apiserver and waits until it is ready. The
+// process is returned even when it is not ready, so that it can be stopped.
+func (c *Cluster) startAPIServer(ctx context.Context) (*process, error) {
+	p, err := startProcess("kube-apiserver", c.apiserverBinary, c.apiserverArgs, c.apiserverLog)
+	if err != nil {
+		return nil, err
+	}
+	defer c.ready.close()
+	return p, waitUntil(ctx, p, c.ready.check)
+}
+
+// RestartAPIServer kills kube-apiserver, as a crash would, and starts it
+// again on the same port, with the same certificates, credentials and etcd,
+// so that clients of Config keep working once it is back. It returns when
+// the new server is ready; ctx bounds that wait. Watches and requests in
+// flight fail. (A graceful stop is no option here: the server waits for its
+// open watches, which a running informer keeps open.)
+//
+// A Stop called meanwhile waits for the restart, then stops the new server.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("the cluster is stopped")
+	}
+	if err := c.apiserver.kill(); err != nil {
+		return err
+	}
+	p, err := c.startAPIServer(ctx)
+	if p != nil {
+		c.apiserver = p
+	}
+	return err
 }
 
 // Config returns a new copy of the configuration of a client authenticated
@@ -206,8 +248,12 @@ func (c *Cluster) Stop() error {
 // tests ran against a server that was not there. (A failed start has
 // already reported that.)
 func (c *Cluster) shutdown(reportExited bool) error {
+	c.mu.Lock()
+	c.stopped = true
+	apiserver := c.apiserver
+	c.mu.Unlock()
 	var errs []error
-	for _, p := range []*process{c.apiserver, c.etcd} {
+	for _, p := range []*process{apiserver, c.etcd} {
 		if p == nil {
 			continue
 		}

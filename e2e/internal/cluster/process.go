@@ -95,6 +95,16 @@ func (p *process) stop(grace time.Duration) error {
 	return fmt.Errorf("%s did not exit within %v of SIGTERM and was killed", p.name, grace)
 }
 
+// kill kills the process with SIGKILL, as a crash would end it, and returns
+// once it is gone.
+func (p *process) kill() error {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("%s: SIGKILL: %w", p.name, err)
+	}
+	<-p.done
+	return nil
+}
+
 // logTail returns the last lines of the process's log, for error messages.
 func (p *process) logTail(lines int) string {
 	data, err := os.ReadFile(p.logPath)

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubetyped/informer"
+)
+
+// snapshotProvider is a MetricsProvider that keeps the read function of the
+// last informer it was given and collects nothing about handlers.
+type snapshotProvider struct {
+	read atomic.Pointer[func() informer.InformerSnapshot]
+}
+
+func (p *snapshotProvider) AddInformer(_ informer.InformerID, read func() informer.InformerSnapshot) informer.InformerMetrics {
+	p.read.Store(&read)
+	return nil
+}
+
+// requests returns the reflector's request counts.
+func (p *snapshotProvider) requests() informer.ReflectorRequestStats {
+	if read := p.read.Load(); read != nil {
+		return (*read)().Requests
+	}
+	return informer.ReflectorRequestStats{}
+}
+
+// TestInformerRecoversFromAPIServerRestart restarts kube-apiserver under a
+// synced pod informer, then changes pods: the informer must notice the lost
+// watch, come back (re-watching or relisting) and converge with the server.
+func TestInformerRecoversFromAPIServerRestart(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	client := newClientset(t)
+	ns := newNamespace(ctx, t, client)
+	for i := range 3 {
+		createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i))
+	}
+
+	metrics := &snapshotProvider{}
+	factory, err := informer.NewFactory(restConfig, informer.FactoryOptions{Metrics: metrics})
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	defer factory.Shutdown()
+	pods, err := informer.For[*corev1.Pod](factory)
+	if err != nil {
+		t.Fatalf("For: %v", err)
+	}
+	changed := newNotifier()
+	if err := addNotifyingHandler(pods, func() { changed.notify() }); err != nil {
+		t.Fatalf("AddEventHandler: %v", err)
+	}
+	factory.Start(ctx)
+	if _, err := factory.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync: %v", err)
+	}
+	before := metrics.requests()
+
+	restartCtx, cancelRestart := context.WithTimeout(ctx, clusterStartTimeout)
+	err = testCluster.RestartAPIServer(restartCtx)
+	cancelRestart()
+	if err != nil {
+		t.Fatalf("restart kube-apiserver: %v", err)
+	}
+
+	for i := range 3 {
+		createPod(ctx, t, client, ns, fmt.Sprintf("new-%d", i))
+	}
+	relabelPod(ctx, t, client, ns, "pre-0", "1")
+	relabelPod(ctx, t, client, ns, "new-0", "1")
+	deletePod(ctx, t, client, ns, "pre-1")
+	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	want := resourceVersions{}
+	for i := range list.Items {
+		want.set(&list.Items[i])
+	}
+	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, ns)) }) {
+		t.Fatalf("cache did not converge after the restart (-list +cache):\n%s", cmp.Diff(want, cachedVersions(pods, ns)))
+	}
+
+	// The informer noticed: it watched again or listed again.
+	after := metrics.requests()
+	t.Logf("requests before the restart %+v, after %+v", before, after)
+	if after.WatchRestarts+relists(after) <= before.WatchRestarts+relists(before) {
+		t.Errorf("no watch restart and no relist across the API server's restart: before %+v, after %+v", before, after)
+	}
+}
+
+// relists counts the requests for the full state made after the initial
+// one.
+func relists(s informer.ReflectorRequestStats) uint64 {
+	return s.Lists.Expired + s.Lists.Error + s.StreamingLists.Expired + s.StreamingLists.Error
+}
