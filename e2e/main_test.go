@@ -25,6 +25,10 @@ var restConfig *rest.Config
 // servers themselves (restarts).
 var testCluster *cluster.Cluster
 
+// assetsDir holds the server binaries; clusterDir is the directory of
+// testCluster, under which tests that start a cluster of their own put it.
+var assetsDir, clusterDir string
+
 // clusterStartTimeout bounds etcd's and the API server's start; a cold start
 // takes a few seconds, far more on a loaded machine.
 const clusterStartTimeout = 3 * time.Minute
@@ -69,6 +73,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	restConfig, testCluster = c.Config(), c
+	assetsDir, clusterDir = assets, dir
 
 	code := m.Run()
 

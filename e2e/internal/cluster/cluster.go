@@ -29,6 +29,9 @@ type Options struct {
 	// and logs. It must exist; the caller removes it when done (keeping it
 	// after a failure keeps the logs, etcd.log and kube-apiserver.log).
 	Dir string
+	// APIServerArgs are added to kube-apiserver's command line, after the
+	// harness's own flags (so that they override them).
+	APIServerArgs []string
 }
 
 // Cluster is a running etcd and kube-apiserver pair. Its methods are safe for
@@ -158,6 +161,7 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--profiling=false",
 	}
+	c.apiserverArgs = append(c.apiserverArgs, opts.APIServerArgs...)
 	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	c.ready = &apiserverReady{host: host, token: token, caFile: filepath.Join(certDir, "apiserver.crt")}
 	if c.apiserver, err = c.startAPIServer(ctx); err != nil {
