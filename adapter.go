@@ -82,14 +82,14 @@ func (a *sharedInformerAdapter[T]) AddEventHandlerWithOptions(handler cache.Reso
 	if err != nil {
 		return nil, err
 	}
-	return &registrationAdapter[T]{inf: a.inf, reg: reg}, nil
+	return &registrationAdapter{reg: reg}, nil
 }
 
 // RemoveEventHandler removes a handler added through an adapter of the same
 // informer; removing it again, or removing one of another informer, does
 // nothing. A handle that no adapter of this package issued is an error.
 func (a *sharedInformerAdapter[T]) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
-	r, ok := handle.(*registrationAdapter[T])
+	r, ok := handle.(*registrationAdapter)
 	if !ok {
 		return fmt.Errorf("cannot remove event handler: handle of type %T was not issued by this informer", handle)
 	}

@@ -1,30 +1,26 @@
 package informer
 
-import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
-)
+import "k8s.io/client-go/tools/cache"
 
 // registrationAdapter is the cache.ResourceEventHandlerRegistration of a
 // handler added through AsSharedIndexInformer.
-type registrationAdapter[T Object] struct {
-	inf *Informer[T]
+type registrationAdapter struct {
 	reg *Registration
 }
 
-var _ cache.ResourceEventHandlerRegistration = (*registrationAdapter[*metav1.PartialObjectMetadata])(nil)
+var _ cache.ResourceEventHandlerRegistration = (*registrationAdapter)(nil)
 
 // HasSynced reports whether the informer has synced and the handler has
 // returned from every initial add (see Registration.HasSynced).
-func (r *registrationAdapter[T]) HasSynced() bool { return r.reg.HasSynced() }
+func (r *registrationAdapter) HasSynced() bool { return r.reg.HasSynced() }
 
 // HasSyncedChecker returns a checker whose channel is closed once HasSynced
 // is true (see Registration.HasSyncedChecker).
-func (r *registrationAdapter[T]) HasSyncedChecker() cache.DoneChecker {
+func (r *registrationAdapter) HasSyncedChecker() cache.DoneChecker {
 	return r.reg.HasSyncedChecker()
 }
 
 // ShutdownChan is closed once the handler will never be called again (after
 // removal or once the informer stopped). client-go's
 // cache.ShutDownEventHandler waits for it.
-func (r *registrationAdapter[T]) ShutdownChan() <-chan struct{} { return r.reg.target.finishedChan() }
+func (r *registrationAdapter) ShutdownChan() <-chan struct{} { return r.reg.target.finishedChan() }
