@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
@@ -123,7 +121,11 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
-	config := startCompactingCluster(ctx, t)
+	// No watch cache: watches are served from etcd, which compacts its
+	// history every second.
+	config := startClusterOfOwn(ctx, t, "compacting-", cluster.Options{
+		APIServerArgs: []string{"--watch-cache=false", "--etcd-compaction-interval=1s"},
+	}).Config()
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
@@ -214,35 +216,6 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	if len(deletes) != 1 || deletes[0].Name.String() != ns+"/pre-1" || !deletes[0].FinalStateUnknown {
 		t.Errorf("deletes %+v, want one final-state-unknown delete of %s/pre-1", deletes, ns)
 	}
-}
-
-// startCompactingCluster starts a cluster of the test's own whose API server
-// serves watches from etcd (no watch cache) and compacts etcd every second,
-// and returns an administrator's configuration for it.
-func startCompactingCluster(ctx context.Context, t *testing.T) *rest.Config {
-	t.Helper()
-	// Under testCluster's directory, so that hack/e2e.sh's check for
-	// leftover servers covers this one too.
-	dir, err := os.MkdirTemp(clusterDir, "compacting-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	startCtx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
-	defer cancel()
-	c, err := cluster.Start(startCtx, cluster.Options{
-		Assets:        assetsDir,
-		Dir:           dir,
-		APIServerArgs: []string{"--watch-cache=false", "--etcd-compaction-interval=1s"},
-	})
-	if err != nil {
-		t.Fatalf("start a compacting cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop the compacting cluster: %v", err)
-		}
-	})
-	return c.Config()
 }
 
 // waitCompactedPast waits until a watch of the namespace's pods from

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,16 +31,23 @@ type Options struct {
 	// and logs. It must exist; the caller removes it when done (keeping it
 	// after a failure keeps the logs, etcd.log and kube-apiserver.log).
 	Dir string
-	// APIServerArgs are added to kube-apiserver's command line, after the
-	// harness's own flags (so that they override them).
+	// APIServerArgs are added to kube-apiserver's command line, each as
+	// --name=value; one named like a flag of the harness replaces it (list
+	// flags such as --authorization-mode would otherwise add up).
 	APIServerArgs []string
+	// Users are user names, besides the administrator, that can
+	// authenticate with a token of their own (see ConfigFor). They belong to
+	// no group: what they may do depends on the authorization mode and on
+	// the RBAC objects the tests create.
+	Users []string
 }
 
 // Cluster is a running etcd and kube-apiserver pair. Its methods are safe for
 // concurrent use.
 type Cluster struct {
-	config *rest.Config
-	etcd   *process
+	config     *rest.Config
+	userTokens map[string]string
+	etcd       *process
 	// apiserverBinary and apiserverArgs start the API server again on
 	// the same port, certificates and etcd (RestartAPIServer).
 	apiserverBinary string
@@ -106,8 +115,14 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	userTokens := make(map[string]string, len(opts.Users))
+	for _, user := range opts.Users {
+		if userTokens[user], err = newToken(); err != nil {
+			return nil, err
+		}
+	}
 	tokenFile := filepath.Join(opts.Dir, "tokens.csv")
-	if err := writeTokenFile(tokenFile, token); err != nil {
+	if err := writeTokenFile(tokenFile, token, userTokens); err != nil {
 		return nil, err
 	}
 	keyFile := filepath.Join(opts.Dir, "service-account.key")
@@ -115,7 +130,7 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	c := &Cluster{}
+	c := &Cluster{userTokens: userTokens}
 	c.etcd, err = startProcess("etcd", filepath.Join(opts.Assets, "etcd"), []string{
 		"--name=e2e",
 		"--data-dir=" + dataDir,
@@ -161,7 +176,7 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--profiling=false",
 	}
-	c.apiserverArgs = append(c.apiserverArgs, opts.APIServerArgs...)
+	c.apiserverArgs = withArgs(c.apiserverArgs, opts.APIServerArgs)
 	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	c.ready = &apiserverReady{host: host, token: token, caFile: filepath.Join(certDir, "apiserver.crt")}
 	if c.apiserver, err = c.startAPIServer(ctx); err != nil {
@@ -177,6 +192,18 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		Burst: 400,
 	}
 	return c, nil
+}
+
+// withArgs returns args with extra appended, less the args of args that
+// set a flag extra sets.
+func withArgs(args, extra []string) []string {
+	flagName := func(arg string) string { name, _, _ := strings.Cut(arg, "="); return name }
+	replaced := map[string]bool{}
+	for _, arg := range extra {
+		replaced[flagName(arg)] = true
+	}
+	kept := slices.DeleteFunc(slices.Clone(args), func(arg string) bool { return replaced[flagName(arg)] })
+	return append(kept, extra...)
 }
 
 // startAPIServer starts kube-apiserver and waits until it is ready. The
@@ -218,6 +245,18 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 // as a cluster administrator.
 func (c *Cluster) Config() *rest.Config {
 	return rest.CopyConfig(c.config)
+}
+
+// ConfigFor returns a new copy of the configuration of a client
+// authenticated as user, one of Options.Users.
+func (c *Cluster) ConfigFor(user string) (*rest.Config, error) {
+	token, ok := c.userTokens[user]
+	if !ok {
+		return nil, fmt.Errorf("no user %q in this cluster", user)
+	}
+	config := rest.CopyConfig(c.config)
+	config.BearerToken = token
+	return config, nil
 }
 
 // WriteKubeconfig writes a kubeconfig file for Config, for kubectl and other

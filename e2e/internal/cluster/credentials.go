@@ -24,10 +24,14 @@ func newToken() (string, error) {
 }
 
 // writeTokenFile writes the kube-apiserver's --token-auth-file: one CSV line
-// of token, user name, uid and groups.
-func writeTokenFile(path, token string) error {
-	line := fmt.Sprintf("%s,%s,%s,system:masters\n", token, adminUser, adminUser)
-	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+// per user of token, user name, uid and groups. The admin token's user is in
+// system:masters; userTokens maps the other users, in no group, to theirs.
+func writeTokenFile(path, adminToken string, userTokens map[string]string) error {
+	lines := fmt.Sprintf("%s,%s,%s,system:masters\n", adminToken, adminUser, adminUser)
+	for user, token := range userTokens {
+		lines += fmt.Sprintf("%s,%s,%s\n", token, user, user)
+	}
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
 		return fmt.Errorf("token file: %w", err)
 	}
 	return nil
