@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubetyped/informer"
@@ -103,4 +105,78 @@ func TestInformerRecoversFromAPIServerRestart(t *testing.T) {
 // one.
 func relists(s informer.ReflectorRequestStats) uint64 {
 	return s.Lists.Expired + s.Lists.Error + s.StreamingLists.Expired + s.StreamingLists.Error
+}
+
+// etcdOutage is how long TestInformerRidesOutEtcdOutage keeps etcd down.
+const etcdOutage = 3 * time.Second
+
+// TestInformerRidesOutEtcdOutage stops etcd under a synced pod informer for
+// a few seconds, then changes pods once the API server can reach its
+// storage again: the informer must converge with the server.
+func TestInformerRidesOutEtcdOutage(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	client := newClientset(t)
+	ns := newNamespace(ctx, t, client)
+	for i := range 3 {
+		createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i))
+	}
+
+	metrics := &snapshotProvider{}
+	factory, err := informer.NewFactory(restConfig, informer.FactoryOptions{Metrics: metrics})
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	defer factory.Shutdown()
+	pods, err := informer.For[*corev1.Pod](factory)
+	if err != nil {
+		t.Fatalf("For: %v", err)
+	}
+	changed := newNotifier()
+	if err := addNotifyingHandler(pods, func() { changed.notify() }); err != nil {
+		t.Fatalf("AddEventHandler: %v", err)
+	}
+	factory.Start(ctx)
+	if _, err := factory.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync: %v", err)
+	}
+
+	if err := testCluster.StopEtcd(); err != nil {
+		t.Fatalf("stop etcd: %v", err)
+	}
+	time.Sleep(etcdOutage)
+	startCtx, cancelStart := context.WithTimeout(ctx, clusterStartTimeout)
+	err = testCluster.StartEtcd(startCtx)
+	cancelStart()
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	// The API server reconnects to etcd on its own; wait until it serves
+	// from storage again.
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: ""})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the API server did not serve pods again: %v", err)
+	}
+
+	for i := range 2 {
+		createPod(ctx, t, client, ns, fmt.Sprintf("new-%d", i))
+	}
+	relabelPod(ctx, t, client, ns, "pre-0", "1")
+	deletePod(ctx, t, client, ns, "pre-1")
+	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	want := resourceVersions{}
+	for i := range list.Items {
+		want.set(&list.Items[i])
+	}
+	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, ns)) }) {
+		t.Fatalf("cache did not converge after the etcd outage (-list +cache):\n%s", cmp.Diff(want, cachedVersions(pods, ns)))
+	}
+	t.Logf("requests after the outage: %+v", metrics.requests())
 }

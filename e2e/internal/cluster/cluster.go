@@ -47,7 +47,12 @@ type Options struct {
 type Cluster struct {
 	config     *rest.Config
 	userTokens map[string]string
-	etcd       *process
+	// etcdBinary, etcdArgs and etcdURL start etcd again on the same ports
+	// and data (StartEtcd).
+	etcdBinary string
+	etcdArgs   []string
+	etcdLog    string
+	etcdURL    string
 	// apiserverBinary and apiserverArgs start the API server again on
 	// the same port, certificates and etcd (RestartAPIServer).
 	apiserverBinary string
@@ -55,7 +60,8 @@ type Cluster struct {
 	apiserverLog    string
 	ready           *apiserverReady
 
-	mu        sync.Mutex // guards apiserver and stopped; held for a whole restart
+	mu        sync.Mutex // guards the processes and stopped; held for a whole restart
+	etcd      *process   // nil while stopped by StopEtcd
 	apiserver *process
 	stopped   bool
 
@@ -130,8 +136,10 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	c := &Cluster{userTokens: userTokens}
-	c.etcd, err = startProcess("etcd", filepath.Join(opts.Assets, "etcd"), []string{
+	c := &Cluster{userTokens: userTokens, etcdURL: etcdURL}
+	c.etcdBinary = filepath.Join(opts.Assets, "etcd")
+	c.etcdLog = filepath.Join(opts.Dir, "etcd.log")
+	c.etcdArgs = []string{
 		"--name=e2e",
 		"--data-dir=" + dataDir,
 		"--listen-client-urls=" + etcdURL,
@@ -143,13 +151,8 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		// slow shared disk from slowing every write.
 		"--unsafe-no-fsync",
 		"--log-level=warn",
-	}, filepath.Join(opts.Dir, "etcd.log"))
-	if err != nil {
-		return nil, err
 	}
-	etcdClient := &http.Client{}
-	defer etcdClient.CloseIdleConnections()
-	if err := waitUntil(ctx, c.etcd, etcdHealthy(etcdClient, etcdURL)); err != nil {
+	if c.etcd, err = c.startEtcd(ctx); err != nil {
 		return nil, errors.Join(err, c.shutdown(false))
 	}
 
@@ -204,6 +207,44 @@ func withArgs(args, extra []string) []string {
 	}
 	kept := slices.DeleteFunc(slices.Clone(args), func(arg string) bool { return replaced[flagName(arg)] })
 	return append(kept, extra...)
+}
+
+// startEtcd starts etcd and waits until it is healthy. The process is
+// returned even when it is not healthy, so that it can be stopped.
+func (c *Cluster) startEtcd(ctx context.Context) (*process, error) {
+	p, err := startProcess("etcd", c.etcdBinary, c.etcdArgs, c.etcdLog)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{}
+	defer client.CloseIdleConnections()
+	return p, waitUntil(ctx, p, etcdHealthy(client, c.etcdURL))
+}
+
+// StopEtcd stops etcd, leaving kube-apiserver without storage until
+// StartEtcd: writes fail, and watches see nothing new.
+func (c *Cluster) StopEtcd() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped || c.etcd == nil {
+		return errors.New("etcd is not running")
+	}
+	err := c.etcd.stop(stopGrace)
+	c.etcd = nil
+	return err
+}
+
+// StartEtcd starts etcd again after StopEtcd, on the same ports and data,
+// and returns once it is healthy; ctx bounds that wait.
+func (c *Cluster) StartEtcd(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped || c.etcd != nil {
+		return errors.New("etcd is running, or the cluster is stopped")
+	}
+	p, err := c.startEtcd(ctx)
+	c.etcd = p
+	return err
 }
 
 // startAPIServer starts kube-apiserver and waits until it is ready. The
@@ -293,10 +334,10 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) shutdown(reportExited bool) error {
 	c.mu.Lock()
 	c.stopped = true
-	apiserver := c.apiserver
+	apiserver, etcd := c.apiserver, c.etcd
 	c.mu.Unlock()
 	var errs []error
-	for _, p := range []*process{apiserver, c.etcd} {
+	for _, p := range []*process{apiserver, etcd} {
 		if p == nil {
 			continue
 		}
