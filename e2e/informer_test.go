@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubetyped/informer"
@@ -110,5 +111,59 @@ func TestPodInformerConvergesWithServer(t *testing.T) {
 	}
 	if diff := cmp.Diff(listed, cachedVersions(pods, metav1.NamespaceAll)); diff != "" {
 		t.Errorf("cache differs from a fresh LIST (-list +cache):\n%s", diff)
+	}
+}
+
+// TestInitialListStreamedOrListed checks that the reflector really gets its
+// initial state from the server as a streaming list (a watch with
+// sendInitialEvents) by default, and with a LIST when DisableWatchList is
+// set; either way the synced cache equals a LIST.
+func TestInitialListStreamedOrListed(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		disableWatchList bool
+		want             informer.ReflectorRequestStats
+	}{
+		{"streaming list", false, informer.ReflectorRequestStats{StreamingLists: informer.ListReasons{Initial: 1}}},
+		{"list", true, informer.ReflectorRequestStats{Lists: informer.ListReasons{Initial: 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithTimeout(ctx, testTimeout)
+			defer cancel()
+			client := newClientset(t)
+			ns := newNamespace(ctx, t, client)
+			want := resourceVersions{}
+			for i := range 5 {
+				want.set(createPod(ctx, t, client, ns, fmt.Sprintf("pod-%d", i)))
+			}
+			lw, err := informer.NewRESTListerWatcher[*corev1.Pod](restConfig, informer.RESTOptions{Namespace: ns})
+			if err != nil {
+				t.Fatalf("NewRESTListerWatcher: %v", err)
+			}
+			metrics := &snapshotProvider{}
+			pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
+				Metrics: metrics, DisableWatchList: tc.disableWatchList,
+			})
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				pods.Run(runCtx)
+			}()
+			defer func() {
+				stop()
+				<-done
+			}()
+			if !cache.WaitFor(ctx, "pods", pods.HasSyncedChecker()) {
+				t.Fatal("informer did not sync")
+			}
+			if diff := cmp.Diff(want, cachedVersions(pods, ns)); diff != "" {
+				t.Errorf("cache after sync (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, metrics.requests()); diff != "" {
+				t.Errorf("requests for the initial state (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
