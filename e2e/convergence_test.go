@@ -154,14 +154,7 @@ func TestConvergenceUnderConcurrentWriters(t *testing.T) {
 		t.Fatal("the late handler did not sync")
 	}
 
-	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list pods: %v", err)
-	}
-	want := resourceVersions{}
-	for i := range list.Items {
-		want.set(&list.Items[i])
-	}
+	want := listPods(ctx, t, client, metav1.NamespaceAll)
 	t.Logf("%d pods at the end", len(want))
 	// The early handler hears of every change after the cache has it.
 	views := []struct {

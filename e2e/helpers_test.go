@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubetyped/informer"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,4 +109,78 @@ func waitFor(ctx context.Context, changed notifier, cond func() bool) bool {
 		}
 	}
 	return true
+}
+
+// startPodInformer starts a factory with opts and its pod informer, with a
+// handler that notifies the returned notifier of every notification, and
+// waits until it has synced. The factory shuts down when the test ends.
+func startPodInformer(ctx context.Context, t *testing.T, opts informer.FactoryOptions) (*informer.Informer[*corev1.Pod], notifier) {
+	t.Helper()
+	factory, err := informer.NewFactory(restConfig, opts)
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	t.Cleanup(factory.Shutdown)
+	pods, err := informer.For[*corev1.Pod](factory)
+	if err != nil {
+		t.Fatalf("For: %v", err)
+	}
+	changed := newNotifier()
+	if err := addNotifyingHandler(pods, changed.notify); err != nil {
+		t.Fatalf("AddEventHandler: %v", err)
+	}
+	factory.Start(ctx)
+	if _, err := factory.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync: %v", err)
+	}
+	return pods, changed
+}
+
+// addNotifyingHandler adds a handler to inf that calls notify on every
+// notification.
+func addNotifyingHandler[T informer.Object](inf *informer.Informer[T], notify func()) error {
+	_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[T]{
+		AddFunc:    func(T, bool) { notify() },
+		UpdateFunc: func(_, _ T) { notify() },
+		DeleteFunc: func(informer.DeletedObject[T]) { notify() },
+	})
+	return err
+}
+
+// runInformer runs inf until the test ends, then waits for Run to return.
+func runInformer[T informer.Object](ctx context.Context, t *testing.T, inf *informer.Informer[T]) {
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.Run(runCtx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+}
+
+// listPods returns the resource versions of a fresh LIST of the pods of
+// namespace ("" for all).
+func listPods(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace string) resourceVersions {
+	t.Helper()
+	list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	listed := resourceVersions{}
+	for i := range list.Items {
+		listed.set(&list.Items[i])
+	}
+	return listed
+}
+
+// expectConverged waits, at each notification, until the informer's cache
+// of namespace equals want, and fails the test if ctx ends first.
+func expectConverged(ctx context.Context, t *testing.T, pods *informer.Informer[*corev1.Pod], changed notifier, namespace string, want resourceVersions) {
+	t.Helper()
+	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, namespace)) }) {
+		t.Fatalf("cache did not converge (-list +cache):\n%s", cmp.Diff(want, cachedVersions(pods, namespace)))
+	}
 }

@@ -53,27 +53,7 @@ func TestPodInformerConvergesWithServer(t *testing.T) {
 		want.set(createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i)))
 	}
 
-	factory, err := informer.NewFactory(restConfig, informer.FactoryOptions{})
-	if err != nil {
-		t.Fatalf("NewFactory: %v", err)
-	}
-	defer factory.Shutdown()
-	pods, err := informer.For[*corev1.Pod](factory)
-	if err != nil {
-		t.Fatalf("For: %v", err)
-	}
-	changed := newNotifier()
-	if _, err := pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
-		AddFunc:    func(*corev1.Pod, bool) { changed.notify() },
-		UpdateFunc: func(_, _ *corev1.Pod) { changed.notify() },
-		DeleteFunc: func(informer.DeletedObject[*corev1.Pod]) { changed.notify() },
-	}); err != nil {
-		t.Fatalf("AddEventHandler: %v", err)
-	}
-	factory.Start(ctx)
-	if _, err := factory.WaitForCacheSync(ctx); err != nil {
-		t.Fatalf("WaitForCacheSync: %v", err)
-	}
+	pods, changed := startPodInformer(ctx, t, informer.FactoryOptions{})
 	// Synced means the initial list is in the cache: no waiting here.
 	if diff := cmp.Diff(want, cachedVersions(pods, ns)); diff != "" {
 		t.Fatalf("cache after sync (-want +got):\n%s", diff)
@@ -94,21 +74,12 @@ func TestPodInformerConvergesWithServer(t *testing.T) {
 		delete(want, ns+"/"+name)
 	}
 
-	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, ns)) }) {
-		t.Fatalf("cache did not converge (-want +got):\n%s", cmp.Diff(want, cachedVersions(pods, ns)))
-	}
+	expectConverged(ctx, t, pods, changed, ns, want)
 
 	// Every write above has been seen and nothing else writes pods in
 	// this cluster (no controllers, tests run one at a time), so the
 	// whole cache must now equal a fresh LIST of every namespace.
-	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list pods: %v", err)
-	}
-	listed := resourceVersions{}
-	for i := range list.Items {
-		listed.set(&list.Items[i])
-	}
+	listed := listPods(ctx, t, client, metav1.NamespaceAll)
 	if diff := cmp.Diff(listed, cachedVersions(pods, metav1.NamespaceAll)); diff != "" {
 		t.Errorf("cache differs from a fresh LIST (-list +cache):\n%s", diff)
 	}
@@ -145,16 +116,7 @@ func TestInitialListStreamedOrListed(t *testing.T) {
 			pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
 				Metrics: metrics, DisableWatchList: tc.disableWatchList,
 			})
-			runCtx, stop := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				pods.Run(runCtx)
-			}()
-			defer func() {
-				stop()
-				<-done
-			}()
+			runInformer(ctx, t, pods)
 			if !cache.WaitFor(ctx, "pods", pods.HasSyncedChecker()) {
 				t.Fatal("informer did not sync")
 			}

@@ -65,16 +65,7 @@ func TestForbiddenListBacksOffUntilGranted(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("SetWatchErrorHandler: %v", err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		pods.Run(runCtx)
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
+	runInformer(ctx, t, pods)
 
 	time.Sleep(forbiddenWait)
 	if pods.HasSynced() {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,16 +156,7 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("AddEventHandler: %v", err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		pods.Run(runCtx)
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
+	runInformer(ctx, t, pods)
 	if !cache.WaitFor(ctx, "pods", pods.HasSyncedChecker()) {
 		t.Fatal("informer did not sync")
 	}
@@ -189,17 +179,7 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	waitCompactedPast(ctx, t, client, ns, resumeFrom)
 	close(lw.release)
 
-	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list pods: %v", err)
-	}
-	want := resourceVersions{}
-	for i := range list.Items {
-		want.set(&list.Items[i])
-	}
-	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, ns)) }) {
-		t.Fatalf("cache did not converge after the relist (-list +cache):\n%s", cmp.Diff(want, cachedVersions(pods, ns)))
-	}
+	expectConverged(ctx, t, pods, changed, ns, listPods(ctx, t, client, ns))
 
 	requests := metrics.requests()
 	lw.mu.Lock()

@@ -153,17 +153,6 @@ func TestEveryFormOfAResourceFollowsServer(t *testing.T) {
 	}
 }
 
-// addNotifyingHandler adds a handler to inf that calls notify on every
-// notification.
-func addNotifyingHandler[T informer.Object](inf *informer.Informer[T], notify func()) error {
-	_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[T]{
-		AddFunc:    func(T, bool) { notify() },
-		UpdateFunc: func(_, _ T) { notify() },
-		DeleteFunc: func(informer.DeletedObject[T]) { notify() },
-	})
-	return err
-}
-
 // listed returns the resource versions of everything in inf's cache.
 func listed[T informer.Object](inf *informer.Informer[T]) resourceVersions {
 	objs, _ := inf.Lister().List(nil)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
@@ -49,27 +47,11 @@ func TestInformerRecoversFromAPIServerRestart(t *testing.T) {
 	}
 
 	metrics := &snapshotProvider{}
-	factory, err := informer.NewFactory(restConfig, informer.FactoryOptions{Metrics: metrics})
-	if err != nil {
-		t.Fatalf("NewFactory: %v", err)
-	}
-	defer factory.Shutdown()
-	pods, err := informer.For[*corev1.Pod](factory)
-	if err != nil {
-		t.Fatalf("For: %v", err)
-	}
-	changed := newNotifier()
-	if err := addNotifyingHandler(pods, func() { changed.notify() }); err != nil {
-		t.Fatalf("AddEventHandler: %v", err)
-	}
-	factory.Start(ctx)
-	if _, err := factory.WaitForCacheSync(ctx); err != nil {
-		t.Fatalf("WaitForCacheSync: %v", err)
-	}
+	pods, changed := startPodInformer(ctx, t, informer.FactoryOptions{Metrics: metrics})
 	before := metrics.requests()
 
 	restartCtx, cancelRestart := context.WithTimeout(ctx, clusterStartTimeout)
-	err = testCluster.RestartAPIServer(restartCtx)
+	err := testCluster.RestartAPIServer(restartCtx)
 	cancelRestart()
 	if err != nil {
 		t.Fatalf("restart kube-apiserver: %v", err)
@@ -81,17 +63,7 @@ func TestInformerRecoversFromAPIServerRestart(t *testing.T) {
 	relabelPod(ctx, t, client, ns, "pre-0", "1")
 	relabelPod(ctx, t, client, ns, "new-0", "1")
 	deletePod(ctx, t, client, ns, "pre-1")
-	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list pods: %v", err)
-	}
-	want := resourceVersions{}
-	for i := range list.Items {
-		want.set(&list.Items[i])
-	}
-	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, ns)) }) {
-		t.Fatalf("cache did not converge after the restart (-list +cache):\n%s", cmp.Diff(want, cachedVersions(pods, ns)))
-	}
+	expectConverged(ctx, t, pods, changed, ns, listPods(ctx, t, client, ns))
 
 	// The informer noticed: it watched again or listed again.
 	after := metrics.requests()
@@ -124,30 +96,14 @@ func TestInformerRidesOutEtcdOutage(t *testing.T) {
 	}
 
 	metrics := &snapshotProvider{}
-	factory, err := informer.NewFactory(restConfig, informer.FactoryOptions{Metrics: metrics})
-	if err != nil {
-		t.Fatalf("NewFactory: %v", err)
-	}
-	defer factory.Shutdown()
-	pods, err := informer.For[*corev1.Pod](factory)
-	if err != nil {
-		t.Fatalf("For: %v", err)
-	}
-	changed := newNotifier()
-	if err := addNotifyingHandler(pods, func() { changed.notify() }); err != nil {
-		t.Fatalf("AddEventHandler: %v", err)
-	}
-	factory.Start(ctx)
-	if _, err := factory.WaitForCacheSync(ctx); err != nil {
-		t.Fatalf("WaitForCacheSync: %v", err)
-	}
+	pods, changed := startPodInformer(ctx, t, informer.FactoryOptions{Metrics: metrics})
 
 	if err := testCluster.StopEtcd(); err != nil {
 		t.Fatalf("stop etcd: %v", err)
 	}
 	time.Sleep(etcdOutage)
 	startCtx, cancelStart := context.WithTimeout(ctx, clusterStartTimeout)
-	err = testCluster.StartEtcd(startCtx)
+	err := testCluster.StartEtcd(startCtx)
 	cancelStart()
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
@@ -167,16 +123,6 @@ func TestInformerRidesOutEtcdOutage(t *testing.T) {
 	}
 	relabelPod(ctx, t, client, ns, "pre-0", "1")
 	deletePod(ctx, t, client, ns, "pre-1")
-	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list pods: %v", err)
-	}
-	want := resourceVersions{}
-	for i := range list.Items {
-		want.set(&list.Items[i])
-	}
-	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cachedVersions(pods, ns)) }) {
-		t.Fatalf("cache did not converge after the etcd outage (-list +cache):\n%s", cmp.Diff(want, cachedVersions(pods, ns)))
-	}
+	expectConverged(ctx, t, pods, changed, ns, listPods(ctx, t, client, ns))
 	t.Logf("requests after the outage: %+v", metrics.requests())
 }
