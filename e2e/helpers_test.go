@@ -184,3 +184,21 @@ func expectConverged(ctx context.Context, t *testing.T, pods *informer.Informer[
 		t.Fatalf("cache did not converge (-list +cache):\n%s", cmp.Diff(want, cachedVersions(pods, namespace)))
 	}
 }
+
+// resourceVersions maps "namespace/name" to resourceVersion.
+type resourceVersions map[string]string
+
+func (rv resourceVersions) set(obj metav1.Object) {
+	rv[obj.GetNamespace()+"/"+obj.GetName()] = obj.GetResourceVersion()
+}
+
+// cachedVersions returns the resource versions of the objects in inf's
+// cache, of one namespace or, for "", all of them.
+func cachedVersions[T informer.Object](inf *informer.Informer[T], namespace string) resourceVersions {
+	objs, _ := inf.Lister().Namespace(namespace).List(nil)
+	got := resourceVersions{}
+	for _, obj := range objs {
+		got.set(obj)
+	}
+	return got
+}

@@ -19,24 +19,6 @@ import (
 // quiet machine they take well under a second.
 const testTimeout = 2 * time.Minute
 
-// resourceVersions maps "namespace/name" to resourceVersion.
-type resourceVersions map[string]string
-
-func (rv resourceVersions) set(pod *corev1.Pod) {
-	rv[pod.Namespace+"/"+pod.Name] = pod.ResourceVersion
-}
-
-// cachedVersions returns the resource versions of the pods in the lister's
-// cache, of one namespace or, for "", all of them.
-func cachedVersions(pods *informer.Informer[*corev1.Pod], namespace string) resourceVersions {
-	list, _ := pods.Lister().Namespace(namespace).List(nil)
-	got := resourceVersions{}
-	for _, pod := range list {
-		got.set(pod)
-	}
-	return got
-}
-
 // TestPodInformerConvergesWithServer runs the factory's pod informer
 // against the real server: it lists the pods that exist before it starts,
 // follows creates, updates and deletes, and ends up holding exactly what a

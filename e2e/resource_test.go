@@ -21,16 +21,6 @@ import (
 
 var configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// listedVersions maps "namespace/name" to resourceVersion for objects with
-// metadata.
-func listedVersions[T metav1.Object](objs []T) resourceVersions {
-	got := resourceVersions{}
-	for _, obj := range objs {
-		got[obj.GetNamespace()+"/"+obj.GetName()] = obj.GetResourceVersion()
-	}
-	return got
-}
-
 // TestEveryFormOfAResourceFollowsServer runs three informers of one
 // namespaced factory on config maps: typed, metadata-only (the server
 // answers with PartialObjectMetadata) and unstructured (JSON through the
@@ -109,13 +99,13 @@ func TestEveryFormOfAResourceFollowsServer(t *testing.T) {
 	}
 	want := resourceVersions{}
 	for i := range list.Items {
-		want[ns+"/"+list.Items[i].Name] = list.Items[i].ResourceVersion
+		want.set(&list.Items[i])
 	}
 
 	caches := map[string]func() resourceVersions{
-		"typed":    func() resourceVersions { return listed(typed) },
-		"metadata": func() resourceVersions { return listed(metadata) },
-		"dynamic":  func() resourceVersions { return listed(dynamicInf) },
+		"typed":    func() resourceVersions { return cachedVersions(typed, "") },
+		"metadata": func() resourceVersions { return cachedVersions(metadata, "") },
+		"dynamic":  func() resourceVersions { return cachedVersions(dynamicInf, "") },
 	}
 	converged := func() bool {
 		for _, cached := range caches {
@@ -151,12 +141,6 @@ func TestEveryFormOfAResourceFollowsServer(t *testing.T) {
 	if meta0.UID == "" || meta0.UID != pre0.GetUID() {
 		t.Errorf("metadata pre-0 has UID %q, want %q", meta0.UID, pre0.GetUID())
 	}
-}
-
-// listed returns the resource versions of everything in inf's cache.
-func listed[T informer.Object](inf *informer.Informer[T]) resourceVersions {
-	objs, _ := inf.Lister().List(nil)
-	return listedVersions(objs)
 }
 
 // TestCustomResourceInformerFollowsServer creates a CustomResourceDefinition
@@ -221,12 +205,9 @@ func TestCustomResourceInformerFollowsServer(t *testing.T) {
 	}
 	want := resourceVersions{}
 	for i := range list.Items {
-		want[ns+"/"+list.Items[i].GetName()] = list.Items[i].GetResourceVersion()
+		want.set(&list.Items[i])
 	}
-	cached := func() resourceVersions {
-		objs, _ := inf.Lister().Namespace(ns).List(nil)
-		return listedVersions(objs)
-	}
+	cached := func() resourceVersions { return cachedVersions(inf, ns) }
 	if !waitFor(ctx, changed, func() bool { return cmp.Equal(want, cached()) }) {
 		t.Fatalf("widget cache differs from a fresh LIST (-list +cache):\n%s", cmp.Diff(want, cached()))
 	}
