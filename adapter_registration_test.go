@@ -3,6 +3,8 @@ package informer
 import (
 	"testing"
 
+	"github.com/kubetyped/informer/informertest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -37,7 +39,7 @@ func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
 
 	// A registration of another informer is not this one's: nothing
 	// happens. A handle of a foreign type is an error.
-	other := AsSharedIndexInformer(NewInformer[*corev1.Pod](NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
+	other := AsSharedIndexInformer(NewInformer[*corev1.Pod](informertest.NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
 	otherReg, err := other.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 	plMust(t, err)
 	plMust(t, sii.RemoveEventHandler(otherReg))
@@ -121,7 +123,7 @@ func TestSharedIndexInformerAdapterCheckerOfRemovedHandler(t *testing.T) {
 	expectNoGoroutineLeak(t)
 	// The channel of a handler removed before it synced stays open, as in
 	// client-go.
-	sii := AsSharedIndexInformer(NewInformer[*corev1.Pod](NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
+	sii := AsSharedIndexInformer(NewInformer[*corev1.Pod](informertest.NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
 	reg, err := sii.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 	plMust(t, err)
 	checker := reg.HasSyncedChecker()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,16 +28,16 @@ func copyPods(l *corev1.PodList) ([]*corev1.Pod, error) { return CopyListItems(l
 // clientsetCalls returns the options of the clientset's list and watch
 // calls. The random watch timeout is cleared, and so is Watch, which the
 // typed client sets itself.
-func clientsetCalls(cs *fake.Clientset) []FakeCall {
-	var calls []FakeCall
+func clientsetCalls(cs *fake.Clientset) []informertest.FakeCall {
+	var calls []informertest.FakeCall
 	for _, action := range cs.Actions() {
 		switch a := action.(type) {
 		case clienttesting.ListActionImpl:
-			calls = append(calls, FakeCall{Verb: "list", Options: a.ListOptions})
+			calls = append(calls, informertest.FakeCall{Verb: "list", Options: a.ListOptions})
 		case clienttesting.WatchActionImpl:
 			options := a.ListOptions
 			options.TimeoutSeconds, options.Watch = nil, false
-			calls = append(calls, FakeCall{Verb: "watch", Options: options})
+			calls = append(calls, informertest.FakeCall{Verb: "watch", Options: options})
 		}
 	}
 	return calls
@@ -93,7 +95,7 @@ func TestClientListerWatcherWithFakeClientset(t *testing.T) {
 		{Op: "update", Keys: []string{"ns/a"}},
 		{Op: "delete", Keys: []string{"ns/b"}},
 	}, store.waitFor(t, 4), sortedKeys, ignoreRV)
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall(listed.RV)}, clientsetCalls(cs))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall(listed.RV)}, clientsetCalls(cs))
 }
 
 // waitForClientsetWatch waits until the clientset has served n watches.
@@ -141,7 +143,7 @@ func TestClientListerWatcherTooManyRequestsWithoutRelist(t *testing.T) {
 	}
 	clock.Step(time.Minute)
 	waitForClientsetWatch(t, ctx, cs, 2)
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall(listRV), watchCall(listRV)}, clientsetCalls(cs))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall(listRV), watchCall(listRV)}, clientsetCalls(cs))
 }
 
 func TestClientListerWatcherBadWatchEvents(t *testing.T) {
@@ -183,7 +185,7 @@ func TestClientListerWatcherBadWatchEvents(t *testing.T) {
 	diffOrFail(t, "stats", ReflectorStats{WrongTypeEvents: 2, NamelessEvents: 1, NilObjectEvents: 1, ErrorEvents: 1}, r.Stats())
 	waitForClientsetWatch(t, ctx, cs, 2)
 	// The relist is at the last seen version ("4"), without pagination.
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall(listRV), listCall("4", 0, ""), watchCall(listRV)}, clientsetCalls(cs))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall(listRV), listCall("4", 0, ""), watchCall(listRV)}, clientsetCalls(cs))
 }
 
 // badClient returns the list it is given.
@@ -214,7 +216,7 @@ func TestClientListerWatcherDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Stop()
-	diffOrFail(t, "calls", []FakeCall{
+	diffOrFail(t, "calls", []informertest.FakeCall{
 		{Verb: "list", Options: metav1.ListOptions{ResourceVersion: "0", LabelSelector: "app=web"}},
 		{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: "3", LabelSelector: "app=web"}},
 	}, clientsetCalls(cs))

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
@@ -306,8 +308,8 @@ func (r *diffRunner) step(st diffStep) {
 // sendToWatch delivers st to fake's open watch and reports whether there
 // was one. The harness never blocks waiting for a watch: that would let the
 // bubble's clock run.
-func (r *diffRunner) sendToWatch(fake *FakeListerWatcher[*corev1.Pod], st diffStep) bool {
-	if w, _ := fake.openWatch(); w == nil {
+func (r *diffRunner) sendToWatch(fake *informertest.FakeListerWatcher[*corev1.Pod], st diffStep) bool {
+	if !fake.Watching() {
 		return false
 	}
 	var err error
@@ -342,8 +344,7 @@ func diffStatusError(code int) error {
 }
 
 func (r *diffRunner) watching(i int) bool {
-	w, _ := r.sides[i].fake().openWatch()
-	return w != nil
+	return r.sides[i].fake().Watching()
 }
 
 // record appends both sides' states after a step.

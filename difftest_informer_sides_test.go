@@ -2,7 +2,7 @@ package informer
 
 // The two implementations the informer harness compares, behind one
 // interface: client-go's SharedIndexInformer and this library's Informer,
-// each fed by its own FakeListerWatcher and observed by recording handlers.
+// each fed by its own informertest.FakeListerWatcher and observed by recording handlers.
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubetyped/informer/informertest"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -153,7 +155,7 @@ type diffInformerConfig struct {
 // diffInformerSide is one implementation under test.
 type diffInformerSide interface {
 	// fake is the side's scripted API server.
-	fake() *FakeListerWatcher[*corev1.Pod]
+	fake() *informertest.FakeListerWatcher[*corev1.Pod]
 	// run runs the informer until ctx is done.
 	run(ctx context.Context)
 	addHandler(r *diffRecorder, resync *time.Duration) (handle any, err error)
@@ -200,13 +202,13 @@ func (l *diffErrorLog) take() []string {
 
 // diffOurSide is this library's Informer.
 type diffOurSide struct {
-	lw   *FakeListerWatcher[*corev1.Pod]
+	lw   *informertest.FakeListerWatcher[*corev1.Pod]
 	inf  *Informer[*corev1.Pod]
 	errs diffErrorLog
 }
 
 func newDiffOurSide(cfg diffInformerConfig) *diffOurSide {
-	fake := NewFakeListerWatcher[*corev1.Pod]()
+	fake := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	opts := InformerOptions[*corev1.Pod]{ResyncPeriod: cfg.ResyncPeriod, Name: "difftest"}
 	if cfg.Transform {
 		opts.Transform = diffTransformPod
@@ -218,10 +220,10 @@ func newDiffOurSide(cfg diffInformerConfig) *diffOurSide {
 
 func (o *diffOurSide) errors() *diffErrorLog { return &o.errs }
 
-func (o *diffOurSide) fake() *FakeListerWatcher[*corev1.Pod] { return o.lw }
-func (o *diffOurSide) run(ctx context.Context)               { o.inf.Run(ctx) }
-func (o *diffOurSide) hasSynced() bool                       { return o.inf.HasSynced() }
-func (o *diffOurSide) lastSyncResourceVersion() string       { return o.inf.LastSyncResourceVersion() }
+func (o *diffOurSide) fake() *informertest.FakeListerWatcher[*corev1.Pod] { return o.lw }
+func (o *diffOurSide) run(ctx context.Context)                            { o.inf.Run(ctx) }
+func (o *diffOurSide) hasSynced() bool                                    { return o.inf.HasSynced() }
+func (o *diffOurSide) lastSyncResourceVersion() string                    { return o.inf.LastSyncResourceVersion() }
 func (o *diffOurSide) storeResourceVersion() string {
 	return o.inf.Indexer().LastStoreSyncResourceVersion()
 }
@@ -246,13 +248,13 @@ func (o *diffOurSide) stored() []diffStored {
 // diffClientGoSide is client-go's SharedIndexInformer with its default
 // feature gates.
 type diffClientGoSide struct {
-	lw   *FakeListerWatcher[*corev1.Pod]
+	lw   *informertest.FakeListerWatcher[*corev1.Pod]
 	inf  cache.SharedIndexInformer
 	errs diffErrorLog
 }
 
 func newDiffClientGoSide(cfg diffInformerConfig) *diffClientGoSide {
-	fake := NewFakeListerWatcher[*corev1.Pod]()
+	fake := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	inf := cache.NewSharedIndexInformerWithOptions(diffClientGoLW{diffListerWatcher{fake, cfg.Streaming}}, &corev1.Pod{},
 		cache.SharedIndexInformerOptions{ResyncPeriod: cfg.ResyncPeriod})
 	if cfg.Transform {
@@ -265,10 +267,10 @@ func newDiffClientGoSide(cfg diffInformerConfig) *diffClientGoSide {
 
 func (c *diffClientGoSide) errors() *diffErrorLog { return &c.errs }
 
-func (c *diffClientGoSide) fake() *FakeListerWatcher[*corev1.Pod] { return c.lw }
-func (c *diffClientGoSide) run(ctx context.Context)               { c.inf.RunWithContext(ctx) }
-func (c *diffClientGoSide) hasSynced() bool                       { return c.inf.HasSynced() }
-func (c *diffClientGoSide) lastSyncResourceVersion() string       { return c.inf.LastSyncResourceVersion() }
+func (c *diffClientGoSide) fake() *informertest.FakeListerWatcher[*corev1.Pod] { return c.lw }
+func (c *diffClientGoSide) run(ctx context.Context)                            { c.inf.RunWithContext(ctx) }
+func (c *diffClientGoSide) hasSynced() bool                                    { return c.inf.HasSynced() }
+func (c *diffClientGoSide) lastSyncResourceVersion() string                    { return c.inf.LastSyncResourceVersion() }
 func (c *diffClientGoSide) storeResourceVersion() string {
 	return c.inf.GetIndexer().LastStoreSyncResourceVersion()
 }

@@ -1,12 +1,14 @@
 package informer
 
 // The fake API server of the informer harness, as each side's
-// ListerWatcher: a FakeListerWatcher behind an adapter that hands out new
+// ListerWatcher: a informertest.FakeListerWatcher behind an adapter that hands out new
 // objects on every list, and client-go's interface for client-go's side.
 
 import (
 	"context"
 	"sync"
+
+	"github.com/kubetyped/informer/informertest"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,12 +17,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// diffListerWatcher serves one side from a FakeListerWatcher. Like an API
+// diffListerWatcher serves one side from a informertest.FakeListerWatcher. Like an API
 // server, every List and every streamed list returns new objects, so that a
 // transform that changes objects in place never sees one twice. It declares
 // streaming lists unsupported unless streaming is set, for both sides alike.
 type diffListerWatcher struct {
-	fake      *FakeListerWatcher[*corev1.Pod]
+	fake      *informertest.FakeListerWatcher[*corev1.Pod]
 	streaming bool
 }
 

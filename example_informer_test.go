@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubetyped/informer/informertest"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,10 +22,10 @@ func examplePod(namespace, name, app, resourceVersion string) *corev1.Pod {
 }
 
 // A typed pod informer: handlers receive *corev1.Pod, and the lister answers
-// from the cache. A FakeListerWatcher stands in for the API server; a real
+// from the cache. A informertest.FakeListerWatcher stands in for the API server; a real
 // program passes a ListerWatcher built from a clientset.
 func ExampleInformer() {
-	lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	lw.SetList("10",
 		examplePod("default", "web-1", "web", "8"),
 		examplePod("default", "db-1", "db", "9"))
@@ -76,7 +78,7 @@ func ExampleInformer() {
 // A handler that only cares about some objects, with a bounded buffer that
 // merges notifications per object when the handler falls behind.
 func ExampleInformer_AddEventHandlerWithOptions() {
-	lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	lw.SetList("3",
 		examplePod("default", "web-1", "web", "1"),
 		examplePod("default", "db-1", "db", "2"))

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kubetyped/informer/informertest"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -227,7 +229,7 @@ func Example_migrateTombstones() {
 // A deletion the watch missed: the relist after "410 Gone" no longer holds
 // db-1, so the handler gets its last cached state with FinalStateUnknown.
 func ExampleDeletedObject() {
-	lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	lw.SetWatchListUnsupported(true) // list, then watch
 	web, db := docsPod("default", "web-1", "web", "node-1"), docsPod("default", "db-1", "db", "node-2")
 	web.ResourceVersion, db.ResourceVersion = "8", "9"

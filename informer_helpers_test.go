@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,8 +188,8 @@ var plFastBackoff = &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 
 
 // plInformer returns an informer over a new fake with a namespace index and
 // fast retries.
-func plInformer(opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *FakeListerWatcher[*corev1.Pod]) {
-	lw := NewFakeListerWatcher[*corev1.Pod]()
+func plInformer(opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *informertest.FakeListerWatcher[*corev1.Pod]) {
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	if opts.Indexers == nil {
 		opts.Indexers = Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]}
 	}
@@ -291,4 +293,8 @@ func plSorted(keys []string) []string {
 	out := append([]string{}, keys...)
 	slices.Sort(out)
 	return out
+}
+
+func fakePod(namespace, name, resourceVersion string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}}
 }

@@ -5,17 +5,17 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubetyped/informer/internal/listwatch"
 )
 
-// ListResult is one page of a typed list call.
-type ListResult[T Object] struct {
-	// Items are the listed objects, in the order the server returned them.
-	Items []T
-	// ResourceVersion is the list's resource version.
-	ResourceVersion string
-	// Continue is the token for the next page; empty on the last page.
-	Continue string
-}
+// ListResult is one page of a typed list call: Items, the listed objects
+// in the order the server returned them; ResourceVersion, the list's
+// resource version; Continue, the token for the next page (empty on the
+// last page). It is defined in an internal package so that the fake
+// ListerWatcher of package informertest can return it without importing
+// this package.
+type ListResult[T Object] = listwatch.ListResult[T]
 
 // ListerWatcher lists and watches one resource type. Implementations must be
 // safe for concurrent use.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -194,6 +196,6 @@ func advanceUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func callsAtLeast(lw *informer.FakeListerWatcher[*corev1.Pod], n int) func() bool {
+func callsAtLeast(lw *informertest.FakeListerWatcher[*corev1.Pod], n int) func() bool {
 	return func() bool { return len(lw.Calls()) >= n }
 }

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +25,7 @@ import (
 func TestMetricsCountListsAndWatchRestarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
-		lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", mtPod("a", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p, DisableWatchList: true})
 		runInformer(t, inf)
@@ -70,7 +72,7 @@ func TestMetricsCountListsAndWatchRestarts(t *testing.T) {
 func TestMetricsCountStreamingLists(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
-		lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", mtPod("a", "10"))
 		// The first streaming list is refused: the reflector lists instead.
 		lw.FailNextWatch(apierrors.NewBadRequest("streaming lists are not supported"))
@@ -104,7 +106,7 @@ func TestMetricsCountStreamingLists(t *testing.T) {
 func TestMetricsHandlerRegistrationsFollowHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
-		lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", mtPod("a", "10"), mtPod("bad", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 			Resource: schema.GroupResource{Resource: "pods"}, Metrics: p,
@@ -168,7 +170,7 @@ func (sleeper) OnDelete(informer.DeletedObject[*corev1.Pod]) { time.Sleep(time.S
 func TestMetricsObserveHandlerBatchDurations(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
-		lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", mtPod("a", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p})
 		must[*informer.Registration](t)(inf.AddEventHandlerWithOptions(sleeper{}, informer.HandlerOptions{Name: "slow"}))
@@ -201,7 +203,7 @@ func TestMetricsProviderMayDeclineInformersAndHandlers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+				lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 				lw.SetList("10", mtPod("a", "10"))
 				inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Metrics: tc.provider})
 				h := &mtCounter{}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kubetyped/informer/informertest"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +35,7 @@ func TestReflectorPaginatedFirstListKeepsPaginating(t *testing.T) {
 	h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
 	h.skipBackoff()
 	h.store.waitFor(t, 3)
-	diffOrFail(t, "calls", []FakeCall{
+	diffOrFail(t, "calls", []informertest.FakeCall{
 		listCall("0", 500, ""),
 		listCall("", 500, "fake:2000:500"),
 		listCall("", 500, "fake:2000:1000"),
@@ -56,7 +58,7 @@ func TestReflectorUnpaginatedServerRelistsWithoutLimit(t *testing.T) {
 	h.store.waitFor(t, 3)
 	// The relist at a known resource version is not paginated, so that the
 	// watch cache can serve it.
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
 }
 
 func TestReflectorPageSizeOption(t *testing.T) {
@@ -66,7 +68,7 @@ func TestReflectorPageSizeOption(t *testing.T) {
 	h.lw.SetPagination(true)
 	h.start()
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "7"}}, h.store.waitFor(t, 1))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 2, ""), listCall("", 2, "fake:7:2"), watchCall("7")}, h.calls(3))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 2, ""), listCall("", 2, "fake:7:2"), watchCall("7")}, h.calls(3))
 }
 
 func TestReflectorExpiredContinueTokenListsEverything(t *testing.T) {
@@ -78,7 +80,7 @@ func TestReflectorExpiredContinueTokenListsEverything(t *testing.T) {
 	h.start()
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "7"}}, h.store.waitFor(t, 1))
 	// Like client-go's pager: one unpaginated list at the requested version.
-	diffOrFail(t, "calls", []FakeCall{
+	diffOrFail(t, "calls", []informertest.FakeCall{
 		listCall("0", 2, ""),
 		listCall("", 2, "fake:7:2"),
 		listCall("0", 0, ""),
@@ -102,7 +104,7 @@ func TestReflectorUnavailableResourceVersionRelistsLatest(t *testing.T) {
 			h.lw.FailNextList(err)
 			h.start()
 			h.store.waitFor(t, 1)
-			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("", 500, ""), watchCall("7")}, h.calls(3))
+			diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), listCall("", 500, ""), watchCall("7")}, h.calls(3))
 
 			// A watch that expires relists at the last version; when that
 			// version is gone too, the reflector lists the latest state.
@@ -111,7 +113,7 @@ func TestReflectorUnavailableResourceVersionRelistsLatest(t *testing.T) {
 			h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
 			h.skipBackoff()
 			h.store.waitFor(t, 3)
-			diffOrFail(t, "calls", []FakeCall{listCall("8", 0, ""), listCall("", 0, ""), watchCall("7")}, h.calls(6)[3:])
+			diffOrFail(t, "calls", []informertest.FakeCall{listCall("8", 0, ""), listCall("", 0, ""), watchCall("7")}, h.calls(6)[3:])
 			h.noHandledErrors()
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,12 +125,12 @@ func (s *recordingStore[T]) snapshot() []storeCall {
 	return append([]storeCall(nil), s.calls...)
 }
 
-// reflectorHarness runs a Reflector on a FakeListerWatcher and a recording
+// reflectorHarness runs a Reflector on a informertest.FakeListerWatcher and a recording
 // store, with a fake clock.
 type reflectorHarness struct {
 	t      *testing.T
 	ctx    context.Context
-	lw     *FakeListerWatcher[*corev1.Pod]
+	lw     *informertest.FakeListerWatcher[*corev1.Pod]
 	store  *recordingStore[*corev1.Pod]
 	clock  *clocktesting.FakeClock
 	r      *Reflector[*corev1.Pod]
@@ -171,7 +173,7 @@ func newReflectorHarness(t *testing.T, opts ReflectorOptions) *reflectorHarness 
 	expectNoGoroutineLeak(t)
 	h := &reflectorHarness{
 		t:     t,
-		lw:    NewFakeListerWatcher[*corev1.Pod](),
+		lw:    informertest.NewFakeListerWatcher[*corev1.Pod](),
 		store: newRecordingStore[*corev1.Pod](),
 		clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
 		errs:  make(chan error, 100),
@@ -209,7 +211,7 @@ func (h *reflectorHarness) start() {
 
 // calls waits for n lister-watcher calls and returns them with the random
 // watch timeout checked and cleared, so that whole sequences compare.
-func (h *reflectorHarness) calls(n int) []FakeCall {
+func (h *reflectorHarness) calls(n int) []informertest.FakeCall {
 	h.t.Helper()
 	calls, err := h.lw.WaitForCalls(h.ctx, n)
 	if err != nil {
@@ -276,16 +278,16 @@ func (h *reflectorHarness) noHandledErrors() {
 	}
 }
 
-func listCall(rv string, limit int64, cont string) FakeCall {
-	return FakeCall{Verb: "list", Options: metav1.ListOptions{ResourceVersion: rv, Limit: limit, Continue: cont}}
+func listCall(rv string, limit int64, cont string) informertest.FakeCall {
+	return informertest.FakeCall{Verb: "list", Options: metav1.ListOptions{ResourceVersion: rv, Limit: limit, Continue: cont}}
 }
 
-func watchCall(rv string) FakeCall {
-	return FakeCall{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}}
+func watchCall(rv string) informertest.FakeCall {
+	return informertest.FakeCall{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}}
 }
 
-func streamCall(rv string) FakeCall {
-	return FakeCall{Verb: "watch", Options: metav1.ListOptions{
+func streamCall(rv string) informertest.FakeCall {
+	return informertest.FakeCall{Verb: "watch", Options: metav1.ListOptions{
 		ResourceVersion:      rv,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		SendInitialEvents:    ptr.To(true),
@@ -327,7 +329,7 @@ func TestReflectorListThenWatch(t *testing.T) {
 		{Op: "delete", Keys: []string{"ns/b"}, RV: "15"},
 		{Op: "bookmark", RV: "16"},
 	}, got)
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("12")}, h.calls(2))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("12")}, h.calls(2))
 	if rv := h.r.LastSyncResourceVersion(); rv != "16" {
 		t.Errorf("LastSyncResourceVersion = %q, want 16", rv)
 	}
@@ -336,7 +338,7 @@ func TestReflectorListThenWatch(t *testing.T) {
 }
 
 func ExampleNewReflector() {
-	lw := NewFakeListerWatcher[*corev1.Pod]()
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	lw.SetList("5", fakePod("default", "web", "4"))
 	store := newRecordingStore[*corev1.Pod]()
 	r := NewReflector[*corev1.Pod](lw, store, ReflectorOptions{Name: "pods"})
@@ -379,7 +381,7 @@ func TestReflectorListErrorGoesToHandlerAndRetriesAfterBackoff(t *testing.T) {
 	}
 	h.skipBackoff()
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a"}, RV: "7"}}, h.store.waitFor(t, 1))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("0", 500, ""), watchCall("7")}, h.calls(3))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), listCall("0", 500, ""), watchCall("7")}, h.calls(3))
 }
 
 func TestReflectorStoreErrors(t *testing.T) {
@@ -405,7 +407,7 @@ func TestReflectorStoreErrors(t *testing.T) {
 		{Op: "add", Keys: []string{"ns/c"}, RV: "9"},
 	}, h.store.waitFor(t, 4))
 	diffOrFail(t, "stats", ReflectorStats{StoreErrors: 1}, h.r.Stats())
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), listCall("0", 500, ""), watchCall("7")}, h.calls(3))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), listCall("0", 500, ""), watchCall("7")}, h.calls(3))
 }
 
 func TestReflectorRunTwiceConcurrently(t *testing.T) {
@@ -415,7 +417,7 @@ func TestReflectorRunTwiceConcurrently(t *testing.T) {
 	h.calls(2)
 	h.r.Run(h.ctx) // returns at once: already running
 	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7")}, h.calls(2))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7")}, h.calls(2))
 	if n := len(h.lw.Calls()); n != 2 {
 		t.Errorf("the second Run made calls: %d calls in all", n)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,7 +59,7 @@ func TestReflectorDropsBadWatchEvents(t *testing.T) {
 		"Dropping a watch event whose object has no name",
 	}, h.errorLogs())
 	// Still the first watch: bad events do not end it.
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7")}, h.calls(2))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7")}, h.calls(2))
 	if rv := h.r.LastSyncResourceVersion(); rv != "11" {
 		t.Errorf("LastSyncResourceVersion = %q, want 11 (dropped events carry no progress)", rv)
 	}
@@ -86,7 +88,7 @@ func TestReflectorWatchErrorEventsRelist(t *testing.T) {
 			h.must(fail(h))
 			h.skipBackoff()
 			h.store.waitFor(t, 3)
-			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
+			diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
 			h.stop()
 			diffOrFail(t, "stats", ReflectorStats{ErrorEvents: 1}, h.r.Stats())
 			h.noHandledErrors()
@@ -130,7 +132,7 @@ func TestReflectorResync(t *testing.T) {
 	h.store.waitFor(t, 5)
 	h.skipBackoff()
 	h.store.waitFor(t, 6)
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("8", 0, ""), watchCall("7")}, h.calls(4))
 }
 
 func TestReflectorResyncWhileBackingOff(t *testing.T) {
@@ -148,7 +150,7 @@ func TestReflectorResyncWhileBackingOff(t *testing.T) {
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{}, RV: "7"}, {Op: "resync"}}, h.store.waitFor(t, 2))
 	h.waitForTimers(2)
 	h.clock.Step(9 * time.Second)
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7")}, h.calls(3))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7")}, h.calls(3))
 }
 
 func TestReflectorExpectedGVK(t *testing.T) {
@@ -175,7 +177,7 @@ func TestReflectorExpectedGVK(t *testing.T) {
 		}, 1},
 	} {
 		expectNoGoroutineLeak(t)
-		lw := NewFakeListerWatcher[*unstructured.Unstructured]()
+		lw := informertest.NewFakeListerWatcher[*unstructured.Unstructured]()
 		lw.SetList("7")
 		store := newRecordingStore[*unstructured.Unstructured]()
 		r := NewReflector[*unstructured.Unstructured](lw, store, ReflectorOptions{
@@ -235,7 +237,7 @@ func TestReflectorNormalWatchCloseRewatchesWithoutRelist(t *testing.T) {
 		{Op: "bookmark", RV: "9"},
 		{Op: "delete", Keys: []string{"ns/a"}, RV: "10"},
 	}, h.store.waitFor(t, 4))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8"), watchCall("9")}, h.calls(4))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8"), watchCall("9")}, h.calls(4))
 	if h.clock.HasWaiters() {
 		t.Error("a normal watch close started a backoff")
 	}
@@ -248,7 +250,7 @@ func TestReflectorVeryShortWatchRelists(t *testing.T) {
 	// Ended at once without any event: suspicious, so back off and relist.
 	h.must(h.lw.CloseWatch(h.ctx))
 	h.skipBackoff()
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
 	h.noHandledErrors()
 }
 
@@ -268,7 +270,7 @@ func TestReflectorWatchCallErrors(t *testing.T) {
 			h.calls(3)
 			h.skipBackoff()
 			h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
-			diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7"), watchCall("7")}, h.calls(4))
+			diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7"), watchCall("7")}, h.calls(4))
 			h.noHandledErrors()
 		})
 	}
@@ -282,7 +284,7 @@ func TestReflectorWatchCallErrors(t *testing.T) {
 			t.Fatalf("handled error = %v, want %v", got, forbidden)
 		}
 		h.skipBackoff()
-		diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+		diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
 	})
 }
 
@@ -294,7 +296,7 @@ func TestReflectorTooManyRequestsDuringWatchRewatches(t *testing.T) {
 	h.must(h.lw.FailWatch(h.ctx, apierrors.NewTooManyRequests("slow down", 1)))
 	h.skipBackoff()
 	h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "9")))
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8")}, h.calls(3))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8")}, h.calls(3))
 	diffOrFail(t, "store calls", []storeCall{
 		{Op: "replace", Keys: []string{}, RV: "7"},
 		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
@@ -319,5 +321,5 @@ func TestReflectorResyncFailingWhileBackingOffRelists(t *testing.T) {
 	h.store.waitFor(t, 2)
 	h.waitForLog("Warning: watch ended with error")
 	h.skipBackoff()
-	diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
 }

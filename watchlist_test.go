@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,14 +26,14 @@ func TestStreamingListThenWatchOnTheSameStream(t *testing.T) {
 		{Op: "add", Keys: []string{"ns/c"}, RV: "6"},
 		{Op: "bookmark", RV: "7"},
 	}, h.store.waitFor(t, 3))
-	diffOrFail(t, "calls", []FakeCall{streamCall("")}, h.calls(1))
+	diffOrFail(t, "calls", []informertest.FakeCall{streamCall("")}, h.calls(1))
 	if rv := h.r.LastSyncResourceVersion(); rv != "7" {
 		t.Errorf("LastSyncResourceVersion = %q, want 7", rv)
 	}
 	// The watch ends normally: re-watch (not stream) from the last version.
 	h.must(h.lw.CloseWatch(h.ctx))
 	h.must(h.lw.Add(h.ctx, fakePod("ns", "d", "8")))
-	diffOrFail(t, "calls", []FakeCall{streamCall(""), watchCall("7")}, h.calls(2))
+	diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), watchCall("7")}, h.calls(2))
 }
 
 func TestStreamingListFoldsInitialEvents(t *testing.T) {
@@ -59,7 +61,7 @@ func TestStreamingListFoldsInitialEvents(t *testing.T) {
 	}, h.store.waitFor(t, 2))
 	h.stop()
 	diffOrFail(t, "stats", ReflectorStats{WrongTypeEvents: 1}, h.r.Stats())
-	diffOrFail(t, "calls", []FakeCall{streamCall("")}, h.calls(1))
+	diffOrFail(t, "calls", []informertest.FakeCall{streamCall("")}, h.calls(1))
 }
 
 func TestStreamingListRestartsCleanlyBeforeTheEnd(t *testing.T) {
@@ -73,7 +75,7 @@ func TestStreamingListRestartsCleanlyBeforeTheEnd(t *testing.T) {
 	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "1")))
 	h.must(h.lw.EndInitialEvents(h.ctx, "3"))
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a"}, RV: "3"}}, h.store.waitFor(t, 1))
-	diffOrFail(t, "calls", []FakeCall{streamCall(""), streamCall("")}, h.calls(2))
+	diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), streamCall("")}, h.calls(2))
 	if h.clock.HasWaiters() {
 		t.Error("restarting a stream backed off")
 	}
@@ -128,7 +130,7 @@ func TestStreamingListFallsBackToList(t *testing.T) {
 			fail(h)
 			h.start()
 			calls := h.calls(3)
-			diffOrFail(t, "calls", []FakeCall{streamCall(""), listCall("0", 500, ""), watchCall("5")}, calls)
+			diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), listCall("0", 500, ""), watchCall("5")}, calls)
 			h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "6")))
 			got := h.store.waitFor(t, 2)
 			if got[len(got)-1].Op != "add" {
@@ -152,7 +154,7 @@ func TestStreamingListRetries(t *testing.T) {
 		h.calls(1)
 		h.skipBackoff()
 		h.store.waitFor(t, 1)
-		diffOrFail(t, "calls", []FakeCall{streamCall(""), streamCall("")}, h.calls(2))
+		diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), streamCall("")}, h.calls(2))
 	})
 	t.Run("expired: stream the latest state", func(t *testing.T) {
 		h := newReflectorHarness(t, ReflectorOptions{})
@@ -166,7 +168,7 @@ func TestStreamingListRetries(t *testing.T) {
 		h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
 		h.skipBackoff()
 		h.store.waitFor(t, 3)
-		diffOrFail(t, "calls", []FakeCall{streamCall(""), streamCall("6"), streamCall("")}, h.calls(3))
+		diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), streamCall("6"), streamCall("")}, h.calls(3))
 	})
 }
 
@@ -175,7 +177,7 @@ func TestStreamingListDisabled(t *testing.T) {
 		h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 		h.lw.SetList("5")
 		h.start()
-		diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("5")}, h.calls(2))
+		diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("5")}, h.calls(2))
 	})
 	t.Run("declared unsupported by the lister-watcher", func(t *testing.T) {
 		h := newReflectorHarness(t, ReflectorOptions{})
@@ -183,7 +185,7 @@ func TestStreamingListDisabled(t *testing.T) {
 		h.r = NewReflector[*corev1.Pod](h.lw, h.store, ReflectorOptions{Clock: h.clock})
 		h.lw.SetList("5")
 		h.start()
-		diffOrFail(t, "calls", []FakeCall{listCall("0", 500, ""), watchCall("5")}, h.calls(2))
+		diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("5")}, h.calls(2))
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,9 +51,9 @@ func compareNames(a, b informer.ObjectName) int { return strings.Compare(a.Strin
 //
 // It returns once the handler has returned from its initial adds, so that
 // what they enqueued is in the queue.
-func wqInformer(t *testing.T, h informer.ResourceEventHandler[*corev1.Pod], items ...*corev1.Pod) *informer.FakeListerWatcher[*corev1.Pod] {
+func wqInformer(t *testing.T, h informer.ResourceEventHandler[*corev1.Pod], items ...*corev1.Pod) *informertest.FakeListerWatcher[*corev1.Pod] {
 	t.Helper()
-	lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	lw.SetList("10", items...)
 	inf := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
 		Backoff: &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30},
@@ -78,7 +80,7 @@ func wqInformer(t *testing.T, h informer.ResourceEventHandler[*corev1.Pod], item
 
 // wqRelistWithout makes the informer relist at "20" and find only items:
 // the missing objects leave as deletions whose final state is unknown.
-func wqRelistWithout(t *testing.T, lw *informer.FakeListerWatcher[*corev1.Pod], items ...*corev1.Pod) {
+func wqRelistWithout(t *testing.T, lw *informertest.FakeListerWatcher[*corev1.Pod], items ...*corev1.Pod) {
 	t.Helper()
 	lw.SetList("20", items...)
 	if err := lw.FailWatch(context.Background(), apierrors.NewResourceExpired("too old resource version")); err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kubetyped/informer/informertest"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -96,7 +98,7 @@ func TestProviderExportsHandlerSeries(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
 		provider, err := informerprom.NewProvider(reg)
 		mustNot(t, err)
-		lw := informer.NewFakeListerWatcher[*corev1.Pod]()
+		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", pod("a", "10"), pod("bad", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 			Name: "pods", Resource: schema.GroupResource{Resource: "pods"}, Metrics: provider,

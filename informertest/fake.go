@@ -1,4 +1,4 @@
-package informer
+package informertest
 
 import (
 	"context"
@@ -12,7 +12,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubetyped/informer/internal/listwatch"
 )
+
+// object is informer.Object: a pointer to a Kubernetes API type. It is
+// spelled out because this package must not import the informer package,
+// whose own tests use it.
+type object interface {
+	comparable
+	metav1.Object
+	runtime.Object
+}
 
 // FakeCall is one request received by a [FakeListerWatcher].
 type FakeCall struct {
@@ -22,7 +33,7 @@ type FakeCall struct {
 	Options metav1.ListOptions
 }
 
-// FakeListerWatcher is a scripted, in-memory [ListerWatcher] for tests and
+// FakeListerWatcher is a scripted, in-memory informer.ListerWatcher for tests and
 // benchmarks. It serves a list set with SetList, fails calls on demand,
 // delivers the events pushed with Send (and its typed helpers) to the open
 // watch, and records every call.
@@ -35,7 +46,7 @@ type FakeCall struct {
 // A watch with SendInitialEvents=true (a streaming list) is first fed an Added
 // event per listed object and the bookmark that ends the initial events,
 // unless SetManualInitialEvents(true) was called.
-type FakeListerWatcher[T Object] struct {
+type FakeListerWatcher[T object] struct {
 	mu              sync.Mutex
 	items           []T
 	resourceVersion string
@@ -54,7 +65,7 @@ type FakeListerWatcher[T Object] struct {
 
 // NewFakeListerWatcher returns a FakeListerWatcher with an empty list at
 // resource version "".
-func NewFakeListerWatcher[T Object]() *FakeListerWatcher[T] {
+func NewFakeListerWatcher[T object]() *FakeListerWatcher[T] {
 	return &FakeListerWatcher[T]{changed: make(chan struct{})}
 }
 
@@ -163,9 +174,9 @@ func (f *FakeListerWatcher[T]) notifyLocked() {
 	f.changed = make(chan struct{})
 }
 
-// List implements [ListerWatcher]. It records the call, then returns the
+// List implements informer.ListerWatcher. It records the call, then returns the
 // next scripted error, ctx's error, or (a page of) the list.
-func (f *FakeListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
+func (f *FakeListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*listwatch.ListResult[T], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, FakeCall{Verb: "list", Options: options})
@@ -192,7 +203,7 @@ func (f *FakeListerWatcher[T]) List(ctx context.Context, options metav1.ListOpti
 	if f.paginate && options.Limit > 0 && int64(end-start) > options.Limit {
 		end = start + int(options.Limit)
 	}
-	result := &ListResult[T]{
+	result := &listwatch.ListResult[T]{
 		Items:           append([]T(nil), f.items[start:end]...),
 		ResourceVersion: f.resourceVersion,
 	}
@@ -220,7 +231,7 @@ func (f *FakeListerWatcher[T]) parseContinueLocked(token string) (int, bool) {
 	return offset, true
 }
 
-// Watch implements [ListerWatcher]. It records the call, then returns the
+// Watch implements informer.ListerWatcher. It records the call, then returns the
 // next scripted error, ctx's error, or a new watch that becomes the open
 // one. The previous watch is left to its consumer, which is expected to
 // have stopped it.
@@ -351,6 +362,13 @@ func (f *FakeListerWatcher[T]) FailWatch(ctx context.Context, err error) error {
 
 // openWatch returns the open watch (nil if none) and the channel closed at
 // the next change.
+// Watching reports whether a watch is open: one that Send would deliver to
+// without waiting for a Watch call.
+func (f *FakeListerWatcher[T]) Watching() bool {
+	w, _ := f.openWatch()
+	return w != nil
+}
+
 func (f *FakeListerWatcher[T]) openWatch() (*fakeWatch, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -384,7 +402,7 @@ func (f *FakeListerWatcher[T]) sendToOpenWatch(ctx context.Context, ev watch.Eve
 // newFakeBookmark returns a new empty T with only its resource version set.
 // T is a pointer type; reflection is acceptable here because this is test
 // support, not the event path.
-func newFakeBookmark[T Object](resourceVersion string) T {
+func newFakeBookmark[T object](resourceVersion string) T {
 	var zero T
 	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
 	obj.SetResourceVersion(resourceVersion)

@@ -1,9 +1,11 @@
-package informer
+package informertest
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +14,7 @@ import (
 )
 
 func TestFakeListerWatcherCloseAndStop(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	first, err := lw.Watch(ctx, metav1.ListOptions{})

@@ -1,16 +1,21 @@
-package informer
+package informertest
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
 	"k8s.io/utils/ptr"
+
+	"github.com/kubetyped/informer/internal/listwatch"
 )
 
 func fakePod(namespace, name, resourceVersion string) *corev1.Pod {
@@ -25,7 +30,7 @@ func TestFakeListerWatcherListWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &ListResult[*corev1.Pod]{Items: []*corev1.Pod{a, b}, ResourceVersion: "7"}
+	want := &listwatch.ListResult[*corev1.Pod]{Items: []*corev1.Pod{a, b}, ResourceVersion: "7"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List without pagination (-want +got):\n%s", diff)
 	}
@@ -37,7 +42,7 @@ func TestFakeListerWatcherListPages(t *testing.T) {
 	lw.SetList("9", a, b, c)
 	lw.SetPagination(true)
 	ctx := t.Context()
-	var pages []*ListResult[*corev1.Pod]
+	var pages []*listwatch.ListResult[*corev1.Pod]
 	opts := metav1.ListOptions{ResourceVersion: "0", Limit: 2}
 	for {
 		page, err := lw.List(ctx, opts)
@@ -50,7 +55,7 @@ func TestFakeListerWatcherListPages(t *testing.T) {
 		}
 		opts.Continue = page.Continue
 	}
-	want := []*ListResult[*corev1.Pod]{
+	want := []*listwatch.ListResult[*corev1.Pod]{
 		{Items: []*corev1.Pod{a, b}, ResourceVersion: "9", Continue: "fake:9:2"},
 		{Items: []*corev1.Pod{c}, ResourceVersion: "9"},
 	}
@@ -121,7 +126,7 @@ func collectEvents(w watch.Interface) []watch.Event {
 }
 
 func TestFakeListerWatcherEvents(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	a := fakePod("ns", "a", "11")
@@ -166,7 +171,7 @@ func TestFakeListerWatcherEvents(t *testing.T) {
 }
 
 func TestFakeListerWatcherFailWatchWithDecodeError(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	w, err := lw.Watch(ctx, metav1.ListOptions{})
@@ -193,7 +198,7 @@ func TestFakeListerWatcherFailWatchWithDecodeError(t *testing.T) {
 }
 
 func TestFakeListerWatcherStreamingList(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	lw := NewFakeListerWatcher[*corev1.Pod]()
 	ctx := t.Context()
 	a, b := fakePod("ns", "a", "1"), fakePod("ns", "b", "2")
