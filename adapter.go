@@ -143,20 +143,20 @@ func (a *sharedInformerAdapter[T]) LastSyncResourceVersion() string {
 // called.
 func (a *sharedInformerAdapter[T]) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 	if handler == nil {
-		return a.inf.SetWatchErrorHandler(nil)
+		return a.inf.setWatchErrorHandler(nil)
 	}
 	r := a.reflectorStandIn()
-	return a.inf.SetWatchErrorHandler(func(_ context.Context, err error) { handler(r, err) })
+	return a.inf.setWatchErrorHandler(func(_ context.Context, err error) { handler(r, err) })
 }
 
 // SetWatchErrorHandlerWithContext is SetWatchErrorHandler for a handler that
 // takes the reflector's context, which carries its logger.
 func (a *sharedInformerAdapter[T]) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
 	if handler == nil {
-		return a.inf.SetWatchErrorHandler(nil)
+		return a.inf.setWatchErrorHandler(nil)
 	}
 	r := a.reflectorStandIn()
-	return a.inf.SetWatchErrorHandler(func(ctx context.Context, err error) { handler(ctx, r, err) })
+	return a.inf.setWatchErrorHandler(func(ctx context.Context, err error) { handler(ctx, r, err) })
 }
 
 // SetTransform sets a client-go transform, which replaces any transform the
@@ -165,9 +165,9 @@ func (a *sharedInformerAdapter[T]) SetWatchErrorHandlerWithContext(handler cache
 // counted and dropped. It fails once Run was called.
 func (a *sharedInformerAdapter[T]) SetTransform(handler cache.TransformFunc) error {
 	if handler == nil {
-		return a.inf.SetTransform(nil)
+		return a.inf.setTransform(nil)
 	}
-	return a.inf.SetTransform(func(obj T) (T, error) {
+	return a.inf.setTransform(func(obj T) (T, error) {
 		out, err := handler(obj)
 		if err != nil {
 			var zero T

@@ -34,16 +34,16 @@ type ClientOptions struct {
 	// call (label or field selectors, for instance). It gets a copy and may
 	// be called concurrently.
 	TweakListOptions func(*metav1.ListOptions)
-	// WatchListUnsupported declares that the client cannot serve streaming
+	// DisableWatchList declares that the client cannot serve streaming
 	// lists, so that a Reflector lists instead. Set it for client-go's fake
 	// clientsets, whose watches never send initial events, e.g. with
 	// watchlist.DoesClientNotSupportWatchListSemantics(clientset).
-	WatchListUnsupported bool
+	DisableWatchList bool
 }
 
-// ClientListerWatcher is a ListerWatcher backed by a client-go typed
-// client. It is safe for concurrent use if the client is.
-type ClientListerWatcher[T Object, L ListObject] struct {
+// clientListerWatcher is a ListerWatcher backed by a client-go typed client
+// (see NewClientListerWatcher).
+type clientListerWatcher[T Object, L ListObject] struct {
 	client      TypedClient[L]
 	items       func(list L) ([]T, error)
 	tweak       func(*metav1.ListOptions)
@@ -52,7 +52,8 @@ type ClientListerWatcher[T Object, L ListObject] struct {
 
 var errNilList = errors.New("client returned neither a list nor an error")
 
-// NewClientListerWatcher adapts a client-go typed client. items takes the
+// NewClientListerWatcher returns a ListerWatcher backed by a client-go typed
+// client; it is safe for concurrent use if the client is. items takes the
 // objects out of a list, e.g.
 //
 //	func(l *corev1.PodList) ([]*corev1.Pod, error) { return CopyListItems(l.Items), nil }
@@ -60,17 +61,17 @@ var errNilList = errors.New("client returned neither a list nor an error")
 // or ExtractListItems[*corev1.Pod, *corev1.PodList] for any list type.
 // Streaming lists count as unsupported if opts says so or if client itself
 // declares it (IsWatchListSemanticsUnSupported).
-func NewClientListerWatcher[T Object, L ListObject](client TypedClient[L], items func(list L) ([]T, error), opts ClientOptions) *ClientListerWatcher[T, L] {
-	return &ClientListerWatcher[T, L]{
+func NewClientListerWatcher[T Object, L ListObject](client TypedClient[L], items func(list L) ([]T, error), opts ClientOptions) ListerWatcher[T] {
+	return &clientListerWatcher[T, L]{
 		client:      client,
 		items:       items,
 		tweak:       opts.TweakListOptions,
-		unsupported: opts.WatchListUnsupported || watchlist.DoesClientNotSupportWatchListSemantics(client),
+		unsupported: opts.DisableWatchList || watchlist.DoesClientNotSupportWatchListSemantics(client),
 	}
 }
 
 // List implements ListerWatcher.
-func (c *ClientListerWatcher[T, L]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
+func (c *clientListerWatcher[T, L]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	if c.tweak != nil {
 		c.tweak(&options)
 	}
@@ -91,7 +92,7 @@ func (c *ClientListerWatcher[T, L]) List(ctx context.Context, options metav1.Lis
 
 // Watch implements ListerWatcher. The reflector drops (and reports) events
 // whose object is not a T.
-func (c *ClientListerWatcher[T, L]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+func (c *clientListerWatcher[T, L]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	if c.tweak != nil {
 		c.tweak(&options)
 	}
@@ -99,8 +100,8 @@ func (c *ClientListerWatcher[T, L]) Watch(ctx context.Context, options metav1.Li
 }
 
 // IsWatchListSemanticsUnSupported reports whether streaming lists are
-// unsupported (see ClientOptions.WatchListUnsupported).
-func (c *ClientListerWatcher[T, L]) IsWatchListSemanticsUnSupported() bool {
+// unsupported (see ClientOptions.DisableWatchList).
+func (c *clientListerWatcher[T, L]) IsWatchListSemanticsUnSupported() bool {
 	return c.unsupported
 }
 
@@ -141,28 +142,29 @@ func ExtractListItems[T Object, L runtime.Object](list L) ([]T, error) {
 	return items, nil
 }
 
-// CacheListerWatcher is a ListerWatcher backed by a client-go
-// cache.ListerWatcher (such as a cache.ListWatch). It is safe for concurrent
-// use if the wrapped one is.
-type CacheListerWatcher[T Object] struct {
+// cacheListerWatcher is a ListerWatcher backed by a client-go
+// cache.ListerWatcher (see NewCacheListerWatcher).
+type cacheListerWatcher[T Object] struct {
 	lw          cache.ListerWatcherWithContext
 	unsupported bool
 }
 
-// NewCacheListerWatcher adapts lw. List fails if the list holds anything but
+// NewCacheListerWatcher returns a ListerWatcher backed by a client-go
+// cache.ListerWatcher (such as a cache.ListWatch); it is safe for concurrent
+// use if lw is. List fails if the list holds anything but
 // T objects; watch events are passed on as they are (a Reflector drops and
 // reports those that are not T). Streaming lists count as unsupported if lw
 // declares it, as client-go's cache.ToListWatcherWithWatchListSemantics
 // does.
-func NewCacheListerWatcher[T Object](lw cache.ListerWatcher) *CacheListerWatcher[T] {
-	return &CacheListerWatcher[T]{
+func NewCacheListerWatcher[T Object](lw cache.ListerWatcher) ListerWatcher[T] {
+	return &cacheListerWatcher[T]{
 		lw:          cache.ToListerWatcherWithContext(lw),
 		unsupported: watchlist.DoesClientNotSupportWatchListSemantics(lw),
 	}
 }
 
 // List implements ListerWatcher.
-func (c *CacheListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
+func (c *cacheListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	list, err := c.lw.ListWithContext(ctx, options)
 	if err != nil {
 		return nil, err
@@ -182,12 +184,12 @@ func (c *CacheListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 }
 
 // Watch implements ListerWatcher.
-func (c *CacheListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+func (c *cacheListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	return c.lw.WatchWithContext(ctx, options)
 }
 
 // IsWatchListSemanticsUnSupported reports whether the wrapped lister-watcher
 // declared streaming lists unsupported.
-func (c *CacheListerWatcher[T]) IsWatchListSemanticsUnSupported() bool {
+func (c *cacheListerWatcher[T]) IsWatchListSemanticsUnSupported() bool {
 	return c.unsupported
 }

@@ -70,7 +70,7 @@ var sortedKeys = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 func TestClientListerWatcherWithFakeClientset(t *testing.T) {
 	cs := fake.NewClientset(fakePod("ns", "a", "1"), fakePod("ns", "b", "2"), fakePod("other", "x", "3"))
 	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), copyPods, ClientOptions{
-		WatchListUnsupported: watchlist.DoesClientNotSupportWatchListSemantics(cs),
+		DisableWatchList: watchlist.DoesClientNotSupportWatchListSemantics(cs),
 	})
 	_, store, ctx := runClientReflector(t, lw, clocktesting.NewFakeClock(time.Unix(0, 0)))
 
@@ -129,7 +129,7 @@ func TestClientListerWatcherTooManyRequestsWithoutRelist(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), copyPods, ClientOptions{WatchListUnsupported: true})
+	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), copyPods, ClientOptions{DisableWatchList: true})
 	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
 	_, store, ctx := runClientReflector(t, lw, clock)
 	listRV := store.waitFor(t, 1)[0].RV
@@ -157,7 +157,7 @@ func TestClientListerWatcherBadWatchEvents(t *testing.T) {
 		served = true
 		return true, scripted, nil
 	})
-	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), copyPods, ClientOptions{WatchListUnsupported: true})
+	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), copyPods, ClientOptions{DisableWatchList: true})
 	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
 	r, store, ctx := runClientReflector(t, lw, clock)
 	listRV := store.waitFor(t, 1)[0].RV
@@ -205,7 +205,7 @@ func TestClientListerWatcherDirect(t *testing.T) {
 	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), ExtractListItems[*corev1.Pod, *corev1.PodList], ClientOptions{
 		TweakListOptions: func(o *metav1.ListOptions) { o.LabelSelector = "app=web" },
 	})
-	if lw.IsWatchListSemanticsUnSupported() {
+	if watchlist.DoesClientNotSupportWatchListSemantics(lw) {
 		t.Error("typed client declared streaming unsupported")
 	}
 	if _, err := lw.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
@@ -261,7 +261,7 @@ func TestCacheListerWatcher(t *testing.T) {
 		},
 	}, cs)
 	lw := NewCacheListerWatcher[*corev1.Pod](clw)
-	if !lw.IsWatchListSemanticsUnSupported() {
+	if !watchlist.DoesClientNotSupportWatchListSemantics(lw) {
 		t.Error("the fake clientset's opt-out was lost")
 	}
 	_, store, ctx := runClientReflector(t, lw, clocktesting.NewFakeClock(time.Unix(0, 0)))

@@ -214,7 +214,7 @@ func newDiffOurSide(cfg diffInformerConfig) *diffOurSide {
 		opts.Transform = diffTransformPod
 	}
 	o := &diffOurSide{lw: fake, inf: NewInformer[*corev1.Pod](diffListerWatcher{fake, cfg.Streaming}, opts)}
-	_ = o.inf.SetWatchErrorHandler(func(_ context.Context, err error) { o.errs.add(err) })
+	_ = o.inf.setWatchErrorHandler(func(_ context.Context, err error) { o.errs.add(err) })
 	return o
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -16,12 +17,12 @@ import (
 )
 
 func readmeWebPods(ctx context.Context, config *rest.Config) ([]*corev1.Pod, error) {
-	factory, err := informer.NewFactory(config, informer.FactoryOptions{Transform: informer.ClearManagedFields})
+	factory, err := informer.NewFactory(config, informer.FactoryOptions{Transform: informer.StripManagedFields[metav1.Object]})
 	if err != nil {
 		return nil, err
 	}
 	defer factory.Shutdown()
-	pods, err := informer.For[*corev1.Pod](factory) // the factory's one shared pod informer
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{}) // the factory's one shared pod informer
 	if err != nil {
 		return nil, err
 	}

@@ -91,8 +91,8 @@ func fakePodInformer(client informer.TypedClient[*corev1.PodList], clientset *fa
 	lw := informer.NewClientListerWatcher(client,
 		func(l *corev1.PodList) ([]*corev1.Pod, error) { return informer.CopyListItems(l.Items), nil },
 		// The fake clientset cannot stream lists.
-		informer.ClientOptions{WatchListUnsupported: watchlist.DoesClientNotSupportWatchListSemantics(clientset)})
-	return informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{Resource: corev1.Resource("pods")})
+		informer.ClientOptions{DisableWatchList: watchlist.DoesClientNotSupportWatchListSemantics(clientset)})
+	return informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{Resource: corev1.SchemeGroupVersion.WithResource("pods")})
 }
 
 // watchOpened is a pod client that closes opened once a watch is open. A

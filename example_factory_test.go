@@ -24,15 +24,15 @@ func ExampleFor() {
 	config, stop := exampleCluster() // a program uses clientcmd or rest.InClusterConfig
 	defer stop()
 
-	factory, err := informer.NewFactory(config, informer.FactoryOptions{Transform: informer.ClearManagedFields})
+	factory, err := informer.NewFactory(config, informer.FactoryOptions{Transform: informer.StripManagedFields[metav1.Object]})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer factory.Shutdown()
-	pods, err := informer.For[*corev1.Pod](factory, informer.WithIndexers(informer.Indexers[*corev1.Pod]{
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{Indexers: informer.Indexers[*corev1.Pod]{
 		"node": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil },
-	}))
+	}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -96,7 +96,7 @@ func ExampleFor_customResource() {
 		return
 	}
 	defer factory.Shutdown()
-	widgets, err := informer.For[*Widget](factory)
+	widgets, err := informer.For(factory, informer.InformerOptions[*Widget]{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -127,10 +127,10 @@ func ExampleFor_customResource() {
 	// widgets.example.com "huge" not found
 }
 
-// ExampleForResource shows a metadata-only informer: the API server sends
+// ExampleFor_metadataOnly shows a metadata-only informer: the API server sends
 // only the metadata of each deployment, which saves memory when the rest of
 // the object is never read.
-func ExampleForResource() {
+func ExampleFor_metadataOnly() {
 	config, stop := exampleCluster()
 	defer stop()
 
@@ -140,7 +140,7 @@ func ExampleForResource() {
 		return
 	}
 	defer factory.Shutdown()
-	deployments, err := informer.ForResource[*metav1.PartialObjectMetadata](factory, deploymentsResource)
+	deployments, err := informer.For(factory, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: deploymentsResource})
 	if err != nil {
 		fmt.Println(err)
 		return

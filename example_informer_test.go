@@ -32,7 +32,7 @@ func ExampleInformer() {
 
 	pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
 		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
-		Resource: corev1.Resource("pods"),
+		Resource: corev1.SchemeGroupVersion.WithResource("pods"),
 	})
 	deleted := make(chan struct{})
 	reg, err := pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{

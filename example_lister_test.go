@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"slices"
 
-	informer "github.com/kubetyped/informer"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	informer "github.com/kubetyped/informer"
 )
 
 func listerExamplePod(namespace, name, app, node string) *corev1.Pod {
@@ -47,7 +48,7 @@ func ExampleLister() {
 			return
 		}
 	}
-	pods := informer.NewLister(indexer, schema.GroupResource{Resource: "pods"})
+	pods := informer.NewLister(indexer, schema.GroupVersionResource{Version: "v1", Resource: "pods"})
 
 	web, _ := pods.List(labels.SelectorFromSet(labels.Set{"app": "web"}))
 	fmt.Println("app=web:", podNames(web))

@@ -68,12 +68,12 @@ func Example_migrateListers() {
 	}
 	defer f.stop()
 	theirPods, theirNodes := f.theirs.Core().V1().Pods().Lister(), f.theirs.Core().V1().Nodes().Lister()
-	pods, err := informer.For[*corev1.Pod](f.ours)
+	pods, err := informer.For(f.ours, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	nodes, err := informer.For[*corev1.Node](f.ours)
+	nodes, err := informer.For(f.ours, informer.InformerOptions[*corev1.Node]{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -111,7 +111,7 @@ func syncPodsClientGo(ctx context.Context, factory informers.SharedInformerFacto
 }
 
 func syncPods(ctx context.Context, factory *informer.Factory, handler informer.ResourceEventHandler[*corev1.Pod]) error {
-	pods, err := informer.For[*corev1.Pod](factory)
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func Example_migrateWaitForSync() {
 	fmt.Println("ours:", ourAdds.Load(), err)
 
 	// The fake API server does not serve secrets: that informer never syncs.
-	if _, err := informer.For[*corev1.Secret](f.ours); err != nil {
+	if _, err := informer.For(f.ours, informer.InformerOptions[*corev1.Secret]{}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -201,9 +201,9 @@ func podsOnNodeClientGo(podInformer cache.SharedIndexInformer, node string) ([]*
 }
 
 func nodeIndexedPods(factory *informer.Factory) (*informer.Informer[*corev1.Pod], error) {
-	return informer.For[*corev1.Pod](factory, informer.WithIndexers(informer.Indexers[*corev1.Pod]{
+	return informer.For(factory, informer.InformerOptions[*corev1.Pod]{Indexers: informer.Indexers[*corev1.Pod]{
 		"byNode": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil },
-	}))
+	}})
 }
 
 func podsOnNode(pods *informer.Informer[*corev1.Pod], node string) ([]*corev1.Pod, error) {

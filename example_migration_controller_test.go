@@ -144,7 +144,7 @@ func Example_migrateController() {
 		return
 	}
 	defer theirs.queue.ShutDown()
-	pods, err := informer.For[*corev1.Pod](f.ours)
+	pods, err := informer.For(f.ours, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -209,7 +209,7 @@ func Example_migrateAdapter() {
 		fmt.Println(err)
 		return
 	}
-	nodes, err := informer.For[*corev1.Node](f.ours)
+	nodes, err := informer.For(f.ours, informer.InformerOptions[*corev1.Node]{})
 	if err != nil {
 		fmt.Println(err)
 		return

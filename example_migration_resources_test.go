@@ -59,7 +59,7 @@ func deploymentUID(ctx context.Context, config *rest.Config) (string, error) {
 	}
 	defer factory.Shutdown()
 
-	deployments, err := informer.ForResource[*metav1.PartialObjectMetadata](factory, appsv1.SchemeGroupVersion.WithResource("deployments"))
+	deployments, err := informer.For(factory, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: appsv1.SchemeGroupVersion.WithResource("deployments")})
 	if err != nil {
 		return "", err
 	}
@@ -119,7 +119,7 @@ func widgetSizeUnstructured(ctx context.Context, config *rest.Config) (int64, er
 	}
 	defer factory.Shutdown()
 
-	widgets, err := informer.ForResource[*unstructured.Unstructured](factory, widgetsGVR)
+	widgets, err := informer.For(factory, informer.InformerOptions[*unstructured.Unstructured]{Resource: widgetsGVR})
 	if err != nil {
 		return 0, err
 	}
@@ -146,7 +146,7 @@ func widgetSize(ctx context.Context, config *rest.Config) (int64, error) {
 	}
 	defer factory.Shutdown()
 
-	widgets, err := informer.For[*Widget](factory)
+	widgets, err := informer.For(factory, informer.InformerOptions[*Widget]{})
 	if err != nil {
 		return 0, err
 	}

@@ -59,11 +59,11 @@ func scoped(ctx context.Context, config *rest.Config) ([]*corev1.Pod, []*corev1.
 	}
 	defer factory.Shutdown()
 
-	pods, err := informer.For[*corev1.Pod](factory)
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes, err := informer.For[*corev1.Node](factory, informer.WithClusterScope[*corev1.Node]()) // the factory does no discovery
+	nodes, err := informer.For(factory, informer.InformerOptions[*corev1.Node]{ClusterScoped: true}) // the factory does no discovery
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,7 +95,7 @@ func cartPods(config *rest.Config) (*informer.Informer[*corev1.Pod], error) {
 	if err != nil {
 		return nil, err
 	}
-	return informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Resource: corev1.Resource("pods")}), nil
+	return informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Resource: corev1.SchemeGroupVersion.WithResource("pods")}), nil
 }
 
 // The scoped factories of use 8 cache the same pods and nodes; so do the
@@ -158,13 +158,12 @@ func clearManagedFieldsClientGo(obj interface{}) (interface{}, error) {
 }
 
 func trimmedPods(config *rest.Config) (*informer.Factory, *informer.Informer[*corev1.Pod], error) {
-	factory, err := informer.NewFactory(config, informer.FactoryOptions{Transform: informer.ClearManagedFields})
+	factory, err := informer.NewFactory(config, informer.FactoryOptions{Transform: informer.StripManagedFields[metav1.Object]})
 	if err != nil {
 		return nil, nil, err
 	}
 	// The informer's transform runs after the factory's.
-	pods, err := informer.For[*corev1.Pod](factory, informer.WithTransform(
-		informer.DropAnnotations[*corev1.Pod]("kubectl.kubernetes.io/last-applied-configuration")))
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{Transform: informer.DropAnnotations[*corev1.Pod]("kubectl.kubernetes.io/last-applied-configuration")})
 	return factory, pods, err
 }
 

@@ -50,7 +50,7 @@ func webPods(ctx context.Context, config *rest.Config) ([]*corev1.Pod, error) {
 	}
 	defer factory.Shutdown() // stops the informers, then waits for them
 
-	pods, err := informer.For[*corev1.Pod](factory) // creates the informer, so that Start runs it
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{}) // creates the informer, so that Start runs it
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func Example_migrateHandlers() {
 		return
 	}
 	defer f.stop()
-	pods, err := informer.For[*corev1.Pod](f.ours)
+	pods, err := informer.For(f.ours, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -230,7 +230,7 @@ func Example_migrateTombstones() {
 // db-1, so the handler gets its last cached state with FinalStateUnknown.
 func ExampleDeletedObject() {
 	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
-	lw.SetWatchListUnsupported(true) // list, then watch
+	lw.SetDisableWatchList(true) // list, then watch
 	web, db := docsPod("default", "web-1", "web", "node-1"), docsPod("default", "db-1", "db", "node-2")
 	web.ResourceVersion, db.ResourceVersion = "8", "9"
 	lw.SetList("10", web, db)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -22,18 +23,21 @@ import (
 // namespaces, no resync, built-in types only, protobuf for built-ins.
 type FactoryOptions struct {
 	// Namespace limits every informer to one namespace; empty means all
-	// namespaces. Informers created [WithClusterScope] ignore it.
+	// namespaces. Informers created with [InformerOptions].ClusterScoped
+	// ignore it.
 	Namespace string
 	// TweakListOptions, if set, changes the options of every list and watch
 	// call of every informer, for example to set a label or field selector.
 	TweakListOptions func(options *metav1.ListOptions)
-	// DefaultResync is the resync period of informers not given
-	// [WithResync]; 0 means no resync.
-	DefaultResync time.Duration
+	// ResyncPeriod is the resync period of informers created without
+	// [InformerOptions].ResyncPeriod; 0 means no resync.
+	ResyncPeriod time.Duration
 	// Transform, if set, runs on every object of every informer before the
-	// informer's own transform, for example [ClearManagedFields].
-	Transform MetadataTransformFunc
-	// Name, if set, prefixes the name of every informer in logs.
+	// informer's own transform, for example
+	// StripManagedFields[metav1.Object] (see [TransformFunc]). If it returns
+	// a new object, that object must have the informer's type.
+	Transform TransformFunc[metav1.Object]
+	// Name, if set, prefixes the default name of every informer in logs.
 	Name string
 	// Scheme knows the CRD Go types to inform on (see [RESTOptions].Scheme);
 	// built-in types are always known.
@@ -67,10 +71,9 @@ func (k InformerKey) String() string {
 }
 
 // Factory creates and runs informers that share one HTTP client and one
-// configuration, like client-go's SharedInformerFactory: [For] and
-// [ForResource] return the same *Informer[T] for a type (or type and
-// resource) every time, so that every part of a program shares one cache and
-// one watch per resource.
+// configuration, like client-go's SharedInformerFactory: [For] returns the
+// same *Informer[T] for a type and resource every time, so that every part of
+// a program shares one cache and one watch per resource.
 //
 // All methods are safe for concurrent use. Objects in the informers' caches
 // are shared and must not be modified.
@@ -82,7 +85,7 @@ type Factory struct {
 
 	mu        sync.Mutex
 	informers map[InformerKey]*factoryEntry
-	byType    map[reflect.Type]*factoryEntry // informers made by For
+	byType    map[reflect.Type]*factoryEntry // typed informers
 	cancels   []context.CancelFunc           // of every Start that started something
 	shutDown  bool
 	wg        sync.WaitGroup // one per running informer
@@ -134,74 +137,86 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 	return f, nil
 }
 
-// For returns the factory's informer for the Go type T, a built-in type of
-// k8s.io/api or a CRD type known to FactoryOptions.Scheme, creating it on the
-// first call; every call returns the same pointer. It fails at once, with a
-// clear error, for a type the factory cannot list and watch, and after
-// Shutdown.
+// For returns the factory's informer for the Go type T, creating it on the
+// first call; every later call for the same T (and resource) returns the same
+// pointer. T is either a typed object, a built-in type of k8s.io/api or a CRD
+// type known to [FactoryOptions].Scheme, or, for a resource given in
+// opts.Resource, *metav1.PartialObjectMetadata (metadata only, see
+// [NewMetadataListerWatcher]) or *unstructured.Unstructured (see
+// [NewDynamicListerWatcher]). T is inferred from opts:
 //
-// Options apply when the informer is created. On a later call, indexers
-// given [WithIndexers] are added to the existing informer, and any other
-// option is an error, since the informer is already configured.
+//	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{})
+//
+// It fails at once, with a clear error, for a type the factory cannot list
+// and watch, and after Shutdown.
+//
+// opts apply when the informer is created; zero fields take the factory's
+// settings (see [InformerOptions]). On a later call, opts.Indexers are added
+// to the existing informer; opts.Resource, if set, must be the informer's;
+// any other field set is an error, since the informer is already configured.
 //
 // An informer created after Start runs once Start is called again.
-func For[T Object](f *Factory, opts ...InformerOption[T]) (*Informer[T], error) {
-	s := collectInformerOptions(opts)
+func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 	typ := reflect.TypeFor[T]()
+	named := namedResourceType[T]()
+	key := InformerKey{Type: typ, Resource: opts.Resource}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutDown {
 		return nil, fmt.Errorf("informer for %v: the factory is shut down", typ)
 	}
-	if entry, ok := f.byType[typ]; ok {
-		return reuseInformer(entry, s)
+	var entry *factoryEntry
+	if named {
+		entry = f.informers[key]
+	} else {
+		entry = f.byType[typ]
 	}
-	lw, err := NewRESTListerWatcher[T](f.config, RESTOptions{
+	if entry != nil {
+		return reuseInformer(entry, opts)
+	}
+	restOpts := RESTOptions{
 		Scheme:           f.opts.Scheme,
-		Resource:         s.resource,
-		Namespace:        f.namespaceFor(s.clusterScoped),
+		Resource:         opts.Resource,
+		Namespace:        f.namespaceFor(opts.ClusterScoped),
 		TweakListOptions: f.opts.TweakListOptions,
 		ContentType:      f.opts.ContentType,
 		HTTPClient:       f.httpClient,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("informer for %v: %w", typ, err)
 	}
-	inf, entry := newFactoryInformer(f, lw, InformerKey{Type: typ, Resource: lw.Resource()}, "", s)
-	f.byType[typ] = entry
+	var lw ListerWatcher[T]
+	form := ""
+	if named {
+		if opts.Resource.Empty() {
+			return nil, fmt.Errorf("informer for %v: InformerOptions.Resource is required for %v", typ, typ)
+		}
+		restOpts.Scheme, restOpts.ContentType = nil, ContentTypeDefault
+		var err error
+		if lw, err = newResourceListerWatcher[T](f.config, restOpts); err != nil {
+			return nil, fmt.Errorf("informer for %v: %w", key, err)
+		}
+		form = typ.Elem().Name()
+	} else {
+		restLW, err := newRESTListerWatcher[T](f.config, restOpts)
+		if err != nil {
+			return nil, fmt.Errorf("informer for %v: %w", typ, err)
+		}
+		lw, key.Resource = restLW, restLW.Resource()
+	}
+	inf, entry := newFactoryInformer(f, lw, key, form, opts)
+	if !named {
+		f.byType[typ] = entry
+	}
 	return inf, nil
 }
 
-// ForResource returns the factory's informer for a named resource with T
-// *metav1.PartialObjectMetadata (metadata only, see [MetadataListerWatcher])
-// or *unstructured.Unstructured (see [DynamicListerWatcher]), creating it on
-// the first call; every call with the same T and resource returns the same
-// pointer. Other types are an error: use [For]. Options behave as in For;
-// [WithResourceName] is an error here.
-func ForResource[T Object](f *Factory, resource schema.GroupVersionResource, opts ...InformerOption[T]) (*Informer[T], error) {
-	s := collectInformerOptions(opts)
-	key := InformerKey{Type: reflect.TypeFor[T](), Resource: resource}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.shutDown {
-		return nil, fmt.Errorf("informer for %v: the factory is shut down", key)
+// namedResourceType reports whether T is one of the types whose resource
+// must be named: metadata-only or unstructured objects.
+func namedResourceType[T Object]() bool {
+	var zero T
+	switch any(zero).(type) {
+	case *metav1.PartialObjectMetadata, *unstructured.Unstructured:
+		return true
 	}
-	if s.resource != "" {
-		return nil, fmt.Errorf("informer for %v: WithResourceName applies to For only", key)
-	}
-	if entry, ok := f.informers[key]; ok {
-		return reuseInformer(entry, s)
-	}
-	lw, err := NewResourceListerWatcher[T](f.config, resource, RESTOptions{
-		Namespace:        f.namespaceFor(s.clusterScoped),
-		TweakListOptions: f.opts.TweakListOptions,
-		HTTPClient:       f.httpClient,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("informer for %v: %w", key, err)
-	}
-	inf, _ := newFactoryInformer(f, lw, key, key.Type.Elem().Name(), s)
-	return inf, nil
+	return false
 }
 
 // namespaceFor is the namespace an informer lists and watches.
@@ -215,54 +230,80 @@ func (f *Factory) namespaceFor(clusterScoped bool) string {
 // newFactoryInformer creates and registers an informer. form, if set, is
 // appended to its default name ("pods (PartialObjectMetadata)"). Call with
 // f.mu held.
-func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form string, s informerSettings[T]) (*Informer[T], *factoryEntry) {
-	name := s.name
-	if name == "" {
-		name = key.Resource.GroupResource().String()
+func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form string, opts InformerOptions[T]) (*Informer[T], *factoryEntry) {
+	if opts.Name == "" {
+		opts.Name = key.Resource.GroupResource().String()
 		if form != "" {
-			name += " (" + form + ")"
+			opts.Name += " (" + form + ")"
 		}
 		if f.opts.Name != "" {
-			name = f.opts.Name + "/" + name
+			opts.Name = f.opts.Name + "/" + opts.Name
 		}
 	}
-	resync := f.opts.DefaultResync
-	if s.resync != nil {
-		resync = *s.resync
+	if opts.ResyncPeriod == 0 {
+		opts.ResyncPeriod = f.opts.ResyncPeriod
 	}
-	transform := s.transform
 	if f.opts.Transform != nil {
-		transform = Chain(TransformFor[T](f.opts.Transform), s.transform)
+		opts.Transform = Chain(typedTransform[T](f.opts.Transform), opts.Transform)
 	}
-	inf := NewInformer(lw, InformerOptions[T]{
-		ResyncPeriod: resync,
-		Indexers:     s.indexers,
-		Transform:    transform,
-		Name:         name,
-		Resource:     key.Resource.GroupResource(),
-		Metrics:      f.opts.Metrics,
-	})
-	entry := &factoryEntry{key: key, name: name, informer: inf}
+	if opts.Metrics == nil {
+		opts.Metrics = f.opts.Metrics
+	}
+	opts.Resource = key.Resource
+	inf := NewInformer(lw, opts)
+	entry := &factoryEntry{key: key, name: opts.Name, informer: inf}
 	f.informers[key] = entry
 	return inf, entry
 }
 
 // reuseInformer returns the informer of entry after applying the options a
-// later For or ForResource call may give. Call with f.mu held.
-func reuseInformer[T Object](entry *factoryEntry, s informerSettings[T]) (*Informer[T], error) {
+// later For call may give. Call with f.mu held.
+func reuseInformer[T Object](entry *factoryEntry, opts InformerOptions[T]) (*Informer[T], error) {
 	inf, ok := entry.informer.(*Informer[T])
 	if !ok {
 		return nil, fmt.Errorf("informer for %v: the factory holds a %T", entry.key, entry.informer)
 	}
-	if len(s.creationOnly) > 0 {
-		return nil, fmt.Errorf("informer for %v already exists: %s only apply when it is created", entry.key, strings.Join(s.creationOnly, ", "))
+	if !opts.Resource.Empty() && opts.Resource != entry.key.Resource {
+		return nil, fmt.Errorf("informer for %v already exists: a %v informer of %s needs a factory of its own", entry.key, entry.key.Type, resourcePath(opts.Resource))
 	}
-	if len(s.indexers) > 0 {
-		if err := inf.AddIndexers(s.indexers); err != nil {
+	if set := creationOnlyFields(opts); len(set) > 0 {
+		verb := "applies"
+		if len(set) > 1 {
+			verb = "apply"
+		}
+		return nil, fmt.Errorf("informer for %v already exists: InformerOptions.%s only %s when the informer is created", entry.key, strings.Join(set, ", InformerOptions."), verb)
+	}
+	if len(opts.Indexers) > 0 {
+		if err := inf.AddIndexers(opts.Indexers); err != nil {
 			return nil, fmt.Errorf("informer for %v: %w", entry.key, err)
 		}
 	}
 	return inf, nil
+}
+
+// creationOnlyFields names the fields of opts, other than Indexers and
+// Resource, that are set.
+func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
+	var set []string
+	for _, field := range []struct {
+		name string
+		set  bool
+	}{
+		{"Name", opts.Name != ""},
+		{"ClusterScoped", opts.ClusterScoped},
+		{"ResyncPeriod", opts.ResyncPeriod != 0},
+		{"Transform", opts.Transform != nil},
+		{"WatchErrorHandler", opts.WatchErrorHandler != nil},
+		{"DisableWatchList", opts.DisableWatchList},
+		{"Backoff", opts.Backoff != nil},
+		{"Clock", opts.Clock != nil},
+		{"Metrics", opts.Metrics != nil},
+	} {
+		if field.set {
+			set = append(set, field.name)
+		}
+	}
+	return set
 }
 
 // Start runs every informer created so far and not yet started, each in its
@@ -331,8 +372,7 @@ wait:
 
 // Shutdown stops every informer the factory started and waits until every
 // goroutine it started has exited; then it closes the idle connections of
-// the HTTP client it owns. Afterwards Start does nothing and For and
-// ForResource fail. It may be called more than once, also concurrently.
+// the HTTP client it owns. Afterwards Start does nothing and For fails. It may be called more than once, also concurrently.
 //
 // Unlike client-go's factory, which waits for the context given to Start to
 // end, Shutdown cancels the informers itself.

@@ -53,27 +53,27 @@ func must[T any](t *testing.T) func(T, error) T {
 
 func TestFactoryHasOneInformerPerType(t *testing.T) {
 	f := newFactory(t, offline, informer.FactoryOptions{Scheme: widgetScheme(t)})
-	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
-	podMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
-	widgets := must[*informer.Informer[*Widget]](t)(informer.For[*Widget](f))
-	widgetsU := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.ForResource[*unstructured.Unstructured](f, widgetsResource))
-	widgetMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, widgetsResource))
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	podMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: podsResource}))
+	widgets := must[*informer.Informer[*Widget]](t)(informer.For(f, informer.InformerOptions[*Widget]{}))
+	widgetsU := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.For(f, informer.InformerOptions[*unstructured.Unstructured]{Resource: widgetsResource}))
+	widgetMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: widgetsResource}))
 
 	byName := informer.Indexers[*corev1.Pod]{"node": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil }}
-	if got := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.WithIndexers(byName))); got != pods {
+	if got := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{Indexers: byName})); got != pods {
 		t.Error("For[*corev1.Pod] returned a second informer")
 	}
 	if _, ok := pods.Indexer().GetIndexers()["node"]; !ok {
-		t.Error("WithIndexers on a later call did not add the index")
+		t.Error("Indexers on a later call did not add the index")
 	}
-	if got := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource)); got != podMeta {
-		t.Error("ForResource[*metav1.PartialObjectMetadata](pods) returned a second informer")
+	if got := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: podsResource})); got != podMeta {
+		t.Error("For[*metav1.PartialObjectMetadata](pods) returned a second informer")
 	}
-	if got := must[*informer.Informer[*Widget]](t)(informer.For[*Widget](f)); got != widgets {
+	if got := must[*informer.Informer[*Widget]](t)(informer.For(f, informer.InformerOptions[*Widget]{})); got != widgets {
 		t.Error("For[*Widget] returned a second informer")
 	}
-	if got := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.ForResource[*unstructured.Unstructured](f, widgetsResource)); got != widgetsU {
-		t.Error("ForResource[*unstructured.Unstructured](widgets) returned a second informer")
+	if got := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.For(f, informer.InformerOptions[*unstructured.Unstructured]{Resource: widgetsResource})); got != widgetsU {
+		t.Error("For[*unstructured.Unstructured](widgets) returned a second informer")
 	}
 	if podMeta == widgetMeta {
 		t.Error("two resources share one metadata informer")
@@ -90,36 +90,45 @@ func TestFactoryRejectsAtCreation(t *testing.T) {
 		want string
 	}{{
 		name: "type not in scheme",
-		new:  func() error { _, err := informer.For[*Widget](f); return err },
+		new:  func() error { _, err := informer.For(f, informer.InformerOptions[*Widget]{}); return err },
 		want: "informer for *informer_test.Widget: list/watch *informer_test.Widget: the type is not registered in the scheme (for a CRD type, register it in a runtime.Scheme with its list type and pass that scheme)",
 	}, {
 		name: "metadata through For",
-		new:  func() error { _, err := informer.For[*metav1.PartialObjectMetadata](f); return err },
-		want: "informer for *v1.PartialObjectMetadata: list/watch *v1.PartialObjectMetadata: metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher or ForResource",
-	}, {
-		name: "typed through ForResource",
-		new:  func() error { _, err := informer.ForResource[*corev1.Pod](f, podsResource); return err },
-		want: "informer for *v1.Pod v1/pods: list/watch v1/pods as *v1.Pod: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object",
-	}, {
-		name: "resource name in ForResource",
 		new: func() error {
-			_, err := informer.ForResource(f, podsResource, informer.WithResourceName[*metav1.PartialObjectMetadata]("pods"))
+			_, err := informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{})
 			return err
 		},
-		want: "informer for *v1.PartialObjectMetadata v1/pods: WithResourceName applies to For only",
+		want: "informer for *v1.PartialObjectMetadata: InformerOptions.Resource is required for *v1.PartialObjectMetadata",
+	}, {
+		name: "typed with the resource of another group",
+		new: func() error {
+			_, err := informer.For(f, informer.InformerOptions[*corev1.Pod]{Resource: widgetsResource})
+			return err
+		},
+		want: "informer for *v1.Pod: list/watch *v1.Pod: the resource example.com/v1/widgets is not of the group and version of the kind /v1, Kind=Pod",
+	}, {
+		name: "another resource for an existing typed informer",
+		new: func() error {
+			if _, err := informer.For(f, informer.InformerOptions[*corev1.Pod]{}); err != nil {
+				return err
+			}
+			_, err := informer.For(f, informer.InformerOptions[*corev1.Pod]{Resource: corev1.SchemeGroupVersion.WithResource("pods2")})
+			return err
+		},
+		want: "informer for *v1.Pod v1/pods already exists: a *v1.Pod informer of v1/pods2 needs a factory of its own",
 	}, {
 		name: "creation options on an existing informer",
 		new: func() error {
-			if _, err := informer.For[*corev1.Node](f); err != nil {
+			if _, err := informer.For(f, informer.InformerOptions[*corev1.Node]{}); err != nil {
 				return err
 			}
-			_, err := informer.For(f, informer.WithResync[*corev1.Node](time.Minute), informer.WithClusterScope[*corev1.Node]())
+			_, err := informer.For(f, informer.InformerOptions[*corev1.Node]{ResyncPeriod: time.Minute, ClusterScoped: true})
 			return err
 		},
-		want: "informer for *v1.Node v1/nodes already exists: WithResync, WithClusterScope only apply when it is created",
+		want: "informer for *v1.Node v1/nodes already exists: InformerOptions.ClusterScoped, InformerOptions.ResyncPeriod only apply when the informer is created",
 	}, {
 		name: "after shutdown",
-		new:  func() error { _, err := informer.For[*corev1.Pod](stopped); return err },
+		new:  func() error { _, err := informer.For(stopped, informer.InformerOptions[*corev1.Pod]{}); return err },
 		want: "informer for *v1.Pod: the factory is shut down",
 	}, {
 		name: "nil config",
@@ -216,13 +225,14 @@ func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges
 
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{
 		Namespace: "a", TweakListOptions: selectWeb, Scheme: widgetScheme(t),
-		Transform: informer.ClearManagedFields, Name: "test",
+		Transform: informer.StripManagedFields[metav1.Object], Name: "test",
 	})
-	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f,
-		informer.WithIndexers(informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]})))
-	podMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
-	widgets := must[*informer.Informer[*Widget]](t)(informer.For[*Widget](f))
-	widgetsU := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.ForResource[*unstructured.Unstructured](f, widgetsResource))
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{
+		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+	}))
+	podMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: podsResource}))
+	widgets := must[*informer.Informer[*Widget]](t)(informer.For(f, informer.InformerOptions[*Widget]{}))
+	widgetsU := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.For(f, informer.InformerOptions[*unstructured.Unstructured]{Resource: widgetsResource}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -299,9 +309,9 @@ func TestFactoryStartsLateInformersOnTheNextStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
 	f.Start(ctx)
-	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For[*corev1.Node](f))
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
 	synced, err := f.WaitForCacheSync(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -339,12 +349,12 @@ func TestFactoryWaitForCacheSyncHonoursContext(t *testing.T) {
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
+	must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
 	f.Start(ctx)
 	if _, err := f.WaitForCacheSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	must[*informer.Informer[*corev1.Node]](t)(informer.For[*corev1.Node](f))
+	must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
 	f.Start(ctx)
 
 	errGaveUp := errors.New("gave up")
@@ -379,7 +389,7 @@ func TestFactoryShutdownStopsInformersWithoutCancel(t *testing.T) {
 	srv.Serve(podsResource, podKind, true)
 	checkGoroutines := expectNoNewGoroutines(t)
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
-	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
 	f.Start(context.Background()) // a context that never ends
 	if _, err := f.WaitForCacheSync(context.Background()); err != nil {
 		t.Fatal(err)

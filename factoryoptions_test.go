@@ -27,13 +27,14 @@ func TestFactoryPerTypeOptions(t *testing.T) {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	defer cancel()
 
-	f := newFactory(t, srv.Config(), informer.FactoryOptions{Namespace: "a", Name: "test", Transform: informer.ClearManagedFields})
-	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f,
-		informer.WithInformerName[*corev1.Pod]("custom-pods"),
-		informer.WithResync[*corev1.Pod](time.Second),
-		informer.WithTransform(addLabel("t"))))
-	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.WithClusterScope[*corev1.Node]()))
-	must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{Namespace: "a", Name: "test", Transform: informer.StripManagedFields[metav1.Object]})
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{
+		Name:         "custom-pods",
+		ResyncPeriod: time.Second,
+		Transform:    addLabel("t"),
+	}))
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{ClusterScoped: true}))
+	must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: podsResource}))
 	var once sync.Once
 	resynced := make(chan struct{})
 	must[*informer.Registration](t)(pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
@@ -63,7 +64,7 @@ func TestFactoryPerTypeOptions(t *testing.T) {
 			t.Errorf("unexpected request path %s", req.Path)
 		}
 	}
-	// WithResync sets the handlers' default resync period.
+	// ResyncPeriod sets the handlers' default resync period.
 	select {
 	case <-resynced:
 	case <-time.After(20 * time.Second):

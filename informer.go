@@ -15,32 +15,52 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// InformerOptions configures an [Informer].
+// InformerOptions configures an [Informer], made by [NewInformer] over a
+// ListerWatcher or by [For] from a [Factory]. The zero value is valid.
 type InformerOptions[T Object] struct {
+	// Name identifies the informer in logs and metrics. A factory's
+	// informer is named after its resource by default (see [For]).
+	Name string
+	// Resource is the resource the informer lists and watches. For an
+	// informer made by [For] it says what to list and watch: it is required
+	// for *metav1.PartialObjectMetadata and *unstructured.Unstructured, and
+	// for a typed object it may be left zero (see [RESTOptions].Resource).
+	// For [NewInformer], whose ListerWatcher decides what is listed, it only
+	// names the resource. Either way the Lister's NotFound errors and the
+	// metrics name its group and resource.
+	Resource schema.GroupVersionResource
+	// ClusterScoped makes an informer made by [For] list and watch across
+	// all namespaces whatever [FactoryOptions].Namespace says, as a
+	// cluster-scoped resource (nodes, namespaces, a cluster-scoped CRD)
+	// needs in a namespaced factory. [NewInformer] ignores it: its
+	// ListerWatcher decides the namespace.
+	ClusterScoped bool
 	// ResyncPeriod is the default resync period of handlers (0 = none) and
 	// the informer's initial resync check period, as client-go's
-	// defaultEventHandlerResyncPeriod.
+	// defaultEventHandlerResyncPeriod. For an informer made by [For], 0
+	// means [FactoryOptions].ResyncPeriod.
 	ResyncPeriod time.Duration
 	// Indexers are the cache's secondary indexes.
 	Indexers Indexers[T]
 	// Transform, if set, is applied once to every object received from the
-	// API server before it is cached (see [TransformFunc]).
+	// API server before it is cached (see [TransformFunc]). In a factory it
+	// runs after [FactoryOptions].Transform.
 	Transform TransformFunc[T]
-	// Name identifies the informer in logs.
-	Name string
-	// Resource names the resource in the Lister's NotFound errors.
-	Resource schema.GroupResource
-	// Clock drives resync scheduling and the reflector's timers. Nil means
-	// the real clock; tests pass a fake one.
-	Clock clock.WithTicker
-	// Backoff, if set, replaces the reflector's backoff between failed list
-	// and watch attempts (see [ReflectorOptions]).
-	Backoff *wait.Backoff
+	// WatchErrorHandler, if set, is called whenever a list or watch fails,
+	// before the reflector backs off and retries (see [ReflectorOptions]).
+	WatchErrorHandler WatchErrorHandler
 	// DisableWatchList makes the reflector use list+watch instead of a
 	// streaming initial list (see [ReflectorOptions]).
 	DisableWatchList bool
+	// Backoff, if set, replaces the reflector's backoff between failed list
+	// and watch attempts (see [ReflectorOptions]).
+	Backoff *wait.Backoff
+	// Clock drives resync scheduling and the reflector's timers. Nil means
+	// the real clock; tests pass a fake one.
+	Clock clock.WithTicker
 	// Metrics, if set, receives the informer's metrics while it runs (see
-	// [MetricsProvider]). Nil means no metrics, at no cost.
+	// [MetricsProvider]). Nil means no metrics, at no cost. For an informer
+	// made by [For], nil means [FactoryOptions].Metrics.
 	Metrics MetricsProvider
 }
 
@@ -123,6 +143,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) *Inform
 		noWatchList:       opts.DisableWatchList,
 		resyncCheckPeriod: opts.ResyncPeriod,
 		transform:         opts.Transform,
+		watchErrorHandler: opts.WatchErrorHandler,
 		queue:             newEventQueue(indexer, nil, klog.Background()),
 		notes:             make([]notification[T], 0, dispatchChunk),
 		metricsProvider:   opts.Metrics,
@@ -233,10 +254,9 @@ func (i *Informer[T]) IsStopped() bool { return i.stopped.Load() }
 // errStarted is returned by setters that only work before Run.
 var errStarted = errors.New("informer has already started")
 
-// SetTransform sets the transform applied to every object before it is
-// cached, replacing InformerOptions.Transform. It fails once Run has been
-// called.
-func (i *Informer[T]) SetTransform(transform TransformFunc[T]) error {
+// setTransform replaces InformerOptions.Transform, for the client-go
+// adapter's SetTransform. It fails once Run has been called.
+func (i *Informer[T]) setTransform(transform TransformFunc[T]) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
@@ -246,10 +266,10 @@ func (i *Informer[T]) SetTransform(transform TransformFunc[T]) error {
 	return nil
 }
 
-// SetWatchErrorHandler sets the function the reflector calls whenever a list
-// or watch fails, before it backs off and retries. It fails once Run has
-// been called.
-func (i *Informer[T]) SetWatchErrorHandler(handler WatchErrorHandler) error {
+// setWatchErrorHandler replaces InformerOptions.WatchErrorHandler, for the
+// client-go adapter's SetWatchErrorHandler. It fails once Run has been
+// called.
+func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {

@@ -17,10 +17,10 @@ type Lister[T Object] struct {
 	resource schema.GroupResource
 }
 
-// NewLister returns a Lister over indexer. resource names the resource in
-// the NotFound errors of Get.
-func NewLister[T Object](indexer *Indexer[T], resource schema.GroupResource) *Lister[T] {
-	return &Lister[T]{indexer: indexer, resource: resource}
+// NewLister returns a Lister over indexer. resource's group and resource
+// name the resource in the NotFound errors of Get.
+func NewLister[T Object](indexer *Indexer[T], resource schema.GroupVersionResource) *Lister[T] {
+	return &Lister[T]{indexer: indexer, resource: resource.GroupResource()}
 }
 
 // List returns the objects of every namespace whose labels match selector

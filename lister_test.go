@@ -15,7 +15,7 @@ import (
 )
 
 // podResource names pods as client-go's generated pod lister does.
-var podResource = schema.GroupResource{Resource: "pod"}
+var podResource = schema.GroupVersionResource{Version: "v1", Resource: "pod"}
 
 // listerPair holds the same pods behind our Lister and client-go's
 // generated pod lister.
@@ -130,7 +130,7 @@ func TestListerClusterScoped(t *testing.T) {
 	if err := indexer.Add(node); err != nil {
 		t.Fatal(err)
 	}
-	nodes := NewLister(indexer, schema.GroupResource{Resource: "nodes"})
+	nodes := NewLister(indexer, schema.GroupVersionResource{Version: "v1", Resource: "nodes"})
 	if got, err := nodes.Get("node-1"); got != node || err != nil {
 		t.Errorf(`Get("node-1") = %v, %v`, got, err)
 	}

@@ -86,7 +86,7 @@ type InformerID struct {
 	// Two informers may have the same name.
 	Name string
 	// Resource is [InformerOptions].Resource; it may be empty.
-	Resource schema.GroupResource
+	Resource schema.GroupVersionResource
 }
 
 // InformerSnapshot are the values a [MetricsProvider] reads from an
@@ -112,7 +112,7 @@ type InformerSnapshot struct {
 func metricsID[T Object](opts InformerOptions[T]) InformerID {
 	id := InformerID{Name: opts.Name, Resource: opts.Resource}
 	if id.Name == "" {
-		id.Name = opts.Resource.String()
+		id.Name = opts.Resource.GroupResource().String()
 	}
 	if id.Name == "" {
 		var zero T

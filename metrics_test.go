@@ -109,7 +109,7 @@ func TestMetricsHandlerRegistrationsFollowHandlers(t *testing.T) {
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", mtPod("a", "10"), mtPod("bad", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
-			Resource: schema.GroupResource{Resource: "pods"}, Metrics: p,
+			Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Metrics: p,
 		})
 		a, b, c := &mtCounter{}, &mtCounter{}, &mtCounter{}
 		regA := must[*informer.Registration](t)(inf.AddEventHandlerWithOptions(a, informer.HandlerOptions{Name: "a"}))
@@ -228,8 +228,8 @@ func TestFactoryPassesMetricsToItsInformers(t *testing.T) {
 	srv.Serve(podsResource, podKind, true)
 	p := newFakeMetrics()
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{Name: "test", Metrics: p})
-	must[*informer.Informer[*corev1.Pod]](t)(informer.For[*corev1.Pod](f))
-	must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.ForResource[*metav1.PartialObjectMetadata](f, podsResource))
+	must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: podsResource}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)
@@ -241,8 +241,8 @@ func TestFactoryPassesMetricsToItsInformers(t *testing.T) {
 	p.mu.Unlock()
 	slices.SortFunc(ids, func(a, b informer.InformerID) int { return strings.Compare(a.Name, b.Name) })
 	want := []informer.InformerID{
-		{Name: "test/pods", Resource: schema.GroupResource{Resource: "pods"}},
-		{Name: "test/pods (PartialObjectMetadata)", Resource: schema.GroupResource{Resource: "pods"}},
+		{Name: "test/pods", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}},
+		{Name: "test/pods (PartialObjectMetadata)", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}},
 	}
 	if diff := cmp.Diff(want, ids); diff != "" {
 		t.Errorf("informers registered (-want +got):\n%s", diff)

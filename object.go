@@ -64,4 +64,10 @@ func ParseKey(key string) ObjectName {
 // called exactly once per object received from the API server, before the
 // object is queued, and never for final-state-unknown deletion records. It
 // may modify and return its argument, which nothing else references yet.
-type TransformFunc[T Object] func(obj T) (T, error)
+//
+// An informer's transform is a TransformFunc[T] of its object type
+// ([InformerOptions].Transform); a factory-wide one, which must suit every
+// type, is a TransformFunc[metav1.Object] ([FactoryOptions].Transform). The
+// transforms of this package are generic, so each serves both:
+// StripManagedFields[*corev1.Pod] or StripManagedFields[metav1.Object].
+type TransformFunc[T metav1.Object] func(obj T) (T, error)

@@ -309,8 +309,8 @@ func TestInformerLifecycle(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", plPod("ns", "a", "1"))
 	watchErrors := make(chan error, 10)
-	plMust(t, inf.SetWatchErrorHandler(func(_ context.Context, err error) { watchErrors <- err }))
-	plMust(t, inf.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
+	plMust(t, inf.setWatchErrorHandler(func(_ context.Context, err error) { watchErrors <- err }))
+	plMust(t, inf.setTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
 	lw.FailNextList(errors.New("access denied"))
 	lw.FailNextWatch(errors.New("access denied"))
 	if inf.IsStopped() || inf.LastSyncResourceVersion() != "" {
@@ -326,11 +326,11 @@ func TestInformerLifecycle(t *testing.T) {
 		t.Fatal("watch error handler not called")
 	}
 	plEventually(t, "informer synced", inf.HasSynced)
-	if err := inf.SetTransform(nil); err == nil {
-		t.Error("SetTransform after Run did not fail")
+	if err := inf.setTransform(nil); err == nil {
+		t.Error("setTransform after Run did not fail")
 	}
-	if err := inf.SetWatchErrorHandler(nil); err == nil {
-		t.Error("SetWatchErrorHandler after Run did not fail")
+	if err := inf.setWatchErrorHandler(nil); err == nil {
+		t.Error("setWatchErrorHandler after Run did not fail")
 	}
 	plMust(t, inf.AddIndexers(Indexers[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }}))
 	got, err := inf.Indexer().ByIndex("byName", "a")

@@ -14,21 +14,28 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// MetadataListerWatcher lists and watches only the metadata of a named
-// resource, as *metav1.PartialObjectMetadata, through client-go's metadata
-// client: the server sends metadata only (Accept ...;as=PartialObjectMetadata),
-// which saves bandwidth and memory for large objects. It always asks for
-// protobuf with a JSON fallback. It is safe for concurrent use.
-type MetadataListerWatcher struct {
+// metadataListerWatcher lists and watches the metadata of a resource (see
+// NewMetadataListerWatcher).
+type metadataListerWatcher struct {
 	client   metadata.ResourceInterface
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
 }
 
-// NewMetadataListerWatcher returns a metadata-only ListerWatcher for
-// resource. opts.Scheme, opts.Resource and opts.ContentType are ignored. No
+// NewMetadataListerWatcher returns a ListerWatcher of only the metadata of
+// opts.Resource, as *metav1.PartialObjectMetadata, through client-go's
+// metadata client: the server sends metadata only (Accept
+// ...;as=PartialObjectMetadata), which saves bandwidth and memory for large
+// objects. It always asks for protobuf with a JSON fallback; opts.Scheme and
+// opts.ContentType are ignored. Listed items come without apiVersion and
+// kind, like the objects of watch events. It is safe for concurrent use. No
 // request is made.
-func NewMetadataListerWatcher(config *rest.Config, resource schema.GroupVersionResource, opts RESTOptions) (*MetadataListerWatcher, error) {
+func NewMetadataListerWatcher(config *rest.Config, opts RESTOptions) (ListerWatcher[*metav1.PartialObjectMetadata], error) {
+	return newMetadataListerWatcher(config, opts)
+}
+
+func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataListerWatcher, error) {
+	resource := opts.Resource
 	if err := validateNamedResource(config, resource, opts.Namespace); err != nil {
 		return nil, fmt.Errorf("list/watch metadata of %s: %w", resourcePath(resource), err)
 	}
@@ -45,18 +52,17 @@ func NewMetadataListerWatcher(config *rest.Config, resource schema.GroupVersionR
 	if opts.Namespace != "" {
 		scoped = getter.Namespace(opts.Namespace)
 	}
-	return &MetadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions}, nil
+	return &metadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions}, nil
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.
-func (lw *MetadataListerWatcher) Resource() schema.GroupVersionResource {
+func (lw *metadataListerWatcher) Resource() schema.GroupVersionResource {
 	return lw.resource
 }
 
-// List returns one page of metadata, without apiVersion and kind like the
-// objects of watch events. The items point into the decoded list and are
+// List returns one page of metadata. The items point into the decoded list and are
 // owned by the caller.
-func (lw *MetadataListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*metav1.PartialObjectMetadata], error) {
+func (lw *metadataListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*metav1.PartialObjectMetadata], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
@@ -74,7 +80,7 @@ func (lw *MetadataListerWatcher) List(ctx context.Context, options metav1.ListOp
 }
 
 // Watch starts a watch whose events carry *metav1.PartialObjectMetadata.
-func (lw *MetadataListerWatcher) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+func (lw *metadataListerWatcher) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
@@ -85,19 +91,25 @@ func (lw *MetadataListerWatcher) Watch(ctx context.Context, options metav1.ListO
 	return w, nil
 }
 
-// DynamicListerWatcher lists and watches a named resource as
-// *unstructured.Unstructured through client-go's dynamic client, in JSON. It
-// suits custom resources without a Go type. It is safe for concurrent use.
-type DynamicListerWatcher struct {
+// dynamicListerWatcher lists and watches a resource as unstructured objects
+// (see NewDynamicListerWatcher).
+type dynamicListerWatcher struct {
 	client   dynamic.ResourceInterface
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
 }
 
-// NewDynamicListerWatcher returns an unstructured ListerWatcher for
-// resource. opts.Scheme and opts.Resource are ignored; opts.ContentType must
-// be the default or JSON. No request is made.
-func NewDynamicListerWatcher(config *rest.Config, resource schema.GroupVersionResource, opts RESTOptions) (*DynamicListerWatcher, error) {
+// NewDynamicListerWatcher returns a ListerWatcher of opts.Resource as
+// *unstructured.Unstructured, through client-go's dynamic client, in JSON. It
+// suits custom resources without a Go type. opts.Scheme is ignored;
+// opts.ContentType must be the default or JSON. It is safe for concurrent
+// use. No request is made.
+func NewDynamicListerWatcher(config *rest.Config, opts RESTOptions) (ListerWatcher[*unstructured.Unstructured], error) {
+	return newDynamicListerWatcher(config, opts)
+}
+
+func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicListerWatcher, error) {
+	resource := opts.Resource
 	if err := validateNamedResource(config, resource, opts.Namespace); err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", resourcePath(resource), err)
 	}
@@ -117,17 +129,17 @@ func NewDynamicListerWatcher(config *rest.Config, resource schema.GroupVersionRe
 	if opts.Namespace != "" {
 		scoped = getter.Namespace(opts.Namespace)
 	}
-	return &DynamicListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions}, nil
+	return &dynamicListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions}, nil
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.
-func (lw *DynamicListerWatcher) Resource() schema.GroupVersionResource {
+func (lw *dynamicListerWatcher) Resource() schema.GroupVersionResource {
 	return lw.resource
 }
 
 // List returns one page of objects. The items point into the decoded list
 // and are owned by the caller.
-func (lw *DynamicListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*unstructured.Unstructured], error) {
+func (lw *dynamicListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*unstructured.Unstructured], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
@@ -143,7 +155,7 @@ func (lw *DynamicListerWatcher) List(ctx context.Context, options metav1.ListOpt
 }
 
 // Watch starts a watch whose events carry *unstructured.Unstructured.
-func (lw *DynamicListerWatcher) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+func (lw *dynamicListerWatcher) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
@@ -178,32 +190,26 @@ func httpClientFor(config *rest.Config, shared *http.Client) (*http.Client, erro
 	return client, nil
 }
 
-// NewResourceListerWatcher returns the ListerWatcher of a named resource for
-// T *metav1.PartialObjectMetadata (a [MetadataListerWatcher]) or
-// *unstructured.Unstructured (a [DynamicListerWatcher]). Any other T is an
-// error: use [NewRESTListerWatcher] for typed objects.
-func NewResourceListerWatcher[T Object](config *rest.Config, resource schema.GroupVersionResource, opts RESTOptions) (ListerWatcher[T], error) {
+// newResourceListerWatcher returns the ListerWatcher of opts.Resource for a
+// T that is *metav1.PartialObjectMetadata or *unstructured.Unstructured.
+func newResourceListerWatcher[T Object](config *rest.Config, opts RESTOptions) (ListerWatcher[T], error) {
 	var zero T
 	var lw any
+	var err error
 	switch any(zero).(type) {
 	case *metav1.PartialObjectMetadata:
-		metadataLW, err := NewMetadataListerWatcher(config, resource, opts)
-		if err != nil {
-			return nil, err
-		}
-		lw = metadataLW
+		lw, err = newMetadataListerWatcher(config, opts)
 	case *unstructured.Unstructured:
-		dynamicLW, err := NewDynamicListerWatcher(config, resource, opts)
-		if err != nil {
-			return nil, err
-		}
-		lw = dynamicLW
+		lw, err = newDynamicListerWatcher(config, opts)
 	default:
-		return nil, fmt.Errorf("list/watch %s as %T: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured; use NewRESTListerWatcher or For for a typed object", resourcePath(resource), zero)
+		return nil, fmt.Errorf("list/watch %s as %T: a named resource is served as *v1.PartialObjectMetadata or *unstructured.Unstructured", resourcePath(opts.Resource), zero)
+	}
+	if err != nil {
+		return nil, err
 	}
 	typed, ok := lw.(ListerWatcher[T])
 	if !ok {
-		return nil, fmt.Errorf("list/watch %s: %T does not serve %T", resourcePath(resource), lw, zero)
+		return nil, fmt.Errorf("list/watch %s: %T does not serve %T", resourcePath(opts.Resource), lw, zero)
 	}
 	return typed, nil
 }

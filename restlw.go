@@ -45,14 +45,14 @@ type RESTOptions struct {
 	// scheme of the built-in types (k8s.io/client-go/kubernetes/scheme) is
 	// always consulted after it. Nil means only the built-in types.
 	Scheme *runtime.Scheme
-	// Resource is the plural resource name ("pods"). Empty means a guess from
-	// the kind by meta.UnsafeGuessKindToResource (lower case, plural by the
-	// English rules of that function: "Pod" → "pods", "Ingress" →
-	// "ingresses", "NetworkPolicy" → "networkpolicies"), which is right for
-	// every built-in type but not for a CRD whose plural is irregular.
-	// Ignored by the metadata and dynamic ListerWatchers, which take a
-	// GroupVersionResource.
-	Resource string
+	// Resource is the resource to list and watch. The metadata and dynamic
+	// ListerWatchers need it. For a typed one it may be left zero: it is
+	// then guessed from T's kind by meta.UnsafeGuessKindToResource (lower
+	// case, plural by the English rules of that function: "Pod" → "pods",
+	// "Ingress" → "ingresses"), which is right for every built-in type but
+	// not for a CRD whose plural is irregular; if set, its group and version
+	// must be those of T's kind.
+	Resource schema.GroupVersionResource
 	// Namespace limits lists and watches to one namespace; empty means all
 	// namespaces. Leave it empty for cluster-scoped resources.
 	Namespace string
@@ -81,11 +81,9 @@ func newRESTParameterCodec() runtime.ParameterCodec {
 	return runtime.NewParameterCodec(s)
 }
 
-// RESTListerWatcher lists and watches objects of a Go type T (a built-in
-// type of k8s.io/api or a CRD type registered in a scheme) through a REST
-// client. Lists are decoded into the scheme's list type; watch events carry
-// objects of type T decoded by the scheme. It is safe for concurrent use.
-type RESTListerWatcher[T Object] struct {
+// restListerWatcher lists and watches objects of a Go type T through a REST
+// client (see NewRESTListerWatcher).
+type restListerWatcher[T Object] struct {
 	client    *rest.RESTClient
 	scheme    *runtime.Scheme
 	listKind  schema.GroupVersionKind
@@ -94,12 +92,23 @@ type RESTListerWatcher[T Object] struct {
 	tweak     func(*metav1.ListOptions)
 }
 
-// NewRESTListerWatcher returns a ListerWatcher for T. It fails with a clear
-// error when T is not known to opts.Scheme nor to client-go's scheme, when
-// that scheme has no list type for T's kind or lacks the meta types (Status),
-// or when the content type is unknown or protobuf is asked for a type that
-// cannot be decoded from protobuf. No request is made.
-func NewRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*RESTListerWatcher[T], error) {
+// NewRESTListerWatcher returns a ListerWatcher for objects of a Go type T (a
+// built-in type of k8s.io/api or a CRD type registered in opts.Scheme)
+// through a REST client. Lists are decoded into the scheme's list type, and
+// their items are returned without apiVersion and kind, like the objects of
+// watch events; watch events carry objects of type T (a *metav1.Status for
+// Error events) decoded by the scheme. It is safe for concurrent use.
+//
+// It fails with a clear error when T is not known to opts.Scheme nor to
+// client-go's scheme, when that scheme has no list type for T's kind or lacks
+// the meta types (Status), when opts.Resource is of another group or
+// version, or when the content type is unknown or protobuf is asked for a
+// type that cannot be decoded from protobuf. No request is made.
+func NewRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (ListerWatcher[T], error) {
+	return newRESTListerWatcher[T](config, opts)
+}
+
+func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*restListerWatcher[T], error) {
 	typeName := reflect.TypeFor[T]().String()
 	if config == nil {
 		return nil, fmt.Errorf("list/watch %s: rest config is nil", typeName)
@@ -127,33 +136,33 @@ func NewRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*RES
 		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 	}
 	resource := opts.Resource
-	if resource == "" {
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		resource = plural.Resource
+	if resource.Empty() {
+		resource, _ = meta.UnsafeGuessKindToResource(gvk)
+	} else if resource.GroupVersion() != gvk.GroupVersion() || resource.Resource == "" {
+		return nil, fmt.Errorf("list/watch %s: the resource %s is not of the group and version of the kind %s", typeName, resourcePath(resource), gvk)
 	}
 	client, err := newTypedRESTClient(config, gvk.GroupVersion(), scheme, contentType, opts.HTTPClient)
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
 	}
-	return &RESTListerWatcher[T]{
+	return &restListerWatcher[T]{
 		client:    client,
 		scheme:    scheme,
 		listKind:  listKind,
-		resource:  gvk.GroupVersion().WithResource(resource),
+		resource:  resource,
 		namespace: opts.Namespace,
 		tweak:     opts.TweakListOptions,
 	}, nil
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.
-func (lw *RESTListerWatcher[T]) Resource() schema.GroupVersionResource {
+func (lw *restListerWatcher[T]) Resource() schema.GroupVersionResource {
 	return lw.resource
 }
 
-// List returns one page of objects, without apiVersion and kind like the
-// objects of watch events. The items point into the decoded list and are
-// owned by the caller.
-func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
+// List returns one page of objects. The items point into the decoded list
+// and are owned by the caller.
+func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
@@ -193,9 +202,8 @@ func (lw *RESTListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue()}, nil
 }
 
-// Watch starts a watch. Its events carry objects of type T (a *metav1.Status
-// for Error events), decoded by the scheme.
-func (lw *RESTListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+// Watch starts a watch.
+func (lw *restListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
@@ -222,9 +230,9 @@ func kindOf[T Object](userScheme *runtime.Scheme) (*runtime.Scheme, schema.Group
 	obj, _ := reflect.New(typ.Elem()).Interface().(T)
 	switch any(obj).(type) {
 	case *metav1.PartialObjectMetadata:
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher or ForResource")
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher, or For with InformerOptions.Resource")
 	case *unstructured.Unstructured:
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("unstructured objects need a GroupVersionResource: use NewDynamicListerWatcher or ForResource")
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("unstructured objects need a GroupVersionResource: use NewDynamicListerWatcher, or For with InformerOptions.Resource")
 	}
 	for _, s := range []*runtime.Scheme{userScheme, clientgoscheme.Scheme} {
 		if s == nil {

@@ -133,7 +133,7 @@ func TestRESTListerWatcherPods(t *testing.T) {
 				web3 = srv.Create(podsResource, newPod("a", "web-3", "web"))
 			})
 
-			if diff := cmp.Diff(podsResource, lw.Resource()); diff != "" {
+			if diff := cmp.Diff(podsResource, informer.ResourceOf(lw)); diff != "" {
 				t.Errorf("Resource() (-want +got):\n%s", diff)
 			}
 			wantList := &informer.ListResult[*corev1.Pod]{Items: []*corev1.Pod{web1.(*corev1.Pod)}, ResourceVersion: "104"}
@@ -168,7 +168,7 @@ func TestRESTListerWatcherCRDTypeUsesJSON(t *testing.T) {
 		large = srv.Create(widgetsResource, newWidget("b", "large", 9))
 	})
 
-	if diff := cmp.Diff(widgetsResource, lw.Resource()); diff != "" {
+	if diff := cmp.Diff(widgetsResource, informer.ResourceOf(lw)); diff != "" {
 		t.Errorf("Resource() (-want +got):\n%s", diff)
 	}
 	// Typed objects come without apiVersion and kind (which custom resources
@@ -194,11 +194,11 @@ func TestRESTListerWatcherCRDTypeUsesJSON(t *testing.T) {
 }
 
 func TestRESTListerWatcherExplicitResource(t *testing.T) {
-	lw, err := informer.NewRESTListerWatcher[*Widget](&rest.Config{Host: "127.0.0.1:1"}, informer.RESTOptions{Scheme: widgetScheme(t), Resource: "gadgets"})
+	lw, err := informer.NewRESTListerWatcher[*Widget](&rest.Config{Host: "127.0.0.1:1"}, informer.RESTOptions{Scheme: widgetScheme(t), Resource: widgetsGV.WithResource("gadgets")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(widgetsGV.WithResource("gadgets"), lw.Resource()); diff != "" {
+	if diff := cmp.Diff(widgetsGV.WithResource("gadgets"), informer.ResourceOf(lw)); diff != "" {
 		t.Errorf("Resource() (-want +got):\n%s", diff)
 	}
 }
@@ -239,11 +239,11 @@ func TestRESTListerWatcherErrors(t *testing.T) {
 	}, {
 		name: "metadata",
 		new:  newRESTLW[*metav1.PartialObjectMetadata](config, informer.RESTOptions{}),
-		want: "list/watch *v1.PartialObjectMetadata: metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher or ForResource",
+		want: "list/watch *v1.PartialObjectMetadata: metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher, or For with InformerOptions.Resource",
 	}, {
 		name: "unstructured",
 		new:  newRESTLW[*unstructured.Unstructured](config, informer.RESTOptions{}),
-		want: "list/watch *unstructured.Unstructured: unstructured objects need a GroupVersionResource: use NewDynamicListerWatcher or ForResource",
+		want: "list/watch *unstructured.Unstructured: unstructured objects need a GroupVersionResource: use NewDynamicListerWatcher, or For with InformerOptions.Resource",
 	}, {
 		name: "invalid namespace",
 		new:  newRESTLW[*corev1.Pod](config, informer.RESTOptions{Namespace: "a/b"}),
@@ -255,14 +255,14 @@ func TestRESTListerWatcherErrors(t *testing.T) {
 	}, {
 		name: "metadata without resource",
 		new: func() error {
-			_, err := informer.NewMetadataListerWatcher(config, schema.GroupVersionResource{Version: "v1"}, informer.RESTOptions{})
+			_, err := informer.NewMetadataListerWatcher(config, informer.RESTOptions{Resource: schema.GroupVersionResource{Version: "v1"}})
 			return err
 		},
 		want: "list/watch metadata of v1/: the GroupVersionResource needs a version and a resource",
 	}, {
 		name: "dynamic in protobuf",
 		new: func() error {
-			_, err := informer.NewDynamicListerWatcher(config, widgetsResource, informer.RESTOptions{ContentType: informer.ContentTypeProtobuf})
+			_, err := informer.NewDynamicListerWatcher(config, informer.RESTOptions{Resource: widgetsResource, ContentType: informer.ContentTypeProtobuf})
 			return err
 		},
 		want: `list/watch example.com/v1/widgets: unstructured objects are served only as JSON, not "application/vnd.kubernetes.protobuf"`,
@@ -291,7 +291,7 @@ func TestMetadataListerWatcher(t *testing.T) {
 	srv.Serve(podsResource, podKind, true)
 	web1 := srv.Create(podsResource, newPod("a", "web-1", "web"))
 	srv.Create(podsResource, newPod("a", "db-1", "db"))
-	lw, err := informer.NewMetadataListerWatcher(srv.Config(), podsResource, informer.RESTOptions{Namespace: "a", TweakListOptions: selectWeb})
+	lw, err := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, Namespace: "a", TweakListOptions: selectWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestDynamicListerWatcher(t *testing.T) {
 	srv := newFakeAPIServer(t, addWidgetTypes)
 	srv.Serve(widgetsResource, widgetKind, false)
 	small := srv.Create(widgetsResource, newWidget("a", "small", 1))
-	lw, err := informer.NewDynamicListerWatcher(srv.Config(), widgetsResource, informer.RESTOptions{TweakListOptions: selectWeb})
+	lw, err := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: widgetsResource, TweakListOptions: selectWeb})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,44 +6,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MetadataTransformFunc changes an object in place through its metadata
-// accessors. Unlike a [TransformFunc] it suits every object type, which is
-// what a [Factory]-wide transform needs. Like a TransformFunc it runs once per
-// object received from the API server, before the object is stored, on an
-// object nothing else references yet.
-type MetadataTransformFunc func(obj metav1.Object) error
-
-// ClearManagedFields removes metadata.managedFields, the server-side-apply
+// StripManagedFields removes metadata.managedFields, the server-side-apply
 // bookkeeping that often makes up a large part of an object and that
-// controllers seldom read. It never fails.
-func ClearManagedFields(obj metav1.Object) error {
+// controllers seldom read. It changes obj in place, returns it, and never
+// fails. Use StripManagedFields[*corev1.Pod] as one informer's transform and
+// StripManagedFields[metav1.Object] as a factory's.
+func StripManagedFields[T metav1.Object](obj T) (T, error) {
 	obj.SetManagedFields(nil)
-	return nil
-}
-
-// TransformFor adapts a MetadataTransformFunc to a TransformFunc[T] that
-// changes its argument in place and returns it.
-func TransformFor[T Object](transform MetadataTransformFunc) TransformFunc[T] {
-	return func(obj T) (T, error) {
-		if err := transform(obj); err != nil {
-			var zero T
-			return zero, err
-		}
-		return obj, nil
-	}
-}
-
-// StripManagedFields returns a transform that removes metadata.managedFields
-// (see [ClearManagedFields]).
-func StripManagedFields[T Object]() TransformFunc[T] {
-	return TransformFor[T](ClearManagedFields)
+	return obj, nil
 }
 
 // DropAnnotations returns a transform that removes the annotations with the
 // given keys, for example the large
-// "kubectl.kubernetes.io/last-applied-configuration".
-func DropAnnotations[T Object](keys ...string) TransformFunc[T] {
-	return TransformFor[T](func(obj metav1.Object) error {
+// "kubectl.kubernetes.io/last-applied-configuration". It changes its
+// argument in place and returns it.
+func DropAnnotations[T metav1.Object](keys ...string) TransformFunc[T] {
+	return func(obj T) (T, error) {
 		annotations := obj.GetAnnotations()
 		changed := false
 		for _, key := range keys {
@@ -57,8 +35,8 @@ func DropAnnotations[T Object](keys ...string) TransformFunc[T] {
 		if changed {
 			obj.SetAnnotations(annotations)
 		}
-		return nil
-	})
+		return obj, nil
+	}
 }
 
 // Chain returns a transform that applies transforms in order, each to the
@@ -87,5 +65,22 @@ func Chain[T Object](transforms ...TransformFunc[T]) TransformFunc[T] {
 			obj = out
 		}
 		return obj, nil
+	}
+}
+
+// typedTransform adapts a factory-wide transform to an informer's type T.
+// The factory transform may return a new object, which must then be a T.
+func typedTransform[T Object](transform TransformFunc[metav1.Object]) TransformFunc[T] {
+	return func(obj T) (T, error) {
+		var zero T
+		out, err := transform(obj)
+		if err != nil {
+			return zero, err
+		}
+		typed, ok := out.(T)
+		if !ok {
+			return zero, fmt.Errorf("the factory's transform returned a %T, not a %T", out, zero)
+		}
+		return typed, nil
 	}
 }

@@ -33,7 +33,7 @@ func unstructuredWithBookkeeping() *unstructured.Unstructured {
 
 func TestStripManagedFields(t *testing.T) {
 	pod := podWithBookkeeping()
-	got, err := informer.StripManagedFields[*corev1.Pod]()(pod)
+	got, err := informer.StripManagedFields[*corev1.Pod](pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestStripManagedFields(t *testing.T) {
 		t.Error("the transform returned a new pod instead of changing its argument")
 	}
 
-	u, err := informer.StripManagedFields[*unstructured.Unstructured]()(unstructuredWithBookkeeping())
+	u, err := informer.StripManagedFields[*unstructured.Unstructured](unstructuredWithBookkeeping())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func addLabel(value string) informer.TransformFunc[*corev1.Pod] {
 }
 
 func TestChainAppliesInOrderAndSkipsNil(t *testing.T) {
-	chain := informer.Chain(addLabel("a"), nil, informer.StripManagedFields[*corev1.Pod](), addLabel("b"))
+	chain := informer.Chain(addLabel("a"), nil, informer.StripManagedFields[*corev1.Pod], addLabel("b"))
 	got, err := chain(podWithBookkeeping())
 	if err != nil {
 		t.Fatal(err)

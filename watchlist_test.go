@@ -181,7 +181,7 @@ func TestStreamingListDisabled(t *testing.T) {
 	})
 	t.Run("declared unsupported by the lister-watcher", func(t *testing.T) {
 		h := newReflectorHarness(t, ReflectorOptions{})
-		h.lw.SetWatchListUnsupported(true)
+		h.lw.SetDisableWatchList(true)
 		h.r = NewReflector[*corev1.Pod](h.lw, h.store, ReflectorOptions{Clock: h.clock})
 		h.lw.SetList("5")
 		h.start()

@@ -86,7 +86,7 @@ func newOurInformer(listPods int, listRV string, events []watch.Event, handlers 
 	lw := newOurListerWatcher(newPods(listPods), listRV, watches)
 	inf := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
 		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
-		Resource: corev1.Resource("pods"),
+		Resource: corev1.SchemeGroupVersion.WithResource("pods"),
 	})
 	for _, h := range handlers {
 		_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{

@@ -35,7 +35,7 @@ func runList(cfg config) ([]row, error) {
 		return nil, err
 	}
 	cgLister := corev1listers.NewPodLister(st.clientGo)
-	ourLister := informer.NewLister(st.ours, corev1.Resource("pods"))
+	ourLister := informer.NewLister(st.ours, corev1.SchemeGroupVersion.WithResource("pods"))
 	var rows []row
 	for _, c := range listCases {
 		sel, err := labels.Parse(c.selector)

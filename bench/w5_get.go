@@ -21,7 +21,7 @@ func runGet(cfg config) ([]row, error) {
 	const namespace, name = "ns-7", "pod-7007"
 	key := namespace + "/" + name
 	cgLister := corev1listers.NewPodLister(st.clientGo).Pods(namespace)
-	ourLister := informer.NewLister(st.ours, corev1.Resource("pods")).Namespace(namespace)
+	ourLister := informer.NewLister(st.ours, corev1.SchemeGroupVersion.WithResource("pods")).Namespace(namespace)
 
 	getByKeyCase := fmt.Sprintf("GetByKey(%q)", key)
 	cgGetByKey := func() error {

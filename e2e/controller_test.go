@@ -91,7 +91,7 @@ func TestControllerRuntimeReconcilesFromInformer(t *testing.T) {
 		t.Fatalf("NewFactory: %v", err)
 	}
 	defer factory.Shutdown()
-	pods, err := informer.For[*corev1.Pod](factory)
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		t.Fatalf("For: %v", err)
 	}

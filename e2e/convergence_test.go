@@ -117,7 +117,7 @@ func TestConvergenceUnderConcurrentWriters(t *testing.T) {
 		t.Fatalf("NewFactory: %v", err)
 	}
 	defer factory.Shutdown()
-	pods, err := informer.For[*corev1.Pod](factory)
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		t.Fatalf("For: %v", err)
 	}

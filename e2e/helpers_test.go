@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubetyped/informer"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubetyped/informer"
 )
 
 // genLabel is the label the tests change to make an update.
@@ -121,7 +122,7 @@ func startPodInformer(ctx context.Context, t *testing.T, opts informer.FactoryOp
 		t.Fatalf("NewFactory: %v", err)
 	}
 	t.Cleanup(factory.Shutdown)
-	pods, err := informer.For[*corev1.Pod](factory)
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{})
 	if err != nil {
 		t.Fatalf("For: %v", err)
 	}

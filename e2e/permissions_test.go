@@ -55,16 +55,17 @@ func TestForbiddenListBacksOffUntilGranted(t *testing.T) {
 		t.Fatalf("NewRESTListerWatcher: %v", err)
 	}
 	metrics := &snapshotProvider{}
-	pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: metrics})
 	var mu sync.Mutex
 	var watchErrors []error
-	if err := pods.SetWatchErrorHandler(func(_ context.Context, err error) {
-		mu.Lock()
-		watchErrors = append(watchErrors, err)
-		mu.Unlock()
-	}); err != nil {
-		t.Fatalf("SetWatchErrorHandler: %v", err)
-	}
+	pods := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
+		Name:    "pods",
+		Metrics: metrics,
+		WatchErrorHandler: func(_ context.Context, err error) {
+			mu.Lock()
+			watchErrors = append(watchErrors, err)
+			mu.Unlock()
+		},
+	})
 	runInformer(ctx, t, pods)
 
 	time.Sleep(forbiddenWait)

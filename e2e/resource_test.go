@@ -51,17 +51,17 @@ func TestEveryFormOfAResourceFollowsServer(t *testing.T) {
 		t.Fatalf("NewFactory: %v", err)
 	}
 	defer factory.Shutdown()
-	typed, err := informer.For[*corev1.ConfigMap](factory)
+	typed, err := informer.For(factory, informer.InformerOptions[*corev1.ConfigMap]{})
 	if err != nil {
 		t.Fatalf("For: %v", err)
 	}
-	metadata, err := informer.ForResource[*metav1.PartialObjectMetadata](factory, configMapsResource)
+	metadata, err := informer.For(factory, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: configMapsResource})
 	if err != nil {
-		t.Fatalf("ForResource(PartialObjectMetadata): %v", err)
+		t.Fatalf("For(PartialObjectMetadata): %v", err)
 	}
-	dynamicInf, err := informer.ForResource[*unstructured.Unstructured](factory, configMapsResource)
+	dynamicInf, err := informer.For(factory, informer.InformerOptions[*unstructured.Unstructured]{Resource: configMapsResource})
 	if err != nil {
-		t.Fatalf("ForResource(Unstructured): %v", err)
+		t.Fatalf("For(Unstructured): %v", err)
 	}
 	changed := newNotifier()
 	notify := func() { changed.notify() }
@@ -178,9 +178,9 @@ func TestCustomResourceInformerFollowsServer(t *testing.T) {
 		t.Fatalf("NewFactory: %v", err)
 	}
 	defer factory.Shutdown()
-	inf, err := informer.ForResource[*unstructured.Unstructured](factory, widgets)
+	inf, err := informer.For(factory, informer.InformerOptions[*unstructured.Unstructured]{Resource: widgets})
 	if err != nil {
-		t.Fatalf("ForResource: %v", err)
+		t.Fatalf("For: %v", err)
 	}
 	changed := newNotifier()
 	if err := addNotifyingHandler(inf, func() { changed.notify() }); err != nil {

@@ -109,15 +109,18 @@ func (f *FakeListerWatcher[T]) SetManualInitialEvents(manual bool) {
 	f.manualInitial = manual
 }
 
-// SetWatchListUnsupported sets what IsWatchListSemanticsUnSupported reports.
-func (f *FakeListerWatcher[T]) SetWatchListUnsupported(unsupported bool) {
+// SetDisableWatchList sets what IsWatchListSemanticsUnSupported reports: with
+// true, the fake declares streaming lists unsupported, as
+// informer.ClientOptions.DisableWatchList does for a client, and a reflector
+// lists instead.
+func (f *FakeListerWatcher[T]) SetDisableWatchList(unsupported bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.watchListOff = unsupported
 }
 
 // IsWatchListSemanticsUnSupported tells a reflector whether this lister
-// watcher declares streaming lists unsupported (see SetWatchListUnsupported).
+// watcher declares streaming lists unsupported (see SetDisableWatchList).
 // It is the method client-go looks for.
 func (f *FakeListerWatcher[T]) IsWatchListSemanticsUnSupported() bool {
 	f.mu.Lock()

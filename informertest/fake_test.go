@@ -248,8 +248,8 @@ func TestFakeListerWatcherStreamingList(t *testing.T) {
 	if lw.IsWatchListSemanticsUnSupported() {
 		t.Error("watch-list declared unsupported by default")
 	}
-	lw.SetWatchListUnsupported(true)
+	lw.SetDisableWatchList(true)
 	if !lw.IsWatchListSemanticsUnSupported() {
-		t.Error("SetWatchListUnsupported(true) not reported")
+		t.Error("SetDisableWatchList(true) not reported")
 	}
 }

@@ -90,7 +90,7 @@ func (p *Provider) AddInformer(id informer.InformerID, read func() informer.Info
 	e := &informerEntry{
 		p:        p,
 		name:     uniqueName(id.Name, func(n string) bool { return p.informers[n] != nil }),
-		resource: id.Resource.String(),
+		resource: id.Resource.GroupResource().String(),
 		read:     read,
 		handlers: map[string]*handlerEntry{},
 	}

@@ -101,7 +101,7 @@ func TestProviderExportsHandlerSeries(t *testing.T) {
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", pod("a", "10"), pod("bad", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
-			Name: "pods", Resource: schema.GroupResource{Resource: "pods"}, Metrics: provider,
+			Name: "pods", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Metrics: provider,
 		})
 		regA, err := inf.AddEventHandlerWithOptions(handler{}, informer.HandlerOptions{Name: "a"})
 		mustNot(t, err)
