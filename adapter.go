@@ -97,12 +97,12 @@ func (a *sharedInformerAdapter[T]) RemoveEventHandler(handle cache.ResourceEvent
 }
 
 // GetStore returns the informer's cache, as GetIndexer does.
-func (a *sharedInformerAdapter[T]) GetStore() cache.Store { return AsIndexer(a.inf.Indexer()) }
+func (a *sharedInformerAdapter[T]) GetStore() cache.Store { return AsIndexer(a.inf.indexer) }
 
 // GetIndexer returns the informer's cache through AsIndexer. As with
 // client-go, writing to it changes the cache without notifying handlers,
 // which only suits tests that fill a cache without running the informer.
-func (a *sharedInformerAdapter[T]) GetIndexer() cache.Indexer { return AsIndexer(a.inf.Indexer()) }
+func (a *sharedInformerAdapter[T]) GetIndexer() cache.Indexer { return AsIndexer(a.inf.indexer) }
 
 // AddIndexers adds client-go index functions, before or after Run. Each is
 // called with the T objects of the cache.

@@ -134,8 +134,9 @@ func (a indexerAdapter[T]) Replace(list []any, resourceVersion string) error {
 	return a.idx.Replace(items, resourceVersion)
 }
 
-// Resync does nothing, as Indexer.Resync.
-func (a indexerAdapter[T]) Resync() error { return a.idx.Resync() }
+// Resync does nothing: an Indexer has nothing to re-deliver. cache.Store
+// requires it.
+func (a indexerAdapter[T]) Resync() error { return nil }
 
 // LastStoreSyncResourceVersion returns the resource version of the last
 // write or bookmark.
@@ -206,8 +207,8 @@ func (a indexerAdapter[T]) AddIndexers(newIndexers cache.Indexers) error {
 
 // typedIndexers turns client-go index functions into typed ones. A nil
 // function stays nil, so that the Indexer reports it.
-func typedIndexers[T Object](indexers cache.Indexers) Indexers[T] {
-	out := make(Indexers[T], len(indexers))
+func typedIndexers[T Object](indexers cache.Indexers) map[string]IndexFunc[T] {
+	out := make(map[string]IndexFunc[T], len(indexers))
 	for name, f := range indexers {
 		if f == nil {
 			out[name] = nil

@@ -41,7 +41,7 @@ func idxKeys(t *testing.T, objs []any) []string {
 // cache.Indexer view, and three stored pods.
 func newAdaptedIndexer(t *testing.T) (*informer.Indexer[*corev1.Pod], cache.Indexer) {
 	t.Helper()
-	idx := informer.NewIndexer(informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]})
+	idx := informer.NewIndexer(map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]})
 	ci := informer.AsIndexer(idx)
 	for _, p := range []*corev1.Pod{idxPod("ns", "a", "1", "n1"), idxPod("ns", "b", "2", "n2"), idxPod("other", "c", "3", "n1")} {
 		if err := ci.Add(p); err != nil {

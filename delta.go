@@ -7,20 +7,20 @@ import "k8s.io/klog/v2"
 type DeltaType string
 
 const (
-	// Added records that an object was created.
-	Added DeltaType = "Added"
-	// Updated records that an object was modified.
-	Updated DeltaType = "Updated"
-	// Deleted records that an object was deleted. When the deletion was
+	// DeltaAdded records that an object was created.
+	DeltaAdded DeltaType = "Added"
+	// DeltaUpdated records that an object was modified.
+	DeltaUpdated DeltaType = "Updated"
+	// DeltaDeleted records that an object was deleted. When the deletion was
 	// inferred from a relist, the Delta is flagged FinalStateUnknown.
-	Deleted DeltaType = "Deleted"
-	// Replaced records an object seen in a full list (the initial list or a
+	DeltaDeleted DeltaType = "Deleted"
+	// DeltaReplaced records an object seen in a full list (the initial list or a
 	// relist). It is only emitted when [DeltaFIFOOptions.EmitDeltaTypeReplaced]
-	// is set; otherwise such objects are recorded as Sync.
-	Replaced DeltaType = "Replaced"
-	// Sync records a periodic resync of an object already known, or an
-	// object seen in a full list when Replaced is not emitted.
-	Sync DeltaType = "Sync"
+	// is set; otherwise such objects are recorded as DeltaSync.
+	DeltaReplaced DeltaType = "Replaced"
+	// DeltaSync records a periodic resync of an object already known, or an
+	// object seen in a full list when DeltaReplaced is not emitted.
+	DeltaSync DeltaType = "Sync"
 )
 
 // Delta is one change to one object.
@@ -30,26 +30,15 @@ type Delta[T Object] struct {
 	// Object is the object's state after the change; for a deletion, its
 	// last known state. It is shared: treat it as read-only.
 	Object T
-	// FinalStateUnknown is set on a Deleted delta that was inferred because
+	// FinalStateUnknown is set on a DeltaDeleted delta that was inferred because
 	// the object was missing from a relist: the watch event of the deletion
 	// was missed, so Object may be stale. The delta's key is Object's key.
 	FinalStateUnknown bool
 }
 
-// Deltas is the list of changes to one object, oldest first. A queued
-// Deltas is never empty.
-type Deltas[T Object] []Delta[T]
-
-// Oldest returns the oldest delta, or nil if d is empty.
-func (d Deltas[T]) Oldest() *Delta[T] {
-	if len(d) == 0 {
-		return nil
-	}
-	return &d[0]
-}
-
-// Newest returns the newest delta, or nil if d is empty.
-func (d Deltas[T]) Newest() *Delta[T] {
+// newestDelta returns the newest of a list of deltas (oldest first), or nil
+// if d is empty. The lists a DeltaFIFO queues are never empty.
+func newestDelta[T Object](d []Delta[T]) *Delta[T] {
 	if len(d) == 0 {
 		return nil
 	}
@@ -76,8 +65,8 @@ type DeltaFIFOOptions[T Object] struct {
 	// and Replace, before it is queued; never to final-state-unknown
 	// records nor to resync deltas, whose objects were transformed already.
 	Transform TransformFunc[T]
-	// EmitDeltaTypeReplaced makes Replace record Replaced deltas instead of
-	// Sync ones, for consumers that understand them.
+	// EmitDeltaTypeReplaced makes Replace record DeltaReplaced deltas instead of
+	// DeltaSync ones, for consumers that understand them.
 	EmitDeltaTypeReplaced bool
 	// Name is used in logs; default "DeltaFIFO".
 	Name string
@@ -87,4 +76,4 @@ type DeltaFIFOOptions[T Object] struct {
 
 // PopProcessFunc processes the deltas [DeltaFIFO.Pop] removed from the
 // queue. isInInitialList reports that they belong to the first Replace.
-type PopProcessFunc[T Object] func(deltas Deltas[T], isInInitialList bool) error
+type PopProcessFunc[T Object] func(deltas []Delta[T], isInInitialList bool) error

@@ -71,13 +71,13 @@ func (o *diffOurFIFO) replace(op diffFIFOOp) error {
 
 func (o *diffOurFIFO) pop(failProcess bool) diffPopResult {
 	var res diffPopResult
-	deltas, err := o.fifo.Pop(context.Background(), func(deltas Deltas[*corev1.Pod], isInInitialList bool) error {
+	deltas, err := o.fifo.Pop(context.Background(), func(deltas []Delta[*corev1.Pod], isInInitialList bool) error {
 		res.IsInInitialList = isInInitialList
 		if failProcess {
 			return errors.New("difftest: process fails")
 		}
 		for _, d := range deltas {
-			if d.Type == Deleted {
+			if d.Type == DeltaDeleted {
 				_ = o.store.Delete(d.Object)
 			} else {
 				_ = o.store.Add(d.Object)

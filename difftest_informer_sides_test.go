@@ -225,7 +225,7 @@ func (o *diffOurSide) run(ctx context.Context)                            { o.in
 func (o *diffOurSide) hasSynced() bool                                    { return o.inf.HasSynced() }
 func (o *diffOurSide) lastSyncResourceVersion() string                    { return o.inf.LastSyncResourceVersion() }
 func (o *diffOurSide) storeResourceVersion() string {
-	return o.inf.Indexer().LastStoreSyncResourceVersion()
+	return o.inf.indexer.LastStoreSyncResourceVersion()
 }
 
 func (o *diffOurSide) addHandler(r *diffRecorder, resync *time.Duration) (any, error) {
@@ -242,7 +242,7 @@ func (o *diffOurSide) removeHandler(handle any, shutdown bool) error {
 func (o *diffOurSide) handlerSynced(handle any) bool { return handle.(*Registration).HasSynced() }
 
 func (o *diffOurSide) stored() []diffStored {
-	return diffSortStored(o.inf.Indexer().List())
+	return diffSortStored(o.inf.indexer.List())
 }
 
 // diffClientGoSide is client-go's SharedIndexInformer with its default

@@ -1,7 +1,7 @@
 package informer
 
 // The fake API server of the informer harness, as each side's
-// ListerWatcher: a informertest.FakeListerWatcher behind an adapter that hands out new
+// ListerWatcher: an informertest.FakeListerWatcher behind an adapter that hands out new
 // objects on every list, and client-go's interface for client-go's side.
 
 import (
@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// diffListerWatcher serves one side from a informertest.FakeListerWatcher. Like an API
+// diffListerWatcher serves one side from an informertest.FakeListerWatcher. Like an API
 // server, every List and every streamed list returns new objects, so that a
 // transform that changes objects in place never sees one twice. It declares
 // streaming lists unsupported unless streaming is set, for both sides alike.

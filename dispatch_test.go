@@ -43,7 +43,7 @@ func TestDispatcherAppliesLongRunsOfWritesInOrder(t *testing.T) {
 		lw.events <- e
 	}
 	inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
-		Indexers: Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
+		Indexers: map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
 	})
 	rec := newPLRecorder()
 	_, err := inf.AddEventHandler(rec)
@@ -52,17 +52,17 @@ func TestDispatcherAppliesLongRunsOfWritesInOrder(t *testing.T) {
 	if diff := cmp.Diff(want, rec.waitFor(t, len(want))); diff != "" {
 		t.Fatalf("notifications (-want +got):\n%s", diff)
 	}
-	if got := len(inf.Indexer().List()); got != pods/2 {
+	if got := len(inf.indexer.List()); got != pods/2 {
 		t.Errorf("cache holds %d objects, want %d", got, pods/2)
 	}
-	if got, want := inf.Indexer().LastStoreSyncResourceVersion(), strconv.Itoa(rv); got != want {
+	if got, want := inf.indexer.LastStoreSyncResourceVersion(), strconv.Itoa(rv); got != want {
 		t.Errorf("cache resource version = %s, want %s", got, want)
 	}
-	mustCheck(t, inf.Indexer())
+	mustCheck(t, inf.indexer)
 }
 
 func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Indexers: Indexers[*corev1.Pod]{
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Indexers: map[string]IndexFunc[*corev1.Pod]{
 		"strict": func(p *corev1.Pod) ([]string, error) {
 			if p.Name == "bad" {
 				return nil, errors.New("bad pod")
@@ -84,7 +84,7 @@ func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
 	if diff := cmp.Diff(InformerStats{StoreErrors: 1}, inf.Stats()); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"ns/a@4"}, versionsOf(inf.Indexer().List())); diff != "" {
+	if diff := cmp.Diff([]string{"ns/a@4"}, versionsOf(inf.indexer.List())); diff != "" {
 		t.Errorf("cache (-want +got):\n%s", diff)
 	}
 }

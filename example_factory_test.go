@@ -30,7 +30,7 @@ func ExampleFor() {
 		return
 	}
 	defer factory.Shutdown()
-	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{Indexers: informer.Indexers[*corev1.Pod]{
+	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{Indexers: map[string]informer.IndexFunc[*corev1.Pod]{
 		"node": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil },
 	}})
 	if err != nil {
@@ -65,7 +65,7 @@ func ExampleFor() {
 	for _, pod := range web {
 		fmt.Printf("web pod %s on %s\n", pod.Name, pod.Spec.NodeName)
 	}
-	onNode2, err := pods.Indexer().ByIndex("node", "node-2")
+	onNode2, err := pods.Lister().ByIndex("node", "node-2")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -153,9 +153,9 @@ func ExampleFor_metadataOnly() {
 		fmt.Println(err)
 		return
 	}
-	for _, key := range deployments.Indexer().ListKeys() {
-		deployment, _, _ := deployments.Indexer().GetByKey(key)
-		fmt.Println(key, deployment.Labels)
+	all, _ := deployments.Lister().List(nil)
+	for _, deployment := range all {
+		fmt.Println(informer.KeyOf(deployment), deployment.Labels)
 	}
 	// Output:
 	// default/api map[tier:backend]

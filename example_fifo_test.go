@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/informertest"
 )
 
 // A DeltaFIFO between a producer (here the calls a Reflector would make)
@@ -26,12 +27,12 @@ func ExampleDeltaFIFO() {
 
 	// Pop calls apply with the queue locked, so the store and the queue
 	// never disagree about which objects are known.
-	apply := func(deltas informer.Deltas[*corev1.Pod], isInInitialList bool) error {
+	apply := func(deltas []informer.Delta[*corev1.Pod], isInInitialList bool) error {
 		for _, d := range deltas {
 			fmt.Printf("%-8s %s rv=%s finalStateUnknown=%v initial=%v\n",
 				d.Type, informer.KeyOf(d.Object), d.Object.ResourceVersion, d.FinalStateUnknown, isInInitialList)
 			var err error
-			if d.Type == informer.Deleted {
+			if d.Type == informer.DeltaDeleted {
 				err = store.Delete(d.Object)
 			} else {
 				err = store.Update(d.Object)
@@ -80,4 +81,52 @@ func ExampleDeltaFIFO() {
 	// Added    default/c rv=3 finalStateUnknown=false initial=false
 	// Deleted  default/c rv=3 finalStateUnknown=true initial=false
 	// synced: true stored: [default/a]
+}
+
+// A Reflector fills a DeltaFIFO from a ListerWatcher (here the scripted fake
+// of package informertest) and a consumer pops the deltas into an Indexer:
+// client-go's classic informer loop, typed.
+func ExampleReflector() {
+	pod := func(name, resourceVersion string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: resourceVersion}}
+	}
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
+	lw.SetList("5", pod("a", "5"))
+	store := informer.NewIndexer[*corev1.Pod](nil)
+	queue := informer.NewDeltaFIFO(informer.DeltaFIFOOptions[*corev1.Pod]{KnownObjects: store})
+	reflector := informer.NewReflector[*corev1.Pod](lw, queue, informer.ReflectorOptions{})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reflector.Run(ctx)
+	}()
+	pop := func() {
+		_, err := queue.Pop(ctx, func(deltas []informer.Delta[*corev1.Pod], isInInitialList bool) error {
+			for _, d := range deltas {
+				fmt.Printf("%s %s rv=%s initial=%v\n", d.Type, informer.KeyOf(d.Object), d.Object.ResourceVersion, isInInitialList)
+				if err := store.Update(d.Object); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Println(err)
+		}
+	}
+	pop() // the list
+	if err := lw.Modify(ctx, pod("a", "6")); err != nil {
+		fmt.Println(err)
+	}
+	pop() // the watch event
+	cancel()
+	<-done
+	queue.Close()
+	fmt.Println(store.ListKeys(), reflector.LastSyncResourceVersion())
+	// Output:
+	// Sync default/a rv=5 initial=true
+	// Updated default/a rv=6 initial=false
+	// [default/a] 6
 }

@@ -31,7 +31,7 @@ func ExampleInformer() {
 		examplePod("default", "db-1", "db", "9"))
 
 	pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
-		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+		Indexers: map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 		Resource: corev1.SchemeGroupVersion.WithResource("pods"),
 	})
 	deleted := make(chan struct{})

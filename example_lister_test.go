@@ -34,7 +34,7 @@ func podNames(pods []*corev1.Pod) []string {
 // A Lister answers typed queries from an Indexer. In a program the Indexer
 // is the one an Informer fills (Informer.Lister returns this Lister).
 func ExampleLister() {
-	indexer := informer.NewIndexer(informer.Indexers[*corev1.Pod]{
+	indexer := informer.NewIndexer(map[string]informer.IndexFunc[*corev1.Pod]{
 		informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod],
 	})
 	for _, p := range []*corev1.Pod{
@@ -70,7 +70,7 @@ func ExampleLister() {
 
 // Selectors with set-based requirements are answered from the label index
 // too; requirements it cannot answer (!=, notin, !key) filter the candidates.
-func ExampleIndexer_Select() {
+func ExampleLister_List() {
 	indexer := informer.NewIndexer[*corev1.Pod](nil)
 	for _, p := range []*corev1.Pod{
 		listerExamplePod("shop", "web-1", "web", "node-1"),
@@ -87,8 +87,11 @@ func ExampleIndexer_Select() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(podNames(indexer.Select("shop", selector)))
-	fmt.Println(indexer.Select("", labels.Nothing()) == nil)
+	pods := informer.NewLister(indexer, corev1.SchemeGroupVersion.WithResource("pods"))
+	shop, _ := pods.Namespace("shop").List(selector)
+	fmt.Println(podNames(shop))
+	none, _ := pods.List(labels.Nothing())
+	fmt.Println(none == nil)
 	// Output:
 	// [shop/api-1 shop/web-1]
 	// true
@@ -97,7 +100,7 @@ func ExampleIndexer_Select() {
 // ByIndex finds objects by the values of a custom index, here the node a
 // pod runs on.
 func ExampleIndexer_ByIndex() {
-	indexer := informer.NewIndexer(informer.Indexers[*corev1.Pod]{
+	indexer := informer.NewIndexer(map[string]informer.IndexFunc[*corev1.Pod]{
 		"byNode": func(p *corev1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
 	})
 	for _, p := range []*corev1.Pod{

@@ -201,13 +201,13 @@ func podsOnNodeClientGo(podInformer cache.SharedIndexInformer, node string) ([]*
 }
 
 func nodeIndexedPods(factory *informer.Factory) (*informer.Informer[*corev1.Pod], error) {
-	return informer.For(factory, informer.InformerOptions[*corev1.Pod]{Indexers: informer.Indexers[*corev1.Pod]{
+	return informer.For(factory, informer.InformerOptions[*corev1.Pod]{Indexers: map[string]informer.IndexFunc[*corev1.Pod]{
 		"byNode": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil },
 	}})
 }
 
 func podsOnNode(pods *informer.Informer[*corev1.Pod], node string) ([]*corev1.Pod, error) {
-	return pods.Indexer().ByIndex("byNode", node)
+	return pods.Lister().ByIndex("byNode", node)
 }
 
 // The indexes of use 6 find the same pods.

@@ -188,8 +188,8 @@ func Example_migrateController() {
 
 func clientGoViews(pods *informer.Informer[*corev1.Pod], nodes *informer.Informer[*corev1.Node]) (cache.SharedIndexInformer, corev1listers.PodLister, corev1listers.NodeLister) {
 	podInformer := informer.AsSharedIndexInformer(pods) // handlers get the *corev1.Pod values as interface{}
-	podLister := corev1listers.NewPodLister(informer.AsIndexer(pods.Indexer()))
-	nodeLister := corev1listers.NewNodeLister(informer.AsIndexer(nodes.Indexer()))
+	podLister := corev1listers.NewPodLister(informer.AsSharedIndexInformer(pods).GetIndexer())
+	nodeLister := corev1listers.NewNodeLister(informer.AsSharedIndexInformer(nodes).GetIndexer())
 	return podInformer, podLister, nodeLister
 }
 

@@ -123,7 +123,8 @@ func Example_migrateScope() {
 	go func() { ours.Run(ctx); stopped <- struct{}{} }()
 	cache.WaitForCacheSync(ctx.Done(), theirs.HasSynced, ours.HasSynced)
 	fmt.Println("client-go:", theirs.GetStore().ListKeys())
-	fmt.Println("ours:", ours.Indexer().ListKeys())
+	cached, _ := ours.Lister().List(nil)
+	fmt.Println("ours:", podNames(cached))
 	cancel()
 	<-stopped
 	<-stopped

@@ -9,3 +9,6 @@ func ResourceOf[T Object](lw ListerWatcher[T]) schema.GroupVersionResource {
 		Resource() schema.GroupVersionResource
 	}).Resource()
 }
+
+// Cache returns the informer's cache, for tests that inspect it whole.
+func (i *Informer[T]) Cache() *Indexer[T] { return i.indexer }

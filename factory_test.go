@@ -59,11 +59,11 @@ func TestFactoryHasOneInformerPerType(t *testing.T) {
 	widgetsU := must[*informer.Informer[*unstructured.Unstructured]](t)(informer.For(f, informer.InformerOptions[*unstructured.Unstructured]{Resource: widgetsResource}))
 	widgetMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: widgetsResource}))
 
-	byName := informer.Indexers[*corev1.Pod]{"node": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil }}
+	byName := map[string]informer.IndexFunc[*corev1.Pod]{"node": func(pod *corev1.Pod) ([]string, error) { return []string{pod.Spec.NodeName}, nil }}
 	if got := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{Indexers: byName})); got != pods {
 		t.Error("For[*corev1.Pod] returned a second informer")
 	}
-	if _, ok := pods.Indexer().GetIndexers()["node"]; !ok {
+	if _, ok := pods.Cache().GetIndexers()["node"]; !ok {
 		t.Error("Indexers on a later call did not add the index")
 	}
 	if got := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: podsResource})); got != podMeta {
@@ -228,7 +228,7 @@ func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges
 		Transform: informer.StripManagedFields[metav1.Object], Name: "test",
 	})
 	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{
-		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+		Indexers: map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 	}))
 	podMeta := must[*informer.Informer[*metav1.PartialObjectMetadata]](t)(informer.For(f, informer.InformerOptions[*metav1.PartialObjectMetadata]{Resource: podsResource}))
 	widgets := must[*informer.Informer[*Widget]](t)(informer.For(f, informer.InformerOptions[*Widget]{}))
@@ -257,27 +257,27 @@ func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges
 	web1.ManagedFields = nil
 	small.ManagedFields = nil
 	small.TypeMeta = metav1.TypeMeta{} // dropped by the typed decoder
-	if diff := cmp.Diff([]*corev1.Pod{web1}, pods.Indexer().List()); diff != "" {
+	if diff := cmp.Diff([]*corev1.Pod{web1}, pods.Cache().List()); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]*metav1.PartialObjectMetadata{{ObjectMeta: web1.ObjectMeta}}, podMeta.Indexer().List()); diff != "" {
+	if diff := cmp.Diff([]*metav1.PartialObjectMetadata{{ObjectMeta: web1.ObjectMeta}}, podMeta.Cache().List()); diff != "" {
 		t.Errorf("pod metadata (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]*Widget{small}, widgets.Indexer().List()); diff != "" {
+	if diff := cmp.Diff([]*Widget{small}, widgets.Cache().List()); diff != "" {
 		t.Errorf("widgets (-want +got):\n%s", diff)
 	}
 	wantU := toUnstructured(t, small)
 	wantU.SetAPIVersion(widgetsGV.String())
 	wantU.SetKind("Widget")
-	if diff := cmp.Diff([]*unstructured.Unstructured{wantU}, widgetsU.Indexer().List()); diff != "" {
+	if diff := cmp.Diff([]*unstructured.Unstructured{wantU}, widgetsU.Cache().List()); diff != "" {
 		t.Errorf("unstructured widgets (-want +got):\n%s", diff)
 	}
 
 	// Watch events reach the caches.
 	web3 := srv.Create(podsResource, newPod("a", "web-3", "web")).(*corev1.Pod)
 	eventually(t, "web-3 in the pod caches", func() bool {
-		_, typed, _ := pods.Indexer().GetByKey("a/web-3")
-		_, meta, _ := podMeta.Indexer().GetByKey("a/web-3")
+		_, typed, _ := pods.Cache().GetByKey("a/web-3")
+		_, meta, _ := podMeta.Cache().GetByKey("a/web-3")
 		return typed && meta
 	})
 	got := must[[]*corev1.Pod](t)(pods.Lister().Namespace("a").List(labels.Everything()))

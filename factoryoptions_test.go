@@ -52,11 +52,11 @@ func TestFactoryPerTypeOptions(t *testing.T) {
 	// The factory's transform runs first, then the informer's.
 	web1.ManagedFields = nil
 	web1.Labels["trace"] = "t"
-	if diff := cmp.Diff([]*corev1.Pod{web1}, pods.Indexer().List()); diff != "" {
+	if diff := cmp.Diff([]*corev1.Pod{web1}, pods.Cache().List()); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
 	// A cluster-scoped informer ignores the factory's namespace.
-	if diff := cmp.Diff([]*corev1.Node{node1}, nodes.Indexer().List()); diff != "" {
+	if diff := cmp.Diff([]*corev1.Node{node1}, nodes.Cache().List()); diff != "" {
 		t.Errorf("nodes (-want +got):\n%s", diff)
 	}
 	for _, req := range srv.Requests() {

@@ -46,7 +46,7 @@ type DeltaFIFO[T Object] struct {
 	cond sync.Cond
 	// items holds the pending Deltas of every queued key; queue holds
 	// those keys, without duplicates, in the order they are popped.
-	items map[string]Deltas[T]
+	items map[string][]Delta[T]
 	queue []string
 
 	// populated is set by the first Add, Update, Delete, AddIfNotPresent or
@@ -66,7 +66,7 @@ func NewDeltaFIFO[T Object](opts DeltaFIFOOptions[T]) *DeltaFIFO[T] {
 		knownObjects: opts.KnownObjects,
 		transform:    opts.Transform,
 		emitReplaced: opts.EmitDeltaTypeReplaced,
-		items:        map[string]Deltas[T]{},
+		items:        map[string][]Delta[T]{},
 	}
 	if opts.Logger != nil {
 		f.logger = *opts.Logger
@@ -79,24 +79,24 @@ func NewDeltaFIFO[T Object](opts DeltaFIFOOptions[T]) *DeltaFIFO[T] {
 	return f
 }
 
-// Add records an Added delta for obj. It fails, queuing nothing, if obj is
+// Add records an DeltaAdded delta for obj. It fails, queuing nothing, if obj is
 // nil or has no name, or if the transform fails.
 func (f *DeltaFIFO[T]) Add(obj T) error {
-	return f.record(Added, obj)
+	return f.record(DeltaAdded, obj)
 }
 
-// Update records an Updated delta for obj. It fails like Add.
+// Update records an DeltaUpdated delta for obj. It fails like Add.
 func (f *DeltaFIFO[T]) Update(obj T) error {
-	return f.record(Updated, obj)
+	return f.record(DeltaUpdated, obj)
 }
 
-// Delete records a Deleted delta for obj, unless obj's key is neither queued
+// Delete records a DeltaDeleted delta for obj, unless obj's key is neither queued
 // nor known (it was presumably reported deleted by a relist already). It
 // fails like Add.
 func (f *DeltaFIFO[T]) Delete(obj T) error {
 	key, err := fifoKeyOf(obj)
 	if err != nil {
-		return fmt.Errorf("%s: %s delta: %w", f.name, Deleted, err)
+		return fmt.Errorf("%s: %s delta: %w", f.name, DeltaDeleted, err)
 	}
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -115,7 +115,7 @@ func (f *DeltaFIFO[T]) Delete(obj T) error {
 			f.logger.Error(err, "Looking up a known object failed; queuing its deletion anyway", "key", key)
 		}
 	}
-	return f.transformAndAppendLocked(key, Deleted, obj)
+	return f.transformAndAppendLocked(key, DeltaDeleted, obj)
 }
 
 // Bookmark does nothing: like client-go's DeltaFIFO, the classic queue
@@ -170,7 +170,7 @@ func (f *DeltaFIFO[T]) transformLocked(key string, obj T) (T, error) {
 func (f *DeltaFIFO[T]) appendLocked(key string, d Delta[T]) {
 	old, queued := f.items[key]
 	deltas := append(old, d)
-	if n := len(deltas); n >= 2 && deltas[n-1].Type == Deleted && deltas[n-2].Type == Deleted {
+	if n := len(deltas); n >= 2 && deltas[n-1].Type == DeltaDeleted && deltas[n-2].Type == DeltaDeleted {
 		if deltas[n-2].FinalStateUnknown {
 			deltas[n-2] = deltas[n-1]
 		}
@@ -214,7 +214,7 @@ func fifoKeyOf[T Object](obj T) (string, error) {
 // If process fails, the Deltas are not requeued: pass them to
 // AddIfNotPresent to retry them. Pop returns ctx.Err() once ctx is done,
 // and ErrFIFOClosed once the queue is closed and empty.
-func (f *DeltaFIFO[T]) Pop(ctx context.Context, process PopProcessFunc[T]) (Deltas[T], error) {
+func (f *DeltaFIFO[T]) Pop(ctx context.Context, process PopProcessFunc[T]) ([]Delta[T], error) {
 	f.lock.Lock()
 	defer f.lock.Unlock()
 	if len(f.queue) == 0 && ctx.Done() != nil {
@@ -267,8 +267,8 @@ func (f *DeltaFIFO[T]) wakeWaiters() {
 // their newest object, unless that key is queued already: the queued deltas
 // are newer, and deltas is dropped. It takes ownership of deltas. It fails
 // if deltas is empty or its newest object cannot have a key.
-func (f *DeltaFIFO[T]) AddIfNotPresent(deltas Deltas[T]) error {
-	newest := deltas.Newest()
+func (f *DeltaFIFO[T]) AddIfNotPresent(deltas []Delta[T]) error {
+	newest := newestDelta(deltas)
 	if newest == nil {
 		return fmt.Errorf("%s: add if not present: %w", f.name, errFIFOEmptyDeltas)
 	}
@@ -290,7 +290,7 @@ func (f *DeltaFIFO[T]) AddIfNotPresent(deltas Deltas[T]) error {
 
 // Get returns a copy of the Deltas queued for obj's key. It fails if obj
 // cannot have a key.
-func (f *DeltaFIFO[T]) Get(obj T) (Deltas[T], bool, error) {
+func (f *DeltaFIFO[T]) Get(obj T) ([]Delta[T], bool, error) {
 	key, err := fifoKeyOf(obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: get: %w", f.name, err)
@@ -300,14 +300,14 @@ func (f *DeltaFIFO[T]) Get(obj T) (Deltas[T], bool, error) {
 }
 
 // GetByKey returns a copy of the Deltas queued for key.
-func (f *DeltaFIFO[T]) GetByKey(key string) (Deltas[T], bool) {
+func (f *DeltaFIFO[T]) GetByKey(key string) ([]Delta[T], bool) {
 	f.lock.RLock()
 	defer f.lock.RUnlock()
 	deltas, ok := f.items[key]
 	if !ok {
 		return nil, false
 	}
-	return append(Deltas[T](nil), deltas...), true
+	return append([]Delta[T](nil), deltas...), true
 }
 
 // List returns the newest object of every queued key, in pop order.
@@ -316,7 +316,7 @@ func (f *DeltaFIFO[T]) List() []T {
 	defer f.lock.RUnlock()
 	list := make([]T, len(f.queue))
 	for i, key := range f.queue {
-		list[i] = f.items[key].Newest().Object
+		list[i] = newestDelta(f.items[key]).Object
 	}
 	return list
 }

@@ -3,8 +3,8 @@ package informer
 import "fmt"
 
 // Replace records a complete list of the resource. Every listed object gets
-// a Replaced delta (Sync unless EmitDeltaTypeReplaced). Every queued or known
-// key missing from list gets a Deleted delta flagged FinalStateUnknown that
+// a DeltaReplaced delta (DeltaSync unless EmitDeltaTypeReplaced). Every queued or known
+// key missing from list gets a DeltaDeleted delta flagged FinalStateUnknown that
 // holds the last known object: the newest queued one, else the known one.
 //
 // Unlike client-go, Replace is all or nothing: if an item is invalid or
@@ -29,9 +29,9 @@ func (f *DeltaFIFO[T]) Replace(list []T, _ string) error {
 		list[i] = out
 	}
 
-	action := Sync
+	action := DeltaSync
 	if f.emitReplaced {
-		action = Replaced
+		action = DeltaReplaced
 	}
 	listed := make(map[string]struct{}, len(list))
 	for i, obj := range list {
@@ -46,7 +46,7 @@ func (f *DeltaFIFO[T]) Replace(list []T, _ string) error {
 		if _, ok := listed[key]; ok {
 			continue
 		}
-		f.appendLocked(key, Delta[T]{Type: Deleted, Object: deltas.Newest().Object, FinalStateUnknown: true})
+		f.appendLocked(key, Delta[T]{Type: DeltaDeleted, Object: newestDelta(deltas).Object, FinalStateUnknown: true})
 		deletions++
 	}
 	if f.knownObjects != nil {
@@ -61,7 +61,7 @@ func (f *DeltaFIFO[T]) Replace(list []T, _ string) error {
 			if !ok {
 				continue
 			}
-			f.appendLocked(key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
+			f.appendLocked(key, Delta[T]{Type: DeltaDeleted, Object: obj, FinalStateUnknown: true})
 			deletions++
 		}
 	}
@@ -74,7 +74,7 @@ func (f *DeltaFIFO[T]) Replace(list []T, _ string) error {
 	return nil
 }
 
-// Resync records a Sync delta for every known object whose key has no
+// Resync records a DeltaSync delta for every known object whose key has no
 // pending deltas: a queued change is newer than the known object, so
 // syncing the known one would go back in time. Without KnownObjects it does
 // nothing. It always returns nil; lookup failures are logged.
@@ -89,7 +89,7 @@ func (f *DeltaFIFO[T]) Resync() error {
 			continue
 		}
 		if obj, ok := f.knownLocked(key); ok {
-			f.appendLocked(key, Delta[T]{Type: Sync, Object: obj})
+			f.appendLocked(key, Delta[T]{Type: DeltaSync, Object: obj})
 		}
 	}
 	return nil

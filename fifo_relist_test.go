@@ -16,51 +16,51 @@ func TestDeltaFIFOReplaceDeletesKeysOnlyInTheQueue(t *testing.T) {
 		name         string
 		emitReplaced bool
 		ops          fifoOp
-		want         Deltas[*corev1.Pod]
+		want         []Delta[*corev1.Pod]
 	}{{
 		name: "added object",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(obj), f.Replace(nil, "0"))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, obj), fifoFSU(obj)},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, obj), fifoFSU(obj)},
 	}, {
 		name:         "replaced object gets a single deletion",
 		emitReplaced: true,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(obj), f.Replace([]*corev1.Pod{obj}, "0"), f.Replace(nil, "0"))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, obj), fifoDelta(Replaced, obj), fifoFSU(obj)},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, obj), fifoDelta(DeltaReplaced, obj), fifoFSU(obj)},
 	}, {
 		name: "deleted object gets no second deletion",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(obj), f.Delete(obj), f.Replace(nil, "0"))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, obj), fifoDelta(Deleted, obj)},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, obj), fifoDelta(DeltaDeleted, obj)},
 	}, {
 		name: "synced object gets a single deletion",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(obj), f.Replace([]*corev1.Pod{obj}, "0"), f.Replace([]*corev1.Pod{obj}, "0"), f.Replace(nil, "0"))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, obj), fifoDelta(Sync, obj), fifoDelta(Sync, obj), fifoFSU(obj)},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, obj), fifoDelta(DeltaSync, obj), fifoDelta(DeltaSync, obj), fifoFSU(obj)},
 	}, {
 		name: "several relists delete once",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(obj), f.Replace(nil, "0"), f.Replace(nil, "1"))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, obj), fifoFSU(obj)},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, obj), fifoFSU(obj)},
 	}, {
 		name: "recreated object is deleted with its newest state",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(obj), f.Delete(obj), f.Add(objV2), f.Replace(nil, "0"))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, obj), fifoDelta(Deleted, obj), fifoDelta(Added, objV2), fifoFSU(objV2)},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, obj), fifoDelta(DeltaDeleted, obj), fifoDelta(DeltaAdded, objV2), fifoFSU(objV2)},
 	}}
 	for _, tt := range tests {
 		for _, known := range []KeyListerGetter[*corev1.Pod]{nil, fifoKnown{}} {
 			t.Run(fmt.Sprintf("%s/known objects %v", tt.name, known != nil), func(t *testing.T) {
 				f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: known, EmitDeltaTypeReplaced: tt.emitReplaced})
 				fifoMust(t, tt.ops(f))
-				if diff := cmp.Diff([]Deltas[*corev1.Pod]{tt.want}, fifoDrainDeltas(t, f)); diff != "" {
+				if diff := cmp.Diff([][]Delta[*corev1.Pod]{tt.want}, fifoDrainDeltas(t, f)); diff != "" {
 					t.Errorf("popped (-want +got):\n%s", diff)
 				}
 			})
@@ -75,7 +75,7 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		known        KeyListerGetter[*corev1.Pod]
 		emitReplaced bool
 		ops          fifoOp
-		want         []Deltas[*corev1.Pod]
+		want         [][]Delta[*corev1.Pod]
 		wantLog      string
 	}{{
 		name:  "a watched deletion is not repeated",
@@ -83,9 +83,9 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Delete(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
 		},
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Deleted, fifoPod("baz", "10"))},
-			{fifoDelta(Sync, fifoPod("foo", "5"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaDeleted, fifoPod("baz", "10"))},
+			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
 			{fifoFSU(fifoPod("bar", "6"))},
 		},
 	}, {
@@ -95,9 +95,9 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Delete(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "6")}, "0"))
 		},
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Deleted, fifoPod("baz", "10"))},
-			{fifoDelta(Replaced, fifoPod("foo", "6"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaDeleted, fifoPod("baz", "10"))},
+			{fifoDelta(DeltaReplaced, fifoPod("foo", "6"))},
 			{fifoFSU(fifoPod("bar", "6"))},
 		},
 	}, {
@@ -106,9 +106,9 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
 		},
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Added, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
-			{fifoDelta(Sync, fifoPod("foo", "5"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaAdded, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
+			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
 			{fifoFSU(fifoPod("bar", "6"))},
 		},
 	}, {
@@ -117,9 +117,9 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Delete(fifoPod("bar", "6")), f.Add(fifoPod("bar", "100")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
 		},
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Deleted, fifoPod("bar", "6")), fifoDelta(Added, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
-			{fifoDelta(Sync, fifoPod("foo", "5"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaDeleted, fifoPod("bar", "6")), fifoDelta(DeltaAdded, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
+			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
 			{fifoFSU(fifoPod("baz", "7"))},
 		},
 	}, {
@@ -130,9 +130,9 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 				f.Replace([]*corev1.Pod{fifoPod("bar", "100"), fifoPod("foo", "5")}, "0"),
 				f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
 		},
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Sync, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
-			{fifoDelta(Sync, fifoPod("foo", "5")), fifoDelta(Sync, fifoPod("foo", "5"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaSync, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
+			{fifoDelta(DeltaSync, fifoPod("foo", "5")), fifoDelta(DeltaSync, fifoPod("foo", "5"))},
 			{fifoFSU(fifoPod("baz", "7"))},
 		},
 	}, {
@@ -140,9 +140,9 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
 		},
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Added, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
-			{fifoDelta(Sync, fifoPod("foo", "5"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaAdded, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
+			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
 		},
 	}, {
 		name:  "a key known objects cannot return is skipped",
@@ -150,7 +150,7 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return f.Replace(nil, "0")
 		},
-		want:    []Deltas[*corev1.Pod]{{fifoFSU(fifoPod("bar", "6"))}},
+		want:    [][]Delta[*corev1.Pod]{{fifoFSU(fifoPod("bar", "6"))}},
 		wantLog: `Key listed by the known objects has no object; skipping it key="ns/gone"`,
 	}, {
 		name:  "failing known objects are skipped",
@@ -158,7 +158,7 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(fifoPod("baz", "1")), f.Replace(nil, "0"))
 		},
-		want:    []Deltas[*corev1.Pod]{{fifoDelta(Added, fifoPod("baz", "1")), fifoFSU(fifoPod("baz", "1"))}},
+		want:    [][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, fifoPod("baz", "1")), fifoFSU(fifoPod("baz", "1"))}},
 		wantLog: `Looking up a known object failed; skipping it err="store unavailable" key="ns/bar"`,
 	}}
 	for _, tt := range tests {
@@ -181,7 +181,7 @@ func TestDeltaFIFOReplaceAfterAQueuedDeletion(t *testing.T) {
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: fifoKnown{pods: []*corev1.Pod{oldObj}}})
 	fifoMust(t, f.Delete(oldObj))
 	fifoMust(t, f.Replace([]*corev1.Pod{newObj}, ""))
-	want := []Deltas[*corev1.Pod]{{fifoDelta(Deleted, oldObj), fifoDelta(Sync, newObj)}}
+	want := [][]Delta[*corev1.Pod]{{fifoDelta(DeltaDeleted, oldObj), fifoDelta(DeltaSync, newObj)}}
 	if diff := cmp.Diff(want, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
@@ -193,18 +193,18 @@ func TestDeltaFIFOResync(t *testing.T) {
 		name    string
 		known   KeyListerGetter[*corev1.Pod]
 		ops     fifoOp
-		want    []Deltas[*corev1.Pod]
+		want    [][]Delta[*corev1.Pod]
 		wantLog string
 	}{{
 		name:  "every known object is synced",
 		known: known,
 		ops:   func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
-		want:  []Deltas[*corev1.Pod]{{fifoDelta(Sync, fifoPod("foo", "5"))}, {fifoDelta(Sync, fifoPod("bar", "6"))}},
+		want:  [][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, fifoPod("foo", "5"))}, {fifoDelta(DeltaSync, fifoPod("bar", "6"))}},
 	}, {
 		name:    "a key known objects cannot return is skipped",
 		known:   fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5")}, listedOnly: []string{"ns/gone"}},
 		ops:     func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
-		want:    []Deltas[*corev1.Pod]{{fifoDelta(Sync, fifoPod("foo", "5"))}},
+		want:    [][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, fifoPod("foo", "5"))}},
 		wantLog: `Key listed by the known objects has no object; skipping it key="ns/gone"`,
 	}, {
 		name:  "a queued update is not followed by an older sync",
@@ -212,14 +212,14 @@ func TestDeltaFIFOResync(t *testing.T) {
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Update(fifoPod("foo", "7")), f.Resync())
 		},
-		want: []Deltas[*corev1.Pod]{{fifoDelta(Updated, fifoPod("foo", "7"))}, {fifoDelta(Sync, fifoPod("bar", "6"))}},
+		want: [][]Delta[*corev1.Pod]{{fifoDelta(DeltaUpdated, fifoPod("foo", "7"))}, {fifoDelta(DeltaSync, fifoPod("bar", "6"))}},
 	}, {
 		name:  "a queued deletion is not followed by a sync",
 		known: known,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Delete(fifoPod("foo", "10")), f.Resync())
 		},
-		want: []Deltas[*corev1.Pod]{{fifoDelta(Deleted, fifoPod("foo", "10"))}, {fifoDelta(Sync, fifoPod("bar", "6"))}},
+		want: [][]Delta[*corev1.Pod]{{fifoDelta(DeltaDeleted, fifoPod("foo", "10"))}, {fifoDelta(DeltaSync, fifoPod("bar", "6"))}},
 	}, {
 		name: "without known objects nothing happens",
 		ops:  func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
@@ -251,7 +251,7 @@ func TestDeltaFIFOHasSynced(t *testing.T) {
 	pop := func(f *DeltaFIFO[*corev1.Pod]) error { _, err := f.Pop(context.Background(), nil); return err }
 	deleteA := func(f *DeltaFIFO[*corev1.Pod]) error { return f.Delete(a) }
 	requeueA := func(f *DeltaFIFO[*corev1.Pod]) error {
-		return f.AddIfNotPresent(Deltas[*corev1.Pod]{fifoDelta(Added, a)})
+		return f.AddIfNotPresent([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, a)})
 	}
 	invalidAdd := func(f *DeltaFIFO[*corev1.Pod]) error {
 		if err := f.Add(fifoPod("", "1")); err == nil {
@@ -295,10 +295,10 @@ func TestDeltaFIFOHasSyncedCountsRelistDeletions(t *testing.T) {
 	})
 	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
 	want := []fifoPopped{
-		{Deltas: Deltas[*corev1.Pod]{fifoDelta(Sync, fifoPod("foo", "5"))}, Initial: true},
-		{Deltas: Deltas[*corev1.Pod]{fifoFSU(fifoPod("bar", "6"))}, Initial: true},
-		{Deltas: Deltas[*corev1.Pod]{fifoFSU(fifoPod("baz", "7"))}, Initial: true},
-		{Deltas: Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("qux", "8"))}, Initial: false},
+		{Deltas: []Delta[*corev1.Pod]{fifoDelta(DeltaSync, fifoPod("foo", "5"))}, Initial: true},
+		{Deltas: []Delta[*corev1.Pod]{fifoFSU(fifoPod("bar", "6"))}, Initial: true},
+		{Deltas: []Delta[*corev1.Pod]{fifoFSU(fifoPod("baz", "7"))}, Initial: true},
+		{Deltas: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("qux", "8"))}, Initial: false},
 	}
 	var got []fifoPopped
 	var synced []bool

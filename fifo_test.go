@@ -56,7 +56,7 @@ type fifoOp = func(f *DeltaFIFO[*corev1.Pod]) error
 
 // fifoPopped is what one Pop handed to its process func.
 type fifoPopped struct {
-	Deltas  Deltas[*corev1.Pod]
+	Deltas  []Delta[*corev1.Pod]
 	Initial bool
 }
 
@@ -67,7 +67,7 @@ func fifoPop(t *testing.T, f *DeltaFIFO[*corev1.Pod]) fifoPopped {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var got fifoPopped
-	returned, err := f.Pop(ctx, func(d Deltas[*corev1.Pod], initial bool) error {
+	returned, err := f.Pop(ctx, func(d []Delta[*corev1.Pod], initial bool) error {
 		got = fifoPopped{Deltas: d, Initial: initial}
 		return nil
 	})
@@ -91,9 +91,9 @@ func fifoDrain(t *testing.T, f *DeltaFIFO[*corev1.Pod]) []fifoPopped {
 }
 
 // fifoDrainDeltas pops until the queue is empty and returns the Deltas.
-func fifoDrainDeltas(t *testing.T, f *DeltaFIFO[*corev1.Pod]) []Deltas[*corev1.Pod] {
+func fifoDrainDeltas(t *testing.T, f *DeltaFIFO[*corev1.Pod]) [][]Delta[*corev1.Pod] {
 	t.Helper()
-	var all []Deltas[*corev1.Pod]
+	var all [][]Delta[*corev1.Pod]
 	for _, p := range fifoDrain(t, f) {
 		all = append(all, p.Deltas)
 	}
@@ -141,7 +141,7 @@ func fifoMust(t *testing.T, err error) {
 
 // fsu is a final-state-unknown deletion record of p.
 func fifoFSU(p *corev1.Pod) Delta[*corev1.Pod] {
-	return Delta[*corev1.Pod]{Type: Deleted, Object: p, FinalStateUnknown: true}
+	return Delta[*corev1.Pod]{Type: DeltaDeleted, Object: p, FinalStateUnknown: true}
 }
 
 func fifoDelta(t DeltaType, p *corev1.Pod) Delta[*corev1.Pod] {
@@ -169,7 +169,7 @@ func TestDeltaFIFOConcurrentProducersKeepTheirOrder(t *testing.T) {
 		if len(d) != 1 {
 			t.Fatalf("each key is added once, got %d deltas", len(d))
 		}
-		p := d.Newest().Object
+		p := newestDelta(d).Object
 		producer, want := p.Name[:1], strconv.Itoa(next[p.Name[:1]])
 		if p.ResourceVersion != want {
 			t.Fatalf("producer %s: popped version %s, want %s", producer, p.ResourceVersion, want)
@@ -192,13 +192,13 @@ func TestDeltaFIFOAppendsDeltasPerKey(t *testing.T) {
 	if diff := cmp.Diff([]string{"ns/foo"}, f.ListKeys()); diff != "" {
 		t.Errorf("ListKeys (-want +got):\n%s", diff)
 	}
-	want := Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("foo", "10")), fifoDelta(Updated, fifoPod("foo", "12")), fifoDelta(Deleted, fifoPod("foo", "15"))}
+	want := []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "10")), fifoDelta(DeltaUpdated, fifoPod("foo", "12")), fifoDelta(DeltaDeleted, fifoPod("foo", "15"))}
 	got, ok, err := f.Get(fifoPod("foo", ""))
 	fifoMust(t, err)
 	if diff := cmp.Diff(want, got); !ok || diff != "" {
 		t.Errorf("Get: exists %v (-want +got):\n%s", ok, diff)
 	}
-	if diff := cmp.Diff([]Deltas[*corev1.Pod]{want}, fifoDrainDeltas(t, f)); diff != "" {
+	if diff := cmp.Diff([][]Delta[*corev1.Pod]{want}, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
 	if _, ok := f.GetByKey("ns/foo"); ok {
@@ -210,9 +210,9 @@ func TestDeltaFIFOGetReturnsACopy(t *testing.T) {
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	fifoMust(t, f.Add(fifoPod("foo", "1")))
 	got, _ := f.GetByKey("ns/foo")
-	got[0].Type = Deleted
+	got[0].Type = DeltaDeleted
 	again, _ := f.GetByKey("ns/foo")
-	if diff := cmp.Diff(Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("foo", "1"))}, again); diff != "" {
+	if diff := cmp.Diff([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "1"))}, again); diff != "" {
 		t.Errorf("queued deltas changed through a returned copy (-want +got):\n%s", diff)
 	}
 }
@@ -226,13 +226,13 @@ func TestDeltaFIFOKeyKeepsItsPlaceInLine(t *testing.T) {
 	fifoMust(t, f.Add(fifoPod("zab", "30")))
 	first := fifoPop(t, f).Deltas
 	fifoMust(t, f.Add(fifoPod("foo", "14"))) // foo was popped: it goes to the back
-	want := []Deltas[*corev1.Pod]{
-		{fifoDelta(Added, fifoPod("foo", "10")), fifoDelta(Added, fifoPod("foo", "11")), fifoDelta(Added, fifoPod("foo", "13"))},
-		{fifoDelta(Added, fifoPod("bar", "1"))},
-		{fifoDelta(Added, fifoPod("zab", "30"))},
-		{fifoDelta(Added, fifoPod("foo", "14"))},
+	want := [][]Delta[*corev1.Pod]{
+		{fifoDelta(DeltaAdded, fifoPod("foo", "10")), fifoDelta(DeltaAdded, fifoPod("foo", "11")), fifoDelta(DeltaAdded, fifoPod("foo", "13"))},
+		{fifoDelta(DeltaAdded, fifoPod("bar", "1"))},
+		{fifoDelta(DeltaAdded, fifoPod("zab", "30"))},
+		{fifoDelta(DeltaAdded, fifoPod("foo", "14"))},
 	}
-	if diff := cmp.Diff(want, append([]Deltas[*corev1.Pod]{first}, fifoDrainDeltas(t, f)...)); diff != "" {
+	if diff := cmp.Diff(want, append([][]Delta[*corev1.Pod]{first}, fifoDrainDeltas(t, f)...)); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
 }
@@ -241,33 +241,33 @@ func TestDeltaFIFODeleteOfAnUnknownKeyIsIgnored(t *testing.T) {
 	tests := []struct {
 		name    string
 		known   KeyListerGetter[*corev1.Pod]
-		want    []Deltas[*corev1.Pod]
+		want    [][]Delta[*corev1.Pod]
 		wantLog string
 	}{{
 		name: "no known objects",
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Added, fifoPod("foo", "10"))},
-			{fifoDelta(Updated, fifoPod("bar", "15"))},
-			{fifoDelta(Added, fifoPod("qux", "17")), fifoDelta(Deleted, fifoPod("qux", "18"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaAdded, fifoPod("foo", "10"))},
+			{fifoDelta(DeltaUpdated, fifoPod("bar", "15"))},
+			{fifoDelta(DeltaAdded, fifoPod("qux", "17")), fifoDelta(DeltaDeleted, fifoPod("qux", "18"))},
 		},
 	}, {
 		name:  "baz is known",
 		known: fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6"), fifoPod("baz", "7")}},
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Added, fifoPod("foo", "10"))},
-			{fifoDelta(Updated, fifoPod("bar", "15"))},
-			{fifoDelta(Added, fifoPod("qux", "17")), fifoDelta(Deleted, fifoPod("qux", "18"))},
-			{fifoDelta(Deleted, fifoPod("baz", "20"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaAdded, fifoPod("foo", "10"))},
+			{fifoDelta(DeltaUpdated, fifoPod("bar", "15"))},
+			{fifoDelta(DeltaAdded, fifoPod("qux", "17")), fifoDelta(DeltaDeleted, fifoPod("qux", "18"))},
+			{fifoDelta(DeltaDeleted, fifoPod("baz", "20"))},
 		},
 	}, {
 		name:    "known objects fail: the deletion is kept",
 		known:   fifoKnown{err: errors.New("store unavailable")},
 		wantLog: "Looking up a known object failed; queuing its deletion anyway",
-		want: []Deltas[*corev1.Pod]{
-			{fifoDelta(Added, fifoPod("foo", "10"))},
-			{fifoDelta(Updated, fifoPod("bar", "15"))},
-			{fifoDelta(Added, fifoPod("qux", "17")), fifoDelta(Deleted, fifoPod("qux", "18"))},
-			{fifoDelta(Deleted, fifoPod("baz", "20"))},
+		want: [][]Delta[*corev1.Pod]{
+			{fifoDelta(DeltaAdded, fifoPod("foo", "10"))},
+			{fifoDelta(DeltaUpdated, fifoPod("bar", "15"))},
+			{fifoDelta(DeltaAdded, fifoPod("qux", "17")), fifoDelta(DeltaDeleted, fifoPod("qux", "18"))},
+			{fifoDelta(DeltaDeleted, fifoPod("baz", "20"))},
 		},
 	}}
 	for _, tt := range tests {
@@ -292,37 +292,37 @@ func TestDeltaFIFODeduplicatesTrailingDeletions(t *testing.T) {
 	tests := []struct {
 		name string
 		ops  fifoOp
-		want Deltas[*corev1.Pod]
+		want []Delta[*corev1.Pod]
 	}{{
 		name: "two watched deletions keep the older",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(foo("1")), f.Delete(foo("2")), f.Delete(foo("3")))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, foo("1")), fifoDelta(Deleted, foo("2"))},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, foo("1")), fifoDelta(DeltaDeleted, foo("2"))},
 	}, {
 		name: "a relist deletion after a watched one is dropped",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(foo("1")), f.Delete(foo("2")), f.Replace(nil, "5"))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, foo("1")), fifoDelta(Deleted, foo("2"))},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, foo("1")), fifoDelta(DeltaDeleted, foo("2"))},
 	}, {
 		name: "a watched deletion replaces a relist one",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(foo("1")), f.Replace(nil, "5"), f.Delete(foo("3")))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, foo("1")), fifoDelta(Deleted, foo("3"))},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, foo("1")), fifoDelta(DeltaDeleted, foo("3"))},
 	}, {
 		name: "deletions apart are kept",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(f.Add(foo("1")), f.Delete(foo("2")), f.Add(foo("3")), f.Delete(foo("4")))
 		},
-		want: Deltas[*corev1.Pod]{fifoDelta(Added, foo("1")), fifoDelta(Deleted, foo("2")), fifoDelta(Added, foo("3")), fifoDelta(Deleted, foo("4"))},
+		want: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, foo("1")), fifoDelta(DeltaDeleted, foo("2")), fifoDelta(DeltaAdded, foo("3")), fifoDelta(DeltaDeleted, foo("4"))},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 			fifoMust(t, tt.ops(f))
-			if diff := cmp.Diff([]Deltas[*corev1.Pod]{tt.want}, fifoDrainDeltas(t, f)); diff != "" {
+			if diff := cmp.Diff([][]Delta[*corev1.Pod]{tt.want}, fifoDrainDeltas(t, f)); diff != "" {
 				t.Errorf("popped (-want +got):\n%s", diff)
 			}
 		})
@@ -353,7 +353,7 @@ func TestDeltaFIFOPopAfterClose(t *testing.T) {
 
 	// A closed queue still accepts writes and hands out what it holds.
 	fifoMust(t, f.Add(fifoPod("foo", "1")))
-	if diff := cmp.Diff([]Deltas[*corev1.Pod]{{fifoDelta(Added, fifoPod("foo", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
+	if diff := cmp.Diff([][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, fifoPod("foo", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("popped after Close (-want +got):\n%s", diff)
 	}
 	if _, err := f.Pop(context.Background(), nil); !errors.Is(err, ErrFIFOClosed) {
@@ -399,11 +399,11 @@ func TestDeltaFIFOProcessErrorAndRequeue(t *testing.T) {
 	fifoMust(t, f.Add(fifoPod("foo", "1")))
 	fifoMust(t, f.Add(fifoPod("bar", "1")))
 	failure := errors.New("handler failed")
-	popped, err := f.Pop(context.Background(), func(Deltas[*corev1.Pod], bool) error { return failure })
+	popped, err := f.Pop(context.Background(), func([]Delta[*corev1.Pod], bool) error { return failure })
 	if !errors.Is(err, failure) {
 		t.Fatalf("Pop: got %v, want the process error", err)
 	}
-	want := Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("foo", "1"))}
+	want := []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "1"))}
 	if diff := cmp.Diff(want, popped); diff != "" {
 		t.Errorf("Pop returned (-want +got):\n%s", diff)
 	}
@@ -416,8 +416,8 @@ func TestDeltaFIFOProcessErrorAndRequeue(t *testing.T) {
 		t.Errorf("AddIfNotPresent queues at the back (-want +got):\n%s", diff)
 	}
 	// The key is queued now: older deltas cannot overwrite it.
-	fifoMust(t, f.AddIfNotPresent(Deltas[*corev1.Pod]{fifoDelta(Added, fifoPod("foo", "0"))}))
-	wantAll := []Deltas[*corev1.Pod]{{fifoDelta(Added, fifoPod("bar", "1"))}, want}
+	fifoMust(t, f.AddIfNotPresent([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "0"))}))
+	wantAll := [][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, fifoPod("bar", "1"))}, want}
 	if diff := cmp.Diff(wantAll, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
@@ -446,17 +446,17 @@ func TestDeltaFIFOTransformsEachObjectOnce(t *testing.T) {
 	fifoMust(t, f.Add(fifoPod("bar", "16")))
 	fifoMust(t, f.Replace(nil, ""))
 	fifoMust(t, f.Resync())
-	want := []Deltas[*corev1.Pod]{
-		{fifoDelta(Added, transformed("foo", "10")), fifoDelta(Updated, transformed("foo", "12")), fifoDelta(Deleted, transformed("foo", "15"))},
-		{fifoDelta(Added, transformed("bar", "11")), fifoFSU(transformed("bar", "11")), fifoDelta(Added, transformed("bar", "16")), fifoFSU(transformed("bar", "16"))},
-		{fifoDelta(Sync, transformed("baz", "1")), fifoFSU(transformed("baz", "1"))},
+	want := [][]Delta[*corev1.Pod]{
+		{fifoDelta(DeltaAdded, transformed("foo", "10")), fifoDelta(DeltaUpdated, transformed("foo", "12")), fifoDelta(DeltaDeleted, transformed("foo", "15"))},
+		{fifoDelta(DeltaAdded, transformed("bar", "11")), fifoFSU(transformed("bar", "11")), fifoDelta(DeltaAdded, transformed("bar", "16")), fifoFSU(transformed("bar", "16"))},
+		{fifoDelta(DeltaSync, transformed("baz", "1")), fifoFSU(transformed("baz", "1"))},
 		{fifoFSU(transformed("old", "1"))},
 	}
 	if diff := cmp.Diff(want, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
 	fifoMust(t, f.Resync())
-	if diff := cmp.Diff([]Deltas[*corev1.Pod]{{fifoDelta(Sync, transformed("old", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
+	if diff := cmp.Diff([][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, transformed("old", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("resync (-want +got):\n%s", diff)
 	}
 }
@@ -507,7 +507,7 @@ func TestDeltaFIFORejectsObjectsWithoutAKey(t *testing.T) {
 		{"Delete unnamed", f.Delete(unnamed), errFIFOUnnamedObject},
 		{"Replace with an unnamed item", f.Replace([]*corev1.Pod{fifoPod("ok", "1"), unnamed}, "1"), errFIFOUnnamedObject},
 		{"AddIfNotPresent empty", f.AddIfNotPresent(nil), errFIFOEmptyDeltas},
-		{"AddIfNotPresent unnamed", f.AddIfNotPresent(Deltas[*corev1.Pod]{fifoDelta(Added, unnamed)}), errFIFOUnnamedObject},
+		{"AddIfNotPresent unnamed", f.AddIfNotPresent([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, unnamed)}), errFIFOUnnamedObject},
 		{"Get unnamed", getErr, errFIFOUnnamedObject},
 	}
 	for _, c := range checks {
@@ -533,9 +533,9 @@ func TestDeltaFIFOBookmarkQueuesNothing(t *testing.T) {
 func TestDeltaFIFOWithAnIndexer(t *testing.T) {
 	store := NewIndexer[*corev1.Pod](nil)
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: store, EmitDeltaTypeReplaced: true})
-	apply := func(deltas Deltas[*corev1.Pod], _ bool) error {
+	apply := func(deltas []Delta[*corev1.Pod], _ bool) error {
 		for _, d := range deltas {
-			if d.Type == Deleted {
+			if d.Type == DeltaDeleted {
 				if err := store.Delete(d.Object); err != nil {
 					return err
 				}
@@ -545,8 +545,8 @@ func TestDeltaFIFOWithAnIndexer(t *testing.T) {
 		}
 		return nil
 	}
-	popAll := func() []Deltas[*corev1.Pod] {
-		var all []Deltas[*corev1.Pod]
+	popAll := func() [][]Delta[*corev1.Pod] {
+		var all [][]Delta[*corev1.Pod]
 		for len(f.ListKeys()) > 0 {
 			d, err := f.Pop(context.Background(), apply)
 			fifoMust(t, err)
@@ -562,16 +562,16 @@ func TestDeltaFIFOWithAnIndexer(t *testing.T) {
 	fifoMust(t, f.Update(fifoPod("b", "3")))
 	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("b", "4")}, "4"))
 	fifoMust(t, f.Resync())
-	want := []Deltas[*corev1.Pod]{
-		{fifoDelta(Deleted, fifoPod("a", "2"))},
-		{fifoDelta(Updated, fifoPod("b", "3")), fifoDelta(Replaced, fifoPod("b", "4"))},
+	want := [][]Delta[*corev1.Pod]{
+		{fifoDelta(DeltaDeleted, fifoPod("a", "2"))},
+		{fifoDelta(DeltaUpdated, fifoPod("b", "3")), fifoDelta(DeltaReplaced, fifoPod("b", "4"))},
 		{fifoFSU(fifoPod("c", "1"))},
 	}
 	if diff := cmp.Diff(want, popAll()); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
 	fifoMust(t, f.Resync())
-	if diff := cmp.Diff([]Deltas[*corev1.Pod]{{fifoDelta(Sync, fifoPod("b", "4"))}}, popAll()); diff != "" {
+	if diff := cmp.Diff([][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, fifoPod("b", "4"))}}, popAll()); diff != "" {
 		t.Errorf("resync (-want +got):\n%s", diff)
 	}
 }

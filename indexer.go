@@ -32,7 +32,7 @@ type Indexer[T Object] struct {
 }
 
 // NewIndexer returns an empty Indexer maintaining the given indexes.
-func NewIndexer[T Object](indexers Indexers[T]) *Indexer[T] {
+func NewIndexer[T Object](indexers map[string]IndexFunc[T]) *Indexer[T] {
 	s := &Indexer[T]{seed: maphash.MakeSeed()}
 	for _, name := range sortedNames(indexers) {
 		s.indexes = append(s.indexes, newUserIndex(name, indexers[name]))
@@ -143,12 +143,6 @@ func (s *Indexer[T]) ListKeys() []string {
 func (s *Indexer[T]) Replace(items []T, resourceVersion string) error {
 	_, _, err := s.replace(items, resourceVersion, false)
 	return err
-}
-
-// Resync does nothing: an Indexer has nothing to re-deliver. It exists for
-// compatibility with client-go's Store.
-func (s *Indexer[T]) Resync() error {
-	return nil
 }
 
 // LastStoreSyncResourceVersion returns the resource version of the last

@@ -123,7 +123,7 @@ func FuzzIndexer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := &fuzzBytes{data: data}
-		s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode, "failing": fuzzFailing})
+		s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode, "failing": fuzzFailing})
 		m := &fuzzModel{objects: map[ObjectName]*corev1.Pod{}}
 		for step := 1; len(in.data) > 0 && step < 100; step++ {
 			fuzzStep(t, in, s, m, step)
@@ -136,7 +136,7 @@ func FuzzIndexer(f *testing.F) {
 						want = append(want, p)
 					}
 				}
-				if diff := cmp.Diff(versionsOf(want), versionsOf(s.Select(ns, sel))); diff != "" {
+				if diff := cmp.Diff(versionsOf(want), versionsOf(s.selectLabels(ns, sel))); diff != "" {
 					t.Fatalf("step %d: Select(%q, %q) (-model +indexer):\n%s", step, ns, sel, diff)
 				}
 			}
@@ -216,7 +216,7 @@ func fuzzStep(t *testing.T, in *fuzzBytes, s *Indexer[*corev1.Pod], m *fuzzModel
 		checkReplaceResults(t, step, m.objects, fresh, items, removed, previous)
 		m.objects, m.rv = fresh, rv
 	case 7: // AddIndexers: back-fills the first time, conflicts afterwards
-		err := s.AddIndexers(Indexers[*corev1.Pod]{"byUser": byUser})
+		err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byUser": byUser})
 		if m.byUser != (err != nil) {
 			fail("AddIndexers", err)
 		}

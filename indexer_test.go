@@ -116,14 +116,11 @@ func TestIndexerStoreOperations(t *testing.T) {
 	if diff := cmp.Diff([]string{"ns/bar", "ns/foo"}, keysOf(s.List())); diff != "" {
 		t.Errorf("List after Replace (-want +got):\n%s", diff)
 	}
-	if err := s.Resync(); err != nil {
-		t.Errorf("Resync: %v", err)
-	}
 	mustCheck(t, s)
 }
 
 func TestIndexerAddOfExistingKeyUpdates(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	mustAdd(t, s, testPod("ns", "a", "1", nil, "n1"), testPod("ns", "a", "2", nil, "n2"))
 	if diff := cmp.Diff([]string{"ns/a@2"}, versionsOf(s.List())); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
@@ -134,7 +131,7 @@ func TestIndexerAddOfExistingKeyUpdates(t *testing.T) {
 }
 
 func TestIndexerReplaceRebuildsIndexes(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	mustAdd(t, s, testPod("ns", "a", "1", map[string]string{"app": "old"}, "n1"), testPod("ns", "b", "1", nil, "n1"))
 	if err := s.Replace([]*corev1.Pod{
 		testPod("ns", "b", "5", map[string]string{"app": "new"}, "n2"),
@@ -145,17 +142,17 @@ func TestIndexerReplaceRebuildsIndexes(t *testing.T) {
 	if diff := cmp.Diff(map[string][]string{"n2": {"ns/b"}, "n3": {"other/c"}}, indexContent(t, s, "byNode")); diff != "" {
 		t.Errorf("byNode (-want +got):\n%s", diff)
 	}
-	if got := s.Select("", mustParse(t, "app=old")); got != nil {
+	if got := s.selectLabels("", mustParse(t, "app=old")); got != nil {
 		t.Errorf("label index still has app=old: %v", keysOf(got))
 	}
-	if diff := cmp.Diff([]string{"ns/b"}, keysOf(s.Select("ns", nil))); diff != "" {
+	if diff := cmp.Diff([]string{"ns/b"}, keysOf(s.selectLabels("ns", nil))); diff != "" {
 		t.Errorf("Select(ns) (-want +got):\n%s", diff)
 	}
 	mustCheck(t, s)
 }
 
 func TestIndexerReplaceKeepsLastOfDuplicateNames(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	if err := s.Replace([]*corev1.Pod{testPod("ns", "a", "1", nil, "n1"), testPod("ns", "a", "2", nil, "n2")}, "3"); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +163,7 @@ func TestIndexerReplaceKeepsLastOfDuplicateNames(t *testing.T) {
 }
 
 func TestIndexerMissingKeys(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	if got, exists, err := s.Get(testPod("ns", "missing", "", nil, "")); got != nil || exists || err != nil {
 		t.Errorf("Get(missing) = %v, %v, %v", got, exists, err)
 	}
@@ -252,7 +249,7 @@ func TestIndexerResourceVersion(t *testing.T) {
 }
 
 func TestIndexerUpsertRemoveReplaceAll(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	a1, a2 := testPod("ns", "a", "1", nil, "n1"), testPod("ns", "a", "2", nil, "n2")
 	if old, existed, err := s.upsert(a1); old != nil || existed || err != nil {
 		t.Errorf("upsert(new) = %v, %v, %v", old, existed, err)
@@ -293,7 +290,7 @@ func TestIndexerUpsertRemoveReplaceAll(t *testing.T) {
 }
 
 func TestIndexerConcurrentUse(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -312,7 +309,7 @@ func TestIndexerConcurrentUse(t *testing.T) {
 		})
 		wg.Go(func() {
 			for i := range 200 {
-				s.Select("", mustParseNoT(fmt.Sprintf("app=%d", i%4)))
+				s.selectLabels("", mustParseNoT(fmt.Sprintf("app=%d", i%4)))
 				_, _ = s.ByIndex("byNode", fmt.Sprintf("n-%d", i%5))
 				_, _, _ = s.GetByKey(fmt.Sprintf("ns-%d/p-%d", i%3, i%20))
 				s.List()
@@ -341,7 +338,7 @@ var (
 func benchFixture(b *testing.B) *storeFixture {
 	fixtureOnce.Do(func() {
 		f := &storeFixture{
-			ours: NewIndexer(Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod], "byNode": byNode}),
+			ours: NewIndexer(map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod], "byNode": byNode}),
 			clientGo: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
 				cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 				"byNode": func(obj any) ([]string, error) {
@@ -473,7 +470,7 @@ func BenchmarkUpsertNew(b *testing.B) {
 }
 
 func TestIndexerReplaceConcurrentWithAddIndexers(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	var items []*corev1.Pod
 	for i := range 200 {
 		items = append(items, testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": fmt.Sprint(i % 3)}, fmt.Sprint(i%7)))
@@ -486,7 +483,7 @@ func TestIndexerReplaceConcurrentWithAddIndexers(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			if err := s.AddIndexers(Indexers[*corev1.Pod]{fmt.Sprintf("byNode%d", round): byNode}); err != nil {
+			if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{fmt.Sprintf("byNode%d", round): byNode}); err != nil {
 				t.Error(err)
 			}
 		})

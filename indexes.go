@@ -18,10 +18,11 @@ import (
 // called while the Indexer's lock is held, and concurrently when Replace
 // builds a new content, so it must be safe for concurrent use and must not
 // call back into the Indexer.
+//
+// Indexes are given as a map[string]IndexFunc[T] from each index's name to
+// its function ([NewIndexer], [InformerOptions].Indexers,
+// [Indexer.AddIndexers]).
 type IndexFunc[T Object] func(obj T) ([]string, error)
-
-// Indexers maps the name of each index to the function computing it.
-type Indexers[T Object] map[string]IndexFunc[T]
 
 // NamespaceIndex is the conventional name of the index by namespace, whose
 // function is [MetaNamespaceIndexFunc].
@@ -167,10 +168,10 @@ func (s *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 }
 
 // GetIndexers returns a copy of the index functions in use.
-func (s *Indexer[T]) GetIndexers() Indexers[T] {
+func (s *Indexer[T]) GetIndexers() map[string]IndexFunc[T] {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	indexers := make(Indexers[T], len(s.indexes))
+	indexers := make(map[string]IndexFunc[T], len(s.indexes))
 	for _, ix := range s.indexes {
 		indexers[ix.name] = ix.fn
 	}
@@ -180,7 +181,7 @@ func (s *Indexer[T]) GetIndexers() Indexers[T] {
 // AddIndexers adds indexes and indexes every stored object in them at once.
 // It fails, changing nothing, if a name is already in use, a function is
 // nil or a function returns an error for a stored object.
-func (s *Indexer[T]) AddIndexers(newIndexers Indexers[T]) error {
+func (s *Indexer[T]) AddIndexers(newIndexers map[string]IndexFunc[T]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var conflicts []string
@@ -273,7 +274,7 @@ func (s *Indexer[T]) indexNumber(name string) (int, error) {
 	return 0, fmt.Errorf("index with name %q does not exist", name)
 }
 
-func sortedNames[T Object](indexers Indexers[T]) []string {
+func sortedNames[T Object](indexers map[string]IndexFunc[T]) []string {
 	names := make([]string, 0, len(indexers))
 	for name := range indexers {
 		names = append(names, name)

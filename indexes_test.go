@@ -12,7 +12,7 @@ import (
 )
 
 func TestIndexerIndexByValue(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	mustAdd(t, s, testPod("", "a", "1", nil, "b"), testPod("", "c", "1", nil, "b"),
 		testPod("", "e", "1", nil, "f"), testPod("", "g", "1", nil, "h"))
 	for value, want := range map[string][]string{"b": {"a", "c"}, "f": {"e"}, "h": {"g"}} {
@@ -32,7 +32,7 @@ func TestIndexerIndexByValue(t *testing.T) {
 }
 
 func TestIndexerMultiValueIndex(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byUser": byUser})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byUser": byUser})
 	pod := func(name, users string) *corev1.Pod { return withUsers(testPod("", name, "1", nil, ""), users) }
 	steps := []struct {
 		name string
@@ -72,7 +72,7 @@ func TestIndexerMultiValueIndex(t *testing.T) {
 }
 
 func TestIndexerByIndexAndIndexWithSharedObjects(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byUser": byUser})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byUser": byUser})
 	one := withUsers(testPod("", "one", "1", nil, ""), "ernie,bert")
 	two := withUsers(testPod("", "two", "1", nil, ""), "bert,oscar")
 	tre := withUsers(testPod("", "tre", "1", nil, ""), "ernie,elmo")
@@ -110,7 +110,7 @@ func TestIndexerByIndexAndIndexWithSharedObjects(t *testing.T) {
 }
 
 func TestIndexerEmptyBucketsRemoved(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	mustAdd(t, s, testPod("", "retain", "1", map[string]string{"app": "x"}, "shared"),
 		testPod("", "delete", "1", map[string]string{"app": "y"}, "shared"),
 		testPod("", "alone", "1", map[string]string{"app": "y", "only": "me"}, "own"))
@@ -134,9 +134,9 @@ func TestIndexerEmptyBucketsRemoved(t *testing.T) {
 }
 
 func TestIndexerAddIndexers(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	mustAdd(t, s, withUsers(testPod("", "a", "1", nil, "n1"), "x,y"), withUsers(testPod("", "b", "1", nil, "n2"), "y"))
-	if err := s.AddIndexers(Indexers[*corev1.Pod]{"byUser": byUser}); err != nil {
+	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byUser": byUser}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string][]string{"x": {"a"}, "y": {"a", "b"}}, indexContent(t, s, "byUser")); diff != "" {
@@ -166,15 +166,15 @@ func TestIndexerAddIndexersRejects(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		indexers Indexers[*corev1.Pod]
+		indexers map[string]IndexFunc[*corev1.Pod]
 		wantErr  string
 	}{
-		{"name conflict", Indexers[*corev1.Pod]{"byNode": byNode, "zeta": byNode, "byUser": byUser}, `indexer conflict: byNode, byUser already exist`},
-		{"nil function", Indexers[*corev1.Pod]{"nil": nil}, `adding index "nil": nil IndexFunc`},
-		{"function error", Indexers[*corev1.Pod]{"failing": failing}, `adding index "failing": object b: boom`},
+		{"name conflict", map[string]IndexFunc[*corev1.Pod]{"byNode": byNode, "zeta": byNode, "byUser": byUser}, `indexer conflict: byNode, byUser already exist`},
+		{"nil function", map[string]IndexFunc[*corev1.Pod]{"nil": nil}, `adding index "nil": nil IndexFunc`},
+		{"function error", map[string]IndexFunc[*corev1.Pod]{"failing": failing}, `adding index "failing": object b: boom`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode, "byUser": byUser})
+			s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode, "byUser": byUser})
 			mustAdd(t, s, testPod("", "a", "1", nil, "n"), testPod("", "b", "1", nil, "n"))
 			err := s.AddIndexers(tc.indexers)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -194,7 +194,7 @@ func TestIndexerIndexFuncCalledOncePerVersion(t *testing.T) {
 		calls = append(calls, p.ResourceVersion)
 		return []string{p.Spec.NodeName}, nil
 	}
-	s := NewIndexer(Indexers[*corev1.Pod]{"n": counting})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"n": counting})
 	mustAdd(t, s, testPod("", "a", "1", nil, "n1"))
 	if err := s.Update(testPod("", "a", "2", nil, "n2")); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestIndexerUnknownIndex(t *testing.T) {
 }
 
 func TestMetaNamespaceIndexFunc(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
 	mustAdd(t, s, testPod("a", "x", "1", nil, ""), testPod("a", "y", "1", nil, ""), testPod("", "z", "1", nil, ""))
 	if diff := cmp.Diff(map[string][]string{"a": {"a/x", "a/y"}, "": {"z"}}, indexContent(t, s, NamespaceIndex)); diff != "" {
 		t.Errorf("namespace index (-want +got):\n%s", diff)
@@ -240,7 +240,7 @@ func TestIndexerIndexFuncErrorLeavesStoreUnchanged(t *testing.T) {
 		}
 		return []string{p.Spec.NodeName}, nil
 	}
-	s := NewIndexer(Indexers[*corev1.Pod]{"a": byNode, "failing": failing})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"a": byNode, "failing": failing})
 	mustAdd(t, s, testPod("ns", "x", "1", map[string]string{"app": "x"}, "n1"))
 	bad := testPod("ns", "x", "2", map[string]string{"fail": "yes"}, "n2")
 	for name, op := range map[string]func() error{
@@ -271,7 +271,7 @@ func TestIndexerIndexFuncErrorLeavesStoreUnchanged(t *testing.T) {
 }
 
 func TestIndexerNilIndexFunc(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"nil": nil})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"nil": nil})
 	err := s.Add(testPod("", "a", "1", nil, ""))
 	if err == nil || !strings.Contains(err.Error(), `index "nil" has a nil IndexFunc`) {
 		t.Errorf("Add error = %v", err)
@@ -283,7 +283,7 @@ func TestIndexerNilIndexFunc(t *testing.T) {
 
 func TestIndexerNamespaceIndexUsesNamespaceLists(t *testing.T) {
 	lookalike := func(p *corev1.Pod) ([]string, error) { return MetaNamespaceIndexFunc(p) }
-	s := NewIndexer(Indexers[*corev1.Pod]{
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{
 		NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod],
 		"lookalike":    lookalike,
 		"byNode":       byNode,
@@ -329,7 +329,7 @@ func TestIndexerNamespaceIndexUsesNamespaceLists(t *testing.T) {
 	if diff := cmp.Diff([]string{"cluster"}, keysOf(got)); diff != "" {
 		t.Errorf("Index(namespace, cluster-scoped) (-want +got):\n%s", diff)
 	}
-	if err := s.AddIndexers(Indexers[*corev1.Pod]{"late": MetaNamespaceIndexFunc[*corev1.Pod]}); err != nil {
+	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"late": MetaNamespaceIndexFunc[*corev1.Pod]}); err != nil {
 		t.Fatal(err)
 	}
 	check("index added")

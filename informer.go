@@ -41,7 +41,7 @@ type InformerOptions[T Object] struct {
 	// means [FactoryOptions].ResyncPeriod.
 	ResyncPeriod time.Duration
 	// Indexers are the cache's secondary indexes.
-	Indexers Indexers[T]
+	Indexers map[string]IndexFunc[T]
 	// Transform, if set, is applied once to every object received from the
 	// API server before it is cached (see [TransformFunc]). In a factory it
 	// runs after [FactoryOptions].Transform.
@@ -282,18 +282,16 @@ func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
 // AddIndexers adds indexes to the cache, before or after Run; cached objects
 // are indexed at once. It fails once the informer has stopped, or if an
 // index name is already in use.
-func (i *Informer[T]) AddIndexers(indexers Indexers[T]) error {
+func (i *Informer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
 	if i.stopped.Load() {
 		return errors.New("indexers were not added because the informer has stopped")
 	}
 	return i.indexer.AddIndexers(indexers)
 }
 
-// Indexer returns the informer's cache. It is read-only for callers:
-// writing to it would desynchronize the cache from the notifications.
-func (i *Informer[T]) Indexer() *Indexer[T] { return i.indexer }
-
-// Lister returns a lister over the informer's cache.
+// Lister returns a read-only view of the informer's cache: gets, label
+// queries and index queries. The cache itself is written only by the
+// informer, so that it stays in step with the notifications.
 func (i *Informer[T]) Lister() *Lister[T] { return i.lister }
 
 // InformerStats are counters of an informer, from [Informer.Stats].

@@ -96,7 +96,7 @@ func BenchmarkDispatch(b *testing.B) {
 				lw.events <- ev
 			}
 			inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
-				Indexers: Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
+				Indexers: map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
 			})
 			counters := make([]*countingHandler, handlers)
 			for i := range counters {
@@ -155,7 +155,7 @@ func benchPods(n int) []*corev1.Pod {
 func BenchmarkInitialSync(b *testing.B) {
 	lw := &listedLW{pods: benchPods(b.N)}
 	inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
-		Indexers: Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
+		Indexers: map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
 	})
 	counter := &countingHandler{target: b.N, done: make(chan struct{})}
 	if _, err := inf.AddEventHandler(counter); err != nil {

@@ -191,7 +191,7 @@ var plFastBackoff = &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 
 func plInformer(opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *informertest.FakeListerWatcher[*corev1.Pod]) {
 	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	if opts.Indexers == nil {
-		opts.Indexers = Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]}
+		opts.Indexers = map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]}
 	}
 	if opts.Backoff == nil {
 		opts.Backoff = plFastBackoff

@@ -47,10 +47,10 @@ func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 		plDelete("ns/b", "14", false),
 		plAdd("ns/b", "15", false),
 	)
-	if diff := cmp.Diff([]string{"ns/a", "ns/b", "ns/c"}, plKeys(inf.Indexer().List())); diff != "" {
+	if diff := cmp.Diff([]string{"ns/a", "ns/b", "ns/c"}, plKeys(inf.indexer.List())); diff != "" {
 		t.Errorf("cache keys (-want +got):\n%s", diff)
 	}
-	if got := inf.Indexer().LastStoreSyncResourceVersion(); got != "15" {
+	if got := inf.indexer.LastStoreSyncResourceVersion(); got != "15" {
 		t.Errorf("store resource version = %q, want 15", got)
 	}
 }
@@ -64,7 +64,7 @@ func TestInformerUpdatesTheStoreBeforeNotifying(t *testing.T) {
 	var mu sync.Mutex
 	var violations []string
 	rec.hook = func(e plEvent) {
-		storeRV := inf.Indexer().LastStoreSyncResourceVersion()
+		storeRV := inf.indexer.LastStoreSyncResourceVersion()
 		if plRV(plPod("", "", storeRV)) < plRV(plPod("", "", e.RV)) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -126,10 +126,10 @@ func TestInformerRelistReplacesAtomically(t *testing.T) {
 			// notifications (a panic here is recovered, counted and
 			// checked below).
 			rec.hook = func(e plEvent) {
-				if rv := inf.Indexer().LastStoreSyncResourceVersion(); rv != "10" && rv != "20" {
+				if rv := inf.indexer.LastStoreSyncResourceVersion(); rv != "10" && rv != "20" {
 					panic(fmt.Sprintf("store at %q when notified of %v", rv, e))
 				}
-				if (e.Op == "delete" || !e.Initial) && inf.Indexer().LastStoreSyncResourceVersion() != "20" {
+				if (e.Op == "delete" || !e.Initial) && inf.indexer.LastStoreSyncResourceVersion() != "20" {
 					panic(fmt.Sprintf("relist not stored before %v", e))
 				}
 			}
@@ -153,10 +153,10 @@ func TestInformerRelistReplacesAtomically(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("events (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(plKeys(tc.relisted), plKeys(inf.Indexer().List())); diff != "" {
+			if diff := cmp.Diff(plKeys(tc.relisted), plKeys(inf.indexer.List())); diff != "" {
 				t.Fatalf("cache keys (-want +got):\n%s", diff)
 			}
-			if got := inf.Indexer().LastStoreSyncResourceVersion(); got != "20" {
+			if got := inf.indexer.LastStoreSyncResourceVersion(); got != "20" {
 				t.Fatalf("store resource version = %q, want the relist's 20", got)
 			}
 			if panics := reg.Stats().Panics; panics != 0 {
@@ -207,11 +207,11 @@ func TestInformerAppliesBookmarksInOrder(t *testing.T) {
 	plMust(t, lw.Bookmark(ctx, "9"))
 	plMust(t, lw.Add(ctx, plPod("ns", "b", "10")))
 	rec.expect(t, plAdd("ns/a", "5", false), plAdd("ns/b", "10", false))
-	if got := inf.Indexer().LastStoreSyncResourceVersion(); got != "10" {
+	if got := inf.indexer.LastStoreSyncResourceVersion(); got != "10" {
 		t.Fatalf("store resource version = %q, want 10", got)
 	}
 	plMust(t, lw.Bookmark(ctx, "12"))
-	plEventually(t, "bookmark applied", func() bool { return inf.Indexer().LastStoreSyncResourceVersion() == "12" })
+	plEventually(t, "bookmark applied", func() bool { return inf.indexer.LastStoreSyncResourceVersion() == "12" })
 	plEventually(t, "reflector saw the bookmark", func() bool { return inf.LastSyncResourceVersion() == "12" })
 }
 
@@ -368,10 +368,10 @@ func TestCacheReadsWhileEventsFlow(t *testing.T) {
 	go func() {
 		defer close(readers)
 		for len(rec.get()) < 200 {
-			_, _, _ = inf.Indexer().GetByKey("ns/a")
+			_, _, _ = inf.indexer.GetByKey("ns/a")
 			_, _ = inf.Lister().Get("ns/a")
-			_ = inf.Indexer().List()
-			_, _ = inf.Indexer().ByIndex(NamespaceIndex, "ns")
+			_ = inf.indexer.List()
+			_, _ = inf.indexer.ByIndex(NamespaceIndex, "ns")
 			_, _ = inf.Lister().List(labels.Everything())
 			_, _ = inf.Lister().Namespace("ns").List(labels.SelectorFromSet(labels.Set{"app": "web"}))
 		}

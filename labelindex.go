@@ -76,19 +76,19 @@ func (c *contents[T]) filedUnder(e *entry[T], key, value string) bool {
 	return p != nil && e.slotOf(p) >= 0
 }
 
-// Select returns the objects in namespace ("" for every namespace) whose
+// selectLabels returns the objects in namespace ("" for every namespace) whose
 // labels match selector, in no particular order, or nil if none match. A nil
 // selector matches everything. The result is the caller's; the objects are
 // shared and must not be modified.
 //
 // Requirements with the operators =, ==, in and exists are answered from the
-// label index, and the namespace from a per-namespace list: Select walks only
+// label index, and the namespace from a per-namespace list: it walks only
 // the smallest of these candidate lists and tests the namespace and the other
 // requirements on its objects, through the lists each object is on rather
 // than its labels. Its cost is proportional to that list, not to the size of
 // the store. The result always equals testing selector.Matches on every
 // object in namespace.
-func (s *Indexer[T]) Select(namespace string, selector labels.Selector) []T {
+func (s *Indexer[T]) selectLabels(namespace string, selector labels.Selector) []T {
 	if selector == nil {
 		selector = labels.Everything()
 	}

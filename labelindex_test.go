@@ -93,7 +93,7 @@ func checkSelectMatrix(t *testing.T, s *Indexer[*corev1.Pod]) {
 					want = append(want, p)
 				}
 			}
-			got := s.Select(ns, sel)
+			got := s.selectLabels(ns, sel)
 			if diff := cmp.Diff(versionsOf(want), versionsOf(got)); diff != "" {
 				t.Errorf("Select(%q, %s) (-want +got):\n%s", ns, name, diff)
 			}
@@ -178,11 +178,11 @@ func BenchmarkSelect(b *testing.B) {
 		{"d_app_in_(app-1,app-2),tier!=tier-0", "", "app in (app-1,app-2),tier!=tier-0"},
 	} {
 		sel := mustParse(b, c.selector)
-		want := len(f.ours.Select(c.namespace, sel))
+		want := len(f.ours.selectLabels(c.namespace, sel))
 		b.Run("ours/"+c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if got := len(f.ours.Select(c.namespace, sel)); got != want {
+				if got := len(f.ours.selectLabels(c.namespace, sel)); got != want {
 					b.Fatalf("%d hits, want %d", got, want)
 				}
 			}

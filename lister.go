@@ -7,8 +7,17 @@ import (
 )
 
 // Lister answers typed queries from an [Indexer]: the typed equivalent of
-// client-go's generated listers. Label selectors are served from the
-// Indexer's label index (see [Indexer.Select]).
+// client-go's generated listers, with the index queries of client-go's
+// cache.Indexer. It is read-only: [Informer.Lister] gives one over the
+// informer's cache, which only the informer writes.
+//
+// Label selectors are served from the Indexer's label index. Requirements
+// with the operators =, ==, in and exists are answered from that index, and
+// the namespace from a per-namespace list: a query walks only the smallest
+// of these candidate lists and tests the namespace and the other
+// requirements on its objects. Its cost is proportional to that list, not to
+// the size of the store; the result always equals testing selector.Matches
+// on every object.
 //
 // A Lister is safe for concurrent use. The objects it returns are shared
 // with the cache and must not be modified.
@@ -27,7 +36,7 @@ func NewLister[T Object](indexer *Indexer[T], resource schema.GroupVersionResour
 // (nil means everything), in no particular order; nil if none match. The
 // error is always nil; it exists for compatibility with client-go's listers.
 func (l *Lister[T]) List(selector labels.Selector) ([]T, error) {
-	return l.indexer.Select("", selector), nil
+	return l.indexer.selectLabels("", selector), nil
 }
 
 // Get returns the object stored under key, which is "namespace/name" for a
@@ -40,6 +49,32 @@ func (l *Lister[T]) Get(key string) (T, error) {
 		return obj, apierrors.NewNotFound(l.resource, key)
 	}
 	return obj, nil
+}
+
+// ByIndex returns the objects indexed under indexedValue in the named index,
+// in no particular order. It fails if the index does not exist.
+func (l *Lister[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
+	return l.indexer.ByIndex(indexName, indexedValue)
+}
+
+// Index returns the objects that share at least one value of the named
+// index with obj, in no particular order. It fails if the index does not
+// exist or its function fails on obj.
+func (l *Lister[T]) Index(indexName string, obj T) ([]T, error) {
+	return l.indexer.Index(indexName, obj)
+}
+
+// IndexKeys returns the keys of the objects indexed under indexedValue in
+// the named index, sorted. It fails if the index does not exist.
+func (l *Lister[T]) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	return l.indexer.IndexKeys(indexName, indexedValue)
+}
+
+// ListIndexFuncValues returns every value of the named index under which at
+// least one object is stored, in no particular order. An unknown index has
+// no values.
+func (l *Lister[T]) ListIndexFuncValues(indexName string) []string {
+	return l.indexer.ListIndexFuncValues(indexName)
 }
 
 // Namespace returns a lister restricted to namespace. Namespace("") lists
@@ -61,7 +96,7 @@ type NamespaceLister[T Object] struct {
 // (nil means everything), in no particular order; nil if none match. The
 // error is always nil; it exists for compatibility with client-go's listers.
 func (l NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
-	return l.indexer.Select(l.namespace, selector), nil
+	return l.indexer.selectLabels(l.namespace, selector), nil
 }
 
 // Get returns the object of the namespace called name. A missing object

@@ -21,7 +21,7 @@ var podResource = schema.GroupVersionResource{Version: "v1", Resource: "pod"}
 // generated pod lister.
 func listerPair(t *testing.T, pods []*corev1.Pod) (*Lister[*corev1.Pod], corev1listers.PodLister) {
 	t.Helper()
-	ours := NewIndexer(Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	ours := NewIndexer(map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
 	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, p := range pods {
 		if err := errors.Join(ours.Add(p), theirs.Add(p)); err != nil {

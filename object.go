@@ -1,15 +1,3 @@
-// Package informer is a typed, generic reimplementation of the informer
-// machinery of k8s.io/client-go/tools/cache.
-//
-// An [Informer] lists and watches one resource type through a [Reflector],
-// keeps the objects in a thread-safe [Indexer] and delivers typed
-// notifications (*corev1.Pod, a CRD type, …) to every registered handler.
-// A [Lister] answers queries from the cache, including label selectors served
-// from a label index.
-//
-// Objects handed out by this package (by handlers, listers and indexers) are
-// shared with the cache and with every other handler: they must be treated as
-// read-only. Copy an object (DeepCopy) before changing it.
 package informer
 
 import (

@@ -151,7 +151,7 @@ func mustCheck[T Object](t *testing.T, s *Indexer[T]) {
 }
 
 func TestPostingsSwapDeleteKeepsPositions(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	for i := range 10 {
 		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": "a"}, "n1")); err != nil {
 			t.Fatal(err)
@@ -188,7 +188,7 @@ func TestPostingsShrinkAfterMassRemoval(t *testing.T) {
 	if capacity > 100 {
 		t.Errorf("a list holding 10 objects kept capacity %d", capacity)
 	}
-	if diff := cmp.Diff(10, len(s.Select("", nil))); diff != "" {
+	if diff := cmp.Diff(10, len(s.selectLabels("", nil))); diff != "" {
 		t.Errorf("Select after shrinking (-want +got):\n%s", diff)
 	}
 }
@@ -198,7 +198,7 @@ func TestPostingsManyMembershipsSpillInline(t *testing.T) {
 	for i := range 2 * inlineMembers {
 		many[fmt.Sprintf("k%d", i)] = "v"
 	}
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	for i := range 3 {
 		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", many, "n")); err != nil {
 			t.Fatal(err)
@@ -232,7 +232,7 @@ func TestPostingsLabelsMutatedInPlaceStayExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCheck(t, s)
-	if diff := cmp.Diff([]string{"ns/p"}, keysOf(s.Select("", mustParse(t, "app=c,extra=x")))); diff != "" {
+	if diff := cmp.Diff([]string{"ns/p"}, keysOf(s.selectLabels("", mustParse(t, "app=c,extra=x")))); diff != "" {
 		t.Errorf("Select after in-place changes (-want +got):\n%s", diff)
 	}
 }

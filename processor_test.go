@@ -264,7 +264,7 @@ func TestBoundedHandlers(t *testing.T) {
 			if policy == OverflowBlock {
 				// The informer waits for the handler: the cache lags behind.
 				time.Sleep(20 * time.Millisecond)
-				if rv := inf.Indexer().LastStoreSyncResourceVersion(); rv == strconv.Itoa(last) {
+				if rv := inf.indexer.LastStoreSyncResourceVersion(); rv == strconv.Itoa(last) {
 					t.Errorf("cache reached the last event while a blocking handler held it back")
 				}
 			}

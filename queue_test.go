@@ -296,7 +296,7 @@ func TestEventQueueSteadyTrafficAllocatesNothing(t *testing.T) {
 }
 
 func TestEventQueuePreparesWritesForItsStore(t *testing.T) {
-	store := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	store := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	q := newEventQueue(store, nil, klog.Background())
 	pods := []*corev1.Pod{
 		testPod("ns", "a", "1", map[string]string{"app": "a"}, "n1"),

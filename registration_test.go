@@ -86,7 +86,7 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 			return len(events) > 0 && events[len(events)-1].Key == KeyOf(end)
 		})
 	}
-	final := plKeys(inf.Indexer().List())
+	final := plKeys(inf.indexer.List())
 	for i, h := range handlers {
 		plEventually(t, "late handler synced", h.reg.HasSynced)
 		h.check.mu.Lock()
@@ -332,8 +332,8 @@ func TestInformerLifecycle(t *testing.T) {
 	if err := inf.setWatchErrorHandler(nil); err == nil {
 		t.Error("setWatchErrorHandler after Run did not fail")
 	}
-	plMust(t, inf.AddIndexers(Indexers[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }}))
-	got, err := inf.Indexer().ByIndex("byName", "a")
+	plMust(t, inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }}))
+	got, err := inf.indexer.ByIndex("byName", "a")
 	plMust(t, err)
 	if len(got) != 1 || KeyOf(got[0]) != "ns/a" {
 		t.Fatalf("index added after start: got %v", got)
@@ -349,7 +349,7 @@ func TestInformerLifecycle(t *testing.T) {
 	if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{}); err == nil || !strings.Contains(err.Error(), "stopped") {
 		t.Fatalf("adding to a stopped informer: %v", err)
 	}
-	if err := inf.AddIndexers(Indexers[*corev1.Pod]{"other": func(p *corev1.Pod) ([]string, error) { return nil, nil }}); err == nil {
+	if err := inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"other": func(p *corev1.Pod) ([]string, error) { return nil, nil }}); err == nil {
 		t.Fatal("AddIndexers on a stopped informer did not fail")
 	}
 }

@@ -40,7 +40,7 @@ func indexerView(t *testing.T, s *Indexer[*corev1.Pod]) map[string][]string {
 		view["byNode="+value] = keys
 	}
 	for _, sel := range []string{"app=a", "app in (a,b),tier!=x", "tier", "!app"} {
-		view["select "+sel] = keysOf(s.Select("", mustParse(t, sel)))
+		view["select "+sel] = keysOf(s.selectLabels("", mustParse(t, sel)))
 	}
 	return view
 }
@@ -55,8 +55,8 @@ func TestPreparedWritesMatchPlainWrites(t *testing.T) {
 		{"app": "a", "tier": "x", "k1": "v"},
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
-	plain := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
-	prepared := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	plain := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
+	prepared := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	for i := range 2000 {
 		pod := testPod("ns", fmt.Sprintf("p%d", rnd.IntN(30)), fmt.Sprint(i),
 			labelSets[rnd.IntN(len(labelSets))], fmt.Sprintf("n%d", rnd.IntN(3)))
@@ -87,11 +87,11 @@ func TestPreparedWritesMatchPlainWrites(t *testing.T) {
 }
 
 func TestPutPreparedIndexesWhatWasAddedSince(t *testing.T) {
-	s := NewIndexer(Indexers[*corev1.Pod]{"byNode": byNode})
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	pod := testPod("ns", "a", "1", nil, "n1")
 	var p writePrep
 	p.values = s.prepareWrite(pod, true, &p, nil)
-	if err := s.AddIndexers(Indexers[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
+	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
 		return []string{p.Name}, nil
 	}}); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestPutPreparedIndexesWhatWasAddedSince(t *testing.T) {
 
 func TestPutPreparedReportsAFailingIndexFunction(t *testing.T) {
 	errBad := errors.New("bad pod")
-	s := NewIndexer(Indexers[*corev1.Pod]{"strict": func(p *corev1.Pod) ([]string, error) {
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"strict": func(p *corev1.Pod) ([]string, error) {
 		if p.Spec.NodeName == "" {
 			return nil, errBad
 		}

@@ -85,7 +85,7 @@ func newOurInformer(listPods int, listRV string, events []watch.Event, handlers 
 	watches := newWatchScript(events)
 	lw := newOurListerWatcher(newPods(listPods), listRV, watches)
 	inf := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
-		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+		Indexers: map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 		Resource: corev1.SchemeGroupVersion.WithResource("pods"),
 	})
 	for _, h := range handlers {
@@ -102,6 +102,6 @@ func newOurInformer(listPods int, listRV string, events []watch.Event, handlers 
 		watches:   watches,
 		run:       inf.Run,
 		hasSynced: inf.HasSynced,
-		storeLen:  func() int { return len(inf.Indexer().ListKeys()) },
+		storeLen:  func() int { objs, _ := inf.Lister().List(nil); return len(objs) },
 	}, nil
 }

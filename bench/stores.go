@@ -58,7 +58,7 @@ func newClientGoIndexer(byNode bool) cache.Indexer {
 // newOurIndexer returns our indexer with the namespace index and, when
 // byNode is set, the W4 node index.
 func newOurIndexer(byNode bool) *informer.Indexer[*corev1.Pod] {
-	indexers := informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]}
+	indexers := map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]}
 	if byNode {
 		indexers[byNodeIndex] = ourNodeIndexFunc
 	}
