@@ -11,7 +11,7 @@ import (
 )
 
 func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
 	lw.SetList("10", plPod("ns", "a", "1"))
 	sii := AsSharedIndexInformer(inf)
@@ -51,7 +51,7 @@ func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
 	// registrations.
 	plMust(t, cache.ShutDownEventHandler(AsSharedIndexInformer(inf), keptReg))
 	plMust(t, lw.Add(plCtx(t), plPod("ns", "c", "3")))
-	plEventually(t, "c cached", func() bool {
+	Eventually(t, "c cached", func() bool {
 		_, exists, _ := sii.GetStore().GetByKey("ns/c")
 		return exists
 	})
@@ -77,7 +77,7 @@ func (foreignRegistration) HasSynced() bool                     { return true }
 func (foreignRegistration) HasSyncedChecker() cache.DoneChecker { return nil }
 
 func TestSharedIndexInformerAdapterDoneCheckers(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
 	lw.SetList("10", plPod("ns", "a", "1"), plPod("ns", "b", "2"))
 	sii := AsSharedIndexInformer(inf)
@@ -120,7 +120,7 @@ func TestSharedIndexInformerAdapterDoneCheckers(t *testing.T) {
 }
 
 func TestSharedIndexInformerAdapterCheckerOfRemovedHandler(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	// The channel of a handler removed before it synced stays open, as in
 	// client-go.
 	sii := AsSharedIndexInformer(NewInformer[*corev1.Pod](informertest.NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))

@@ -149,7 +149,7 @@ func adRun(t *testing.T, sii cache.SharedIndexInformer) (stopCh chan struct{}, s
 const podType = "*v1.Pod"
 
 func TestSharedIndexInformerAdapterDeliversAsClientGo(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
 	a1, b2 := plPod("ns", "a", "1"), plPod("ns", "b", "2")
 	lw.SetList("10", a1, b2)
@@ -212,7 +212,7 @@ func TestSharedIndexInformerAdapterDeliversAsClientGo(t *testing.T) {
 }
 
 func TestSharedIndexInformerAdapterIndexers(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	byNode := func(obj any) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
 	}
@@ -274,7 +274,7 @@ func TestSharedIndexInformerAdapterIndexers(t *testing.T) {
 }
 
 func TestSharedIndexInformerAdapterSetters(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods", DisableWatchList: true})
 	a := plPod("ns", "a", "1")
 	a.Annotations = map[string]string{"big": "value"}

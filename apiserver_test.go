@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer"
 )
 
 // fakeAPIServer is a small in-process Kubernetes API server on 127.0.0.1
@@ -194,7 +196,7 @@ func (s *fakeAPIServer) Requests() []fakeRequest {
 // WaitForWatches waits until resource has n open watches.
 func (s *fakeAPIServer) WaitForWatches(tb testing.TB, resource schema.GroupVersionResource, n int) {
 	tb.Helper()
-	eventually(tb, fmt.Sprintf("%d watches of %v", n, resource), func() bool {
+	informer.Eventually(tb, fmt.Sprintf("%d watches of %v", n, resource), func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return len(s.collections[resource].watchers) == n

@@ -48,7 +48,7 @@ var ignoreRV = cmpopts.IgnoreFields(storeCall{}, "RV")
 
 // runClientReflector runs a reflector on lw until the test ends.
 func runClientReflector(t *testing.T, lw ListerWatcher[*corev1.Pod], clock *clocktesting.FakeClock) (*Reflector[*corev1.Pod], *recordingStore[*corev1.Pod], context.Context) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	store := newRecordingStore[*corev1.Pod]()

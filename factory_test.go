@@ -221,7 +221,7 @@ func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges
 	srv.Create(podsResource, newPod("b", "web-2", "web"))
 	small := srv.Create(widgetsResource, withManagedFields(newWidget("a", "small", 1))).(*Widget)
 	srv.Create(widgetsResource, newWidget("b", "large", 9))
-	checkGoroutines := expectNoNewGoroutines(t)
+	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
 
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{
 		Namespace: "a", TweakListOptions: selectWeb, Scheme: widgetScheme(t),
@@ -275,7 +275,7 @@ func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges
 
 	// Watch events reach the caches.
 	web3 := srv.Create(podsResource, newPod("a", "web-3", "web")).(*corev1.Pod)
-	eventually(t, "web-3 in the pod caches", func() bool {
+	informer.Eventually(t, "web-3 in the pod caches", func() bool {
 		_, typed, _ := pods.Cache().GetByKey("a/web-3")
 		_, meta, _ := podMeta.Cache().GetByKey("a/web-3")
 		return typed && meta
@@ -304,7 +304,7 @@ func TestFactoryStartsLateInformersOnTheNextStart(t *testing.T) {
 	srv := newFakeAPIServer(t)
 	srv.Serve(podsResource, podKind, true)
 	srv.Serve(corev1.SchemeGroupVersion.WithResource("nodes"), corev1.SchemeGroupVersion.WithKind("Node"), true)
-	checkGoroutines := expectNoNewGoroutines(t)
+	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -345,7 +345,7 @@ func TestFactoryStartsLateInformersOnTheNextStart(t *testing.T) {
 func TestFactoryWaitForCacheSyncHonoursContext(t *testing.T) {
 	srv := newFakeAPIServer(t)
 	srv.Serve(podsResource, podKind, true) // nodes are not served: never synced
-	checkGoroutines := expectNoNewGoroutines(t)
+	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -387,7 +387,7 @@ func TestFactoryWaitForCacheSyncHonoursContext(t *testing.T) {
 func TestFactoryShutdownStopsInformersWithoutCancel(t *testing.T) {
 	srv := newFakeAPIServer(t)
 	srv.Serve(podsResource, podKind, true)
-	checkGoroutines := expectNoNewGoroutines(t)
+	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
 	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
 	f.Start(context.Background()) // a context that never ends

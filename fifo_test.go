@@ -149,7 +149,7 @@ func fifoDelta(t DeltaType, p *corev1.Pod) Delta[*corev1.Pod] {
 }
 
 func TestDeltaFIFOConcurrentProducersKeepTheirOrder(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	const amount = 500
 	done := make(chan struct{}, 2)
@@ -330,7 +330,7 @@ func TestDeltaFIFODeduplicatesTrailingDeletions(t *testing.T) {
 }
 
 func TestDeltaFIFOPopAfterClose(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	const waiters = 10
 	errs := make(chan error, waiters)
@@ -362,7 +362,7 @@ func TestDeltaFIFOPopAfterClose(t *testing.T) {
 }
 
 func TestDeltaFIFOPopStopsWithItsContext(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	fifoMust(t, f.Add(fifoPod("foo", "1")))
 

@@ -1,44 +1,34 @@
 package informer
 
 import (
-	"bytes"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
-// expectNoGoroutineLeak fails t if, after the test, a goroutine other than the
-// caller's still runs code of this package. Goroutines may need a moment to
-// unwind after the code under test returned, so it retries for a while; it
-// never asserts timing.
-func expectNoGoroutineLeak(t *testing.T) {
-	t.Helper()
-	t.Cleanup(func() {
-		var stray []string
-		for range 200 {
-			stray = strayPackageGoroutines()
-			if len(stray) == 0 {
+// ExpectNoGoroutineLeak returns a check that fails tb if a goroutine started
+// after this call is still running when the check is called: run it with
+// t.Cleanup (or defer) once everything the test started should have
+// stopped. It uses go.uber.org/goleak, as client-go's tests do, and waits up
+// to about 10 s for goroutines that are still exiting; it asserts no timing.
+// It is the one leak checker of this package's tests, internal and external.
+func ExpectNoGoroutineLeak(tb testing.TB) func() {
+	ignore := goleak.IgnoreCurrent()
+	return func() {
+		tb.Helper()
+		// goleak.Find itself retries for about half a second; goroutines
+		// of a loaded machine may need longer to unwind.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := goleak.Find(ignore)
+			if err == nil {
 				return
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Errorf("%d goroutine(s) outlived the test:\n%s", len(stray), strings.Join(stray, "\n\n"))
-	})
-}
-
-// strayPackageGoroutines returns the stacks of goroutines other than the
-// caller's that run this package's code and are not a test's own goroutine.
-func strayPackageGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	stacks := bytes.Split(buf, []byte("\n\n"))
-	var stray []string
-	for _, s := range stacks[1:] { // the first stack is the caller's
-		stack := string(s)
-		if strings.Contains(stack, "kubetyped/informer") && !strings.Contains(stack, "testing.tRunner") {
-			stray = append(stray, stack)
+			if time.Now().After(deadline) {
+				tb.Error(err)
+				return
+			}
 		}
 	}
-	return stray
 }

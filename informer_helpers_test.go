@@ -130,8 +130,10 @@ func (r *plRecorder) expect(t testing.TB, want ...plEvent) {
 	}
 }
 
-// plEventually polls cond until it holds or the test times out.
-func plEventually(t testing.TB, what string, cond func() bool) {
+// Eventually polls cond until it holds, failing t after a generous deadline
+// (the deadline guards against hangs; it asserts no speed). It is the one
+// polling helper of this package's tests, internal and external.
+func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(plTimeout)
 	for !cond() {

@@ -30,7 +30,7 @@ func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 	ctx := plCtx(t)
 
 	rec.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "2", true))
-	plEventually(t, "registration synced", reg.HasSynced)
+	Eventually(t, "registration synced", reg.HasSynced)
 	if !inf.HasSynced() {
 		t.Fatal("informer not synced while its handler is")
 	}
@@ -136,7 +136,7 @@ func TestInformerRelistReplacesAtomically(t *testing.T) {
 			reg, err := inf.AddEventHandler(rec)
 			plMust(t, err)
 			plRun(t, inf)
-			plEventually(t, "informer synced", inf.HasSynced)
+			Eventually(t, "informer synced", inf.HasSynced)
 			rec.waitFor(t, len(tc.initial))
 			rec.reset()
 
@@ -211,8 +211,8 @@ func TestInformerAppliesBookmarksInOrder(t *testing.T) {
 		t.Fatalf("store resource version = %q, want 10", got)
 	}
 	plMust(t, lw.Bookmark(ctx, "12"))
-	plEventually(t, "bookmark applied", func() bool { return inf.indexer.LastStoreSyncResourceVersion() == "12" })
-	plEventually(t, "reflector saw the bookmark", func() bool { return inf.LastSyncResourceVersion() == "12" })
+	Eventually(t, "bookmark applied", func() bool { return inf.indexer.LastStoreSyncResourceVersion() == "12" })
+	Eventually(t, "reflector saw the bookmark", func() bool { return inf.LastSyncResourceVersion() == "12" })
 }
 
 func TestInformerTransformsEachObjectOnce(t *testing.T) {
@@ -315,7 +315,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		_, err := inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
 		stop := plRun(t, inf)
-		plEventually(t, "informer synced", inf.HasSynced)
+		Eventually(t, "informer synced", inf.HasSynced)
 		_, err = inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -62,7 +62,7 @@ func TestListenerDeliversInOrderAcrossBatches(t *testing.T) {
 	startTestListener(t, l)
 	enqueueAll(l, notes[100:])
 	rec.expect(t, want...)
-	plEventually(t, "delivered counter", func() bool { return l.stats().Delivered == int64(len(want)) })
+	Eventually(t, "delivered counter", func() bool { return l.stats().Delivered == int64(len(want)) })
 	if diff := cmp.Diff(HandlerStats{Delivered: int64(len(want))}, l.stats()); diff != "" {
 		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
@@ -101,8 +101,8 @@ func TestListenerRecoversPanicsAndStillSyncs(t *testing.T) {
 	}
 	startTestListener(t, l)
 	rec.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "3", true), plAdd("ns/c", "5", false))
-	plEventually(t, "listener synced", l.hasSynced)
-	plEventually(t, "all delivered", func() bool { return l.stats().Delivered == 5 })
+	Eventually(t, "listener synced", l.hasSynced)
+	Eventually(t, "all delivered", func() bool { return l.stats().Delivered == 5 })
 	if diff := cmp.Diff(HandlerStats{Delivered: 5, Panics: 2}, l.stats()); diff != "" {
 		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
@@ -259,7 +259,7 @@ func TestListenerCoalescePolicy(t *testing.T) {
 			wantEvents := append(append([]plEvent(nil), fillerEvents...), tc.want...)
 			startTestListener(t, l)
 			rec.expect(t, wantEvents...)
-			plEventually(t, "listener idle", func() bool { return l.stats().Pending == 0 })
+			Eventually(t, "listener idle", func() bool { return l.stats().Pending == 0 })
 			want := HandlerStats{Delivered: int64(len(wantEvents)), Coalesced: tc.coalesced}
 			if diff := cmp.Diff(want, l.stats()); diff != "" {
 				t.Errorf("stats (-want +got):\n%s", diff)

@@ -63,7 +63,7 @@ func TestResyncCheckPeriodFollowsHandlersAddedBeforeStart(t *testing.T) {
 func TestResyncPeriodRaisedToCheckPeriodAfterStart(t *testing.T) {
 	inf, _ := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: 5 * time.Second})
 	plRun(t, inf)
-	plEventually(t, "informer synced", inf.HasSynced)
+	Eventually(t, "informer synced", inf.HasSynced)
 	r := addWithResync(t, inf, 2*time.Second)
 	if diff := cmp.Diff([]time.Duration{5 * time.Second, 5 * time.Second}, resyncPeriods(inf, r)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
@@ -73,7 +73,7 @@ func TestResyncPeriodRaisedToCheckPeriodAfterStart(t *testing.T) {
 func TestResyncPeriodIgnoredByAnInformerWithoutResync(t *testing.T) {
 	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
 	plRun(t, inf)
-	plEventually(t, "informer synced", inf.HasSynced)
+	Eventually(t, "informer synced", inf.HasSynced)
 	r := addWithResync(t, inf, 2*time.Second)
 	if diff := cmp.Diff([]time.Duration{0, 0}, resyncPeriods(inf, r)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
@@ -161,7 +161,7 @@ func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 	resync.reset()
 
 	// A periodic resync: only the due handler hears of the cached objects.
-	plEventually(t, "reflector waiting for its resync timer", clk.HasWaiters)
+	Eventually(t, "reflector waiting for its resync timer", clk.HasWaiters)
 	clk.Step(time.Second)
 	got := resync.waitFor(t, 2)
 	slices.SortFunc(got, func(a, b plEvent) int { return strings.Compare(a.Key, b.Key) })
@@ -175,7 +175,7 @@ func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 	// resync update for the due handler only.
 	lw.SetList("4", plPod("ns", "pod1", "1"), plPod("ns", "pod2", "4"), plPod("ns", "pod3", "3"))
 	plMust(t, lw.FailWatch(plCtx(t), apierrors.NewResourceExpired("gone")))
-	plEventually(t, "relist", func() bool {
+	Eventually(t, "relist", func() bool {
 		if len(noResync.get()) >= 2 {
 			return true
 		}
@@ -224,8 +224,8 @@ func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
 	plRun(t, inf)
 	plMust(t, lw.Modify(plCtx(t), plPod("ns", "a", "2")))
 	healthy.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "1", true), plUpdate("ns/a", "1", "2"))
-	plEventually(t, "panicking handler synced", regPanicky.HasSynced)
-	plEventually(t, "panicking handler done", func() bool { return regPanicky.Stats().Delivered == 3 })
+	Eventually(t, "panicking handler synced", regPanicky.HasSynced)
+	Eventually(t, "panicking handler done", func() bool { return regPanicky.Stats().Delivered == 3 })
 	if diff := cmp.Diff(HandlerStats{Delivered: 3, Panics: 3}, regPanicky.Stats()); diff != "" {
 		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
@@ -269,7 +269,7 @@ func TestBoundedHandlers(t *testing.T) {
 				}
 			}
 			openGate()
-			plEventually(t, "every notification handled", func() bool {
+			Eventually(t, "every notification handled", func() bool {
 				stats := reg.Stats()
 				return stats.Delivered+stats.Coalesced == last && stats.Pending == 0
 			})

@@ -170,7 +170,7 @@ func (h *reflectorHarness) errorLogs() []string {
 // newReflectorHarness builds the harness; lw is configured by the caller
 // before start. Watch errors passed to the error handler are collected.
 func newReflectorHarness(t *testing.T, opts ReflectorOptions) *reflectorHarness {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	h := &reflectorHarness{
 		t:     t,
 		lw:    informertest.NewFakeListerWatcher[*corev1.Pod](),

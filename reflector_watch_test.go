@@ -176,7 +176,7 @@ func TestReflectorExpectedGVK(t *testing.T) {
 			{Op: "add", Keys: []string{"ns/widget"}, RV: "10"},
 		}, 1},
 	} {
-		expectNoGoroutineLeak(t)
+		t.Cleanup(ExpectNoGoroutineLeak(t))
 		lw := informertest.NewFakeListerWatcher[*unstructured.Unstructured]()
 		lw.SetList("7")
 		store := newRecordingStore[*unstructured.Unstructured]()

@@ -29,7 +29,7 @@ func waitDone(t *testing.T, checker cache.DoneChecker) {
 }
 
 func TestHasSyncedCheckersCloseWithoutPolling(t *testing.T) {
-	expectNoGoroutineLeak(t)
+	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
 	lw.SetList("1", plPod("ns", "a", "1"))
 	rec, entered, gate := gatedRecorder()

@@ -28,7 +28,7 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
 	plRun(t, inf)
-	plEventually(t, "informer synced", inf.HasSynced)
+	Eventually(t, "informer synced", inf.HasSynced)
 	ctx := plCtx(t)
 
 	// Events flow while handlers join: each must see every object exactly
@@ -81,14 +81,14 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	end := plPod("ns", "zz-end", strconv.Itoa(lastRV+1))
 	plMust(t, lw.Add(ctx, end))
 	for _, h := range handlers {
-		plEventually(t, "the end marker", func() bool {
+		Eventually(t, "the end marker", func() bool {
 			events := h.rec.get()
 			return len(events) > 0 && events[len(events)-1].Key == KeyOf(end)
 		})
 	}
 	final := plKeys(inf.indexer.List())
 	for i, h := range handlers {
-		plEventually(t, "late handler synced", h.reg.HasSynced)
+		Eventually(t, "late handler synced", h.reg.HasSynced)
 		h.check.mu.Lock()
 		if len(h.check.errors) > 0 {
 			t.Errorf("handler %d saw an inconsistent sequence:\n%s", i, strings.Join(h.check.errors, "\n"))
@@ -123,13 +123,13 @@ func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 	reg1, err := inf.AddEventHandler(rec1)
 	plMust(t, err)
 	plRun(t, inf)
-	plEventually(t, "informer synced", inf.HasSynced)
+	Eventually(t, "informer synced", inf.HasSynced)
 	time.Sleep(10 * time.Millisecond)
 	if reg1.HasSynced() {
 		t.Fatal("registration synced while its handler is still in OnAdd")
 	}
 	close(gate)
-	plEventually(t, "registration 1 synced", reg1.HasSynced)
+	Eventually(t, "registration 1 synced", reg1.HasSynced)
 
 	gate2 := make(chan struct{})
 	rec2 := newPLRecorder()
@@ -140,7 +140,7 @@ func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 		t.Fatal("late registration synced before receiving the cached objects")
 	}
 	close(gate2)
-	plEventually(t, "registration 2 synced", reg2.HasSynced)
+	Eventually(t, "registration 2 synced", reg2.HasSynced)
 	plMust(t, lw.Add(plCtx(t), plPod("ns", "pod2", "2")))
 	rec1.expect(t, plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", false))
 	rec2.expect(t, plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", false))
@@ -325,7 +325,7 @@ func TestInformerLifecycle(t *testing.T) {
 	case <-time.After(plTimeout):
 		t.Fatal("watch error handler not called")
 	}
-	plEventually(t, "informer synced", inf.HasSynced)
+	Eventually(t, "informer synced", inf.HasSynced)
 	if err := inf.setTransform(nil); err == nil {
 		t.Error("setTransform after Run did not fail")
 	}

@@ -89,7 +89,7 @@ func wqRelistWithout(t *testing.T, lw *informertest.FakeListerWatcher[*corev1.Po
 }
 
 func TestEnqueueAddsObjectNames(t *testing.T) {
-	t.Cleanup(expectNoNewGoroutines(t)) // runs last, once everything stopped
+	t.Cleanup(informer.ExpectNoGoroutineLeak(t)) // runs last, once everything stopped
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[informer.ObjectName]())
 	t.Cleanup(q.ShutDown)
 	lw := wqInformer(t, informer.Enqueue[*corev1.Pod](q), wqPod("ns", "a", "1", ""), wqPod("ns", "b", "2", ""))
@@ -137,7 +137,7 @@ func compareOwners(a, b ownerKey) int {
 }
 
 func TestEnqueueWithKeyUsesTheLastKnownObject(t *testing.T) {
-	t.Cleanup(expectNoNewGoroutines(t)) // runs last, once everything stopped
+	t.Cleanup(informer.ExpectNoGoroutineLeak(t)) // runs last, once everything stopped
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[ownerKey]())
 	t.Cleanup(q.ShutDown)
 	byOwner := func(pod *corev1.Pod) ownerKey { return ownerKey{pod.Namespace, pod.Labels["owner"]} }
