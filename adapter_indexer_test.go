@@ -15,13 +15,6 @@ import (
 	"github.com/kubetyped/informer"
 )
 
-func idxPod(namespace, name, rv, node string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv, Labels: map[string]string{"app": name}},
-		Spec:       corev1.PodSpec{NodeName: node},
-	}
-}
-
 // idxKeys returns the sorted keys of objs, which must be pods.
 func idxKeys(t *testing.T, objs []any) []string {
 	t.Helper()
@@ -43,7 +36,7 @@ func newAdaptedIndexer(t *testing.T) (*informer.Indexer[*corev1.Pod], cache.Inde
 	t.Helper()
 	idx := informer.NewIndexer(map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]})
 	ci := informer.AsIndexer(idx)
-	for _, p := range []*corev1.Pod{idxPod("ns", "a", "1", "n1"), idxPod("ns", "b", "2", "n2"), idxPod("other", "c", "3", "n1")} {
+	for _, p := range []*corev1.Pod{informer.NewPod("ns", "a", "1", informer.PodLabels(map[string]string{"app": "a"}), informer.PodNode("n1")), informer.NewPod("ns", "b", "2", informer.PodLabels(map[string]string{"app": "b"}), informer.PodNode("n2")), informer.NewPod("other", "c", "3", informer.PodLabels(map[string]string{"app": "c"}), informer.PodNode("n1"))} {
 		if err := ci.Add(p); err != nil {
 			t.Fatal(err)
 		}
@@ -62,13 +55,13 @@ func TestAsIndexerReads(t *testing.T) {
 	}
 	get := func(item any, exists bool, err error) lookup { return lookup{item, exists, err != nil} }
 	got := map[string]lookup{
-		"pod":          get(ci.Get(idxPod("ns", "a", "9", ""))),
+		"pod":          get(ci.Get(informer.NewPod("ns", "a", "9", informer.PodLabels(map[string]string{"app": "a"})))),
 		"metadata":     get(ci.Get(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})),
 		"explicit key": get(ci.Get(cache.ExplicitKey("ns/a"))),
 		"tombstone":    get(ci.Get(cache.DeletedFinalStateUnknown{Key: "ns/a"})),
 		"by key":       get(ci.GetByKey("ns/a")),
 		"missing":      get(ci.GetByKey("ns/zz")),
-		"missing pod":  get(ci.Get(idxPod("ns", "zz", "1", ""))),
+		"missing pod":  get(ci.Get(informer.NewPod("ns", "zz", "1", informer.PodLabels(map[string]string{"app": "zz"})))),
 		"not keyable":  get(ci.Get(42)),
 	}
 	want := map[string]lookup{
@@ -90,7 +83,7 @@ func TestAsIndexerReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameNS, err := ci.Index(informer.NamespaceIndex, idxPod("other", "x", "1", ""))
+	sameNS, err := ci.Index(informer.NamespaceIndex, informer.NewPod("other", "x", "1", informer.PodLabels(map[string]string{"app": "x"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +144,7 @@ func TestAsIndexerWrites(t *testing.T) {
 		"delete":            ci.Delete(wrong),
 		"delete tombstone":  ci.Delete(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: wrong}),
 		"delete nil":        ci.Delete(nil),
-		"replace":           ci.Replace([]any{idxPod("ns", "new", "9", ""), wrong}, "9"),
+		"replace":           ci.Replace([]any{informer.NewPod("ns", "new", "9", informer.PodLabels(map[string]string{"app": "new"})), wrong}, "9"),
 		"add nil pod":       ci.Add((*corev1.Pod)(nil)),
 		"add with no value": ci.Add(nil),
 	}
@@ -164,13 +157,13 @@ func TestAsIndexerWrites(t *testing.T) {
 		t.Fatalf("failed writes changed the store (-want +got):\n%s", diff)
 	}
 
-	if err := ci.Update(idxPod("ns", "a", "4", "n2")); err != nil {
+	if err := ci.Update(informer.NewPod("ns", "a", "4", informer.PodLabels(map[string]string{"app": "a"}), informer.PodNode("n2"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := ci.Delete(idxPod("ns", "b", "5", "")); err != nil {
+	if err := ci.Delete(informer.NewPod("ns", "b", "5", informer.PodLabels(map[string]string{"app": "b"}))); err != nil {
 		t.Fatal(err)
 	}
-	if err := ci.Delete(cache.DeletedFinalStateUnknown{Key: "other/c", Obj: idxPod("other", "c", "3", "")}); err != nil {
+	if err := ci.Delete(cache.DeletedFinalStateUnknown{Key: "other/c", Obj: informer.NewPod("other", "c", "3", informer.PodLabels(map[string]string{"app": "c"}))}); err != nil {
 		t.Fatal(err)
 	}
 	a, _, _ := idx.GetByKey("ns/a")
@@ -181,7 +174,7 @@ func TestAsIndexerWrites(t *testing.T) {
 		t.Errorf("ns/a at resource version %s, want 4", a.ResourceVersion)
 	}
 
-	if err := ci.Replace([]any{idxPod("x", "p", "7", ""), idxPod("x", "q", "8", "")}, "10"); err != nil {
+	if err := ci.Replace([]any{informer.NewPod("x", "p", "7", informer.PodLabels(map[string]string{"app": "p"})), informer.NewPod("x", "q", "8", informer.PodLabels(map[string]string{"app": "q"}))}, "10"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"x/p", "x/q"}, idxKeys(t, ci.List())); diff != "" {
@@ -228,11 +221,11 @@ func TestAsIndexerIndexFunctions(t *testing.T) {
 
 	// GetIndexers returns functions that work on pods and fail on others.
 	funcs := ci.GetIndexers()
-	values, err := funcs["node"](idxPod("ns", "z", "1", "n7"))
+	values, err := funcs["node"](informer.NewPod("ns", "z", "1", informer.PodLabels(map[string]string{"app": "z"}), informer.PodNode("n7")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nsValues, err := funcs[informer.NamespaceIndex](idxPod("ns7", "z", "1", ""))
+	nsValues, err := funcs[informer.NamespaceIndex](informer.NewPod("ns7", "z", "1", informer.PodLabels(map[string]string{"app": "z"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +260,7 @@ func TestAsIndexerServesGeneratedListers(t *testing.T) {
 	// Without a namespace index, the generated lister falls back to
 	// filtering every object, as with client-go's indexers.
 	plain := informer.AsIndexer(informer.NewIndexer[*corev1.Pod](nil))
-	for _, p := range []*corev1.Pod{idxPod("ns", "a", "1", ""), idxPod("other", "c", "2", "")} {
+	for _, p := range []*corev1.Pod{informer.NewPod("ns", "a", "1", informer.PodLabels(map[string]string{"app": "a"})), informer.NewPod("other", "c", "2", informer.PodLabels(map[string]string{"app": "c"}))} {
 		if err := plain.Add(p); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("10", plPod("ns", "a", "1"))
+	lw.SetList("10", NewPod("ns", "a", "1"))
 	sii := AsSharedIndexInformer(inf)
 	kept, removed, shutDown := newAdRecorder(), newAdRecorder(), newAdRecorder()
 	keptReg, err := sii.AddEventHandler(kept.detailed())
@@ -33,7 +33,7 @@ func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
 	// cache.ShutDownEventHandler also waits until the handler can no
 	// longer be called.
 	plMust(t, cache.ShutDownEventHandler(sii, shutDownReg))
-	plMust(t, lw.Add(plCtx(t), plPod("ns", "b", "2")))
+	plMust(t, lw.Add(plCtx(t), NewPod("ns", "b", "2")))
 	kept.expect(t, initial, adEvent{Op: "add", Type: podType, Key: "ns/b", RV: "2"})
 	shutDown.expect(t, initial)
 
@@ -50,7 +50,7 @@ func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
 	// A second adapter of the same informer removes the first one's
 	// registrations.
 	plMust(t, cache.ShutDownEventHandler(AsSharedIndexInformer(inf), keptReg))
-	plMust(t, lw.Add(plCtx(t), plPod("ns", "c", "3")))
+	plMust(t, lw.Add(plCtx(t), NewPod("ns", "c", "3")))
 	Eventually(t, "c cached", func() bool {
 		_, exists, _ := sii.GetStore().GetByKey("ns/c")
 		return exists
@@ -79,7 +79,7 @@ func (foreignRegistration) HasSyncedChecker() cache.DoneChecker { return nil }
 func TestSharedIndexInformerAdapterDoneCheckers(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
-	lw.SetList("10", plPod("ns", "a", "1"), plPod("ns", "b", "2"))
+	lw.SetList("10", NewPod("ns", "a", "1"), NewPod("ns", "b", "2"))
 	sii := AsSharedIndexInformer(inf)
 	fast, blocked := newAdRecorder(), newAdRecorder()
 	blocked.block = make(chan struct{})

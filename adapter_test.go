@@ -151,7 +151,7 @@ const podType = "*v1.Pod"
 func TestSharedIndexInformerAdapterDeliversAsClientGo(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	a1, b2 := plPod("ns", "a", "1"), plPod("ns", "b", "2")
+	a1, b2 := NewPod("ns", "a", "1"), NewPod("ns", "b", "2")
 	lw.SetList("10", a1, b2)
 	sii := AsSharedIndexInformer(inf)
 	rec := newAdRecorder()
@@ -166,7 +166,7 @@ func TestSharedIndexInformerAdapterDeliversAsClientGo(t *testing.T) {
 		adEvent{Op: "add", Type: podType, Key: "ns/b", RV: "2"})
 
 	ctx := plCtx(t)
-	a3, c4, b5 := plPod("ns", "a", "3"), plPod("ns", "c", "4"), plPod("ns", "b", "5")
+	a3, c4, b5 := NewPod("ns", "a", "3"), NewPod("ns", "c", "4"), NewPod("ns", "b", "5")
 	plMust(t, lw.Modify(ctx, a3))
 	plMust(t, lw.Add(ctx, c4))
 	plMust(t, lw.Delete(ctx, b5))
@@ -217,7 +217,7 @@ func TestSharedIndexInformerAdapterIndexers(t *testing.T) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
 	}
 	onNode := func(namespace, name, rv, node string) *corev1.Pod {
-		p := plPod(namespace, name, rv)
+		p := NewPod(namespace, name, rv)
 		p.Spec.NodeName = node
 		return p
 	}
@@ -276,9 +276,9 @@ func TestSharedIndexInformerAdapterIndexers(t *testing.T) {
 func TestSharedIndexInformerAdapterSetters(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods", DisableWatchList: true})
-	a := plPod("ns", "a", "1")
+	a := NewPod("ns", "a", "1")
 	a.Annotations = map[string]string{"big": "value"}
-	lw.SetList("10", a, plPod("ns", "not-a-pod", "1"))
+	lw.SetList("10", a, NewPod("ns", "not-a-pod", "1"))
 	errList := errors.New("list failed")
 	lw.FailNextList(errList)
 	sii := AsSharedIndexInformer(inf)

@@ -68,7 +68,7 @@ func runClientReflector(t *testing.T, lw ListerWatcher[*corev1.Pod], clock *cloc
 var sortedKeys = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 
 func TestClientListerWatcherWithFakeClientset(t *testing.T) {
-	cs := fake.NewClientset(fakePod("ns", "a", "1"), fakePod("ns", "b", "2"), fakePod("other", "x", "3"))
+	cs := fake.NewClientset(NewPod("ns", "a", "1"), NewPod("ns", "b", "2"), NewPod("other", "x", "3"))
 	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), copyPods, ClientOptions{
 		DisableWatchList: watchlist.DoesClientNotSupportWatchListSemantics(cs),
 	})
@@ -80,10 +80,10 @@ func TestClientListerWatcherWithFakeClientset(t *testing.T) {
 	// events to open watches.
 	waitForClientsetWatch(t, ctx, cs, 1)
 	pods := cs.CoreV1().Pods("ns")
-	if _, err := pods.Create(ctx, fakePod("ns", "c", "4"), metav1.CreateOptions{}); err != nil {
+	if _, err := pods.Create(ctx, NewPod("ns", "c", "4"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pods.Update(ctx, fakePod("ns", "a", "5"), metav1.UpdateOptions{}); err != nil {
+	if _, err := pods.Update(ctx, NewPod("ns", "a", "5"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pods.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
@@ -120,7 +120,7 @@ func waitForClientsetWatch(t *testing.T, ctx context.Context, cs *fake.Clientset
 }
 
 func TestClientListerWatcherTooManyRequestsWithoutRelist(t *testing.T) {
-	cs := fake.NewClientset(fakePod("ns", "a", "1"))
+	cs := fake.NewClientset(NewPod("ns", "a", "1"))
 	refusals := 1
 	cs.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
 		if refusals > 0 {
@@ -163,9 +163,9 @@ func TestClientListerWatcherBadWatchEvents(t *testing.T) {
 	listRV := store.waitFor(t, 1)[0].RV
 	scripted.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
 	scripted.Modify(&metav1.Status{Status: metav1.StatusFailure})
-	scripted.Add(fakePod("ns", "", "3"))
+	scripted.Add(NewPod("ns", "", "3"))
 	scripted.Action(watch.Added, nil)
-	scripted.Add(fakePod("ns", "ok", "4"))
+	scripted.Add(NewPod("ns", "ok", "4"))
 	status := apierrors.NewResourceExpired("too old").ErrStatus
 	scripted.Error(&status)
 	// 410: back off, relist, watch the clientset's tracker.
@@ -201,7 +201,7 @@ func (c badClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, 
 
 func TestClientListerWatcherDirect(t *testing.T) {
 	ctx := t.Context()
-	cs := fake.NewClientset(fakePod("ns", "a", "1"))
+	cs := fake.NewClientset(NewPod("ns", "a", "1"))
 	lw := NewClientListerWatcher(cs.CoreV1().Pods("ns"), ExtractListItems[*corev1.Pod, *corev1.PodList], ClientOptions{
 		TweakListOptions: func(o *metav1.ListOptions) { o.LabelSelector = "app=web" },
 	})
@@ -232,9 +232,9 @@ func TestClientListerWatcherDirect(t *testing.T) {
 }
 
 func TestCopyAndExtractListItems(t *testing.T) {
-	list := &corev1.PodList{Items: []corev1.Pod{*fakePod("ns", "a", "1"), *fakePod("ns", "b", "2")}}
+	list := &corev1.PodList{Items: []corev1.Pod{*NewPod("ns", "a", "1"), *NewPod("ns", "b", "2")}}
 	copied := CopyListItems(list.Items)
-	diffOrFail(t, "copies", []*corev1.Pod{fakePod("ns", "a", "1"), fakePod("ns", "b", "2")}, copied)
+	diffOrFail(t, "copies", []*corev1.Pod{NewPod("ns", "a", "1"), NewPod("ns", "b", "2")}, copied)
 	if copied[0] == &list.Items[0] {
 		t.Error("CopyListItems returned a pointer into the list")
 	}
@@ -250,7 +250,7 @@ func TestCopyAndExtractListItems(t *testing.T) {
 }
 
 func TestCacheListerWatcher(t *testing.T) {
-	cs := fake.NewClientset(fakePod("ns", "a", "1"))
+	cs := fake.NewClientset(NewPod("ns", "a", "1"))
 	pods := cs.CoreV1().Pods("ns")
 	clw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -267,7 +267,7 @@ func TestCacheListerWatcher(t *testing.T) {
 	_, store, ctx := runClientReflector(t, lw, clocktesting.NewFakeClock(time.Unix(0, 0)))
 	diffOrFail(t, "replace", []storeCall{{Op: "replace", Keys: []string{"ns/a"}}}, store.waitFor(t, 1), ignoreRV)
 	waitForClientsetWatch(t, ctx, cs, 1)
-	if _, err := pods.Create(ctx, fakePod("ns", "b", "2"), metav1.CreateOptions{}); err != nil {
+	if _, err := pods.Create(ctx, NewPod("ns", "b", "2"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	diffOrFail(t, "add", storeCall{Op: "add", Keys: []string{"ns/b"}}, store.waitFor(t, 2)[1], ignoreRV)
@@ -279,7 +279,7 @@ func TestCacheListerWatcherBadLists(t *testing.T) {
 		wantErr string
 	}{
 		"wrong item type": {&corev1.ConfigMapList{Items: []corev1.ConfigMap{{}}}, "list item 0 is a *v1.ConfigMap, not a *v1.Pod"},
-		"not a list":      {fakePod("ns", "a", "1"), "*v1.Pod"},
+		"not a list":      {NewPod("ns", "a", "1"), "*v1.Pod"},
 		"nil":             {nil, errNilList.Error()},
 	} {
 		t.Run(name, func(t *testing.T) {

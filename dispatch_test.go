@@ -21,20 +21,20 @@ func TestDispatcherAppliesLongRunsOfWritesInOrder(t *testing.T) {
 	rv := 1
 	next := func() string { rv++; return strconv.Itoa(rv) }
 	for i := range pods {
-		pod := plPod("ns", fmt.Sprintf("p%d", i), next())
+		pod := NewPod("ns", fmt.Sprintf("p%d", i), next())
 		events = append(events, watch.Event{Type: watch.Added, Object: pod})
 		want = append(want, plAdd("ns/"+pod.Name, pod.ResourceVersion, false))
 	}
 	bookmarkRV := next()
-	events = append(events, watch.Event{Type: watch.Bookmark, Object: plPod("", "", bookmarkRV)})
+	events = append(events, watch.Event{Type: watch.Bookmark, Object: NewPod("", "", bookmarkRV)})
 	for i := range pods {
 		old := strconv.Itoa(2 + i)
-		pod := plPod("ns", fmt.Sprintf("p%d", i), next())
+		pod := NewPod("ns", fmt.Sprintf("p%d", i), next())
 		events = append(events, watch.Event{Type: watch.Modified, Object: pod})
 		want = append(want, plUpdate("ns/"+pod.Name, old, pod.ResourceVersion))
 	}
 	for i := 0; i < pods; i += 2 {
-		pod := plPod("ns", fmt.Sprintf("p%d", i), next())
+		pod := NewPod("ns", fmt.Sprintf("p%d", i), next())
 		events = append(events, watch.Event{Type: watch.Deleted, Object: pod})
 		want = append(want, plDelete("ns/"+pod.Name, pod.ResourceVersion, false))
 	}
@@ -76,10 +76,10 @@ func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
 	plMust(t, err)
 	plRun(t, inf)
 	ctx := plCtx(t)
-	plMust(t, lw.Add(ctx, plPod("ns", "a", "2")))
-	plMust(t, lw.Add(ctx, plPod("ns", "bad", "3")))
-	plMust(t, lw.Modify(ctx, plPod("ns", "a", "4")))
-	plMust(t, lw.Delete(ctx, plPod("ns", "bad", "5")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "a", "2")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "bad", "3")))
+	plMust(t, lw.Modify(ctx, NewPod("ns", "a", "4")))
+	plMust(t, lw.Delete(ctx, NewPod("ns", "bad", "5")))
 	rec.expect(t, plAdd("ns/a", "2", false), plUpdate("ns/a", "2", "4"), plDelete("ns/bad", "5", false))
 	if diff := cmp.Diff(InformerStats{StoreErrors: 1}, inf.Stats()); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)

@@ -215,10 +215,10 @@ func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges
 	}
 	srv.Serve(podsResource, podKind, true)
 	srv.Serve(widgetsResource, widgetKind, false)
-	web1 := srv.Create(podsResource, withManagedFields(newPod("a", "web-1", "web"))).(*corev1.Pod)
-	srv.Create(podsResource, newPod("a", "db-1", "db"))
-	srv.Create(podsResource, newPod("a", "web-skip", "web"))
-	srv.Create(podsResource, newPod("b", "web-2", "web"))
+	web1 := srv.Create(podsResource, withManagedFields(informer.NewPod("a", "web-1", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))).(*corev1.Pod)
+	srv.Create(podsResource, informer.NewPod("a", "db-1", "", informer.PodLabels(map[string]string{"app": "db"}), informer.PodNode("node-1")))
+	srv.Create(podsResource, informer.NewPod("a", "web-skip", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
+	srv.Create(podsResource, informer.NewPod("b", "web-2", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
 	small := srv.Create(widgetsResource, withManagedFields(newWidget("a", "small", 1))).(*Widget)
 	srv.Create(widgetsResource, newWidget("b", "large", 9))
 	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
@@ -274,7 +274,7 @@ func testFactoryInformers(t *testing.T, rejectStreamingLists bool, wantExchanges
 	}
 
 	// Watch events reach the caches.
-	web3 := srv.Create(podsResource, newPod("a", "web-3", "web")).(*corev1.Pod)
+	web3 := srv.Create(podsResource, informer.NewPod("a", "web-3", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1"))).(*corev1.Pod)
 	informer.Eventually(t, "web-3 in the pod caches", func() bool {
 		_, typed, _ := pods.Cache().GetByKey("a/web-3")
 		_, meta, _ := podMeta.Cache().GetByKey("a/web-3")

@@ -21,7 +21,7 @@ func TestFactoryPerTypeOptions(t *testing.T) {
 	srv := newFakeAPIServer(t)
 	srv.Serve(podsResource, podKind, true)
 	srv.Serve(nodesResource, corev1.SchemeGroupVersion.WithKind("Node"), true)
-	web1 := srv.Create(podsResource, withManagedFields(newPod("a", "web-1", "web"))).(*corev1.Pod)
+	web1 := srv.Create(podsResource, withManagedFields(informer.NewPod("a", "web-1", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))).(*corev1.Pod)
 	node1 := srv.Create(nodesResource, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}).(*corev1.Node)
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4), ktesting.BufferLogs(true)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))

@@ -11,7 +11,7 @@ import (
 )
 
 func TestDeltaFIFOReplaceDeletesKeysOnlyInTheQueue(t *testing.T) {
-	obj, objV2 := fifoPod("foo", "2"), fifoPod("foo", "3")
+	obj, objV2 := NewPod("ns", "foo", "2"), NewPod("ns", "foo", "3")
 	tests := []struct {
 		name         string
 		emitReplaced bool
@@ -69,7 +69,7 @@ func TestDeltaFIFOReplaceDeletesKeysOnlyInTheQueue(t *testing.T) {
 }
 
 func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
-	known := fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6"), fifoPod("baz", "7")}}
+	known := fifoKnown{pods: []*corev1.Pod{NewPod("ns", "foo", "5"), NewPod("ns", "bar", "6"), NewPod("ns", "baz", "7")}}
 	tests := []struct {
 		name         string
 		known        KeyListerGetter[*corev1.Pod]
@@ -81,84 +81,84 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 		name:  "a watched deletion is not repeated",
 		known: known,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Delete(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+			return errors.Join(f.Delete(NewPod("ns", "baz", "10")), f.Replace([]*corev1.Pod{NewPod("ns", "foo", "5")}, "0"))
 		},
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaDeleted, fifoPod("baz", "10"))},
-			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
-			{fifoFSU(fifoPod("bar", "6"))},
+			{fifoDelta(DeltaDeleted, NewPod("ns", "baz", "10"))},
+			{fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))},
+			{fifoFSU(NewPod("ns", "bar", "6"))},
 		},
 	}, {
 		name:         "Replaced is emitted when asked for",
 		known:        known,
 		emitReplaced: true,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Delete(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "6")}, "0"))
+			return errors.Join(f.Delete(NewPod("ns", "baz", "10")), f.Replace([]*corev1.Pod{NewPod("ns", "foo", "6")}, "0"))
 		},
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaDeleted, fifoPod("baz", "10"))},
-			{fifoDelta(DeltaReplaced, fifoPod("foo", "6"))},
-			{fifoFSU(fifoPod("bar", "6"))},
+			{fifoDelta(DeltaDeleted, NewPod("ns", "baz", "10"))},
+			{fifoDelta(DeltaReplaced, NewPod("ns", "foo", "6"))},
+			{fifoFSU(NewPod("ns", "bar", "6"))},
 		},
 	}, {
 		name:  "a queued object is deleted with its queued state",
 		known: known,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Add(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+			return errors.Join(f.Add(NewPod("ns", "baz", "10")), f.Replace([]*corev1.Pod{NewPod("ns", "foo", "5")}, "0"))
 		},
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaAdded, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
-			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
-			{fifoFSU(fifoPod("bar", "6"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "baz", "10")), fifoFSU(NewPod("ns", "baz", "10"))},
+			{fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))},
+			{fifoFSU(NewPod("ns", "bar", "6"))},
 		},
 	}, {
 		name:  "a recreated object is deleted with its newest state",
 		known: known,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Delete(fifoPod("bar", "6")), f.Add(fifoPod("bar", "100")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+			return errors.Join(f.Delete(NewPod("ns", "bar", "6")), f.Add(NewPod("ns", "bar", "100")), f.Replace([]*corev1.Pod{NewPod("ns", "foo", "5")}, "0"))
 		},
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaDeleted, fifoPod("bar", "6")), fifoDelta(DeltaAdded, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
-			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
-			{fifoFSU(fifoPod("baz", "7"))},
+			{fifoDelta(DeltaDeleted, NewPod("ns", "bar", "6")), fifoDelta(DeltaAdded, NewPod("ns", "bar", "100")), fifoFSU(NewPod("ns", "bar", "100"))},
+			{fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))},
+			{fifoFSU(NewPod("ns", "baz", "7"))},
 		},
 	}, {
 		name:  "a relisted object is deleted with its relisted state",
 		known: known,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return errors.Join(
-				f.Replace([]*corev1.Pod{fifoPod("bar", "100"), fifoPod("foo", "5")}, "0"),
-				f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+				f.Replace([]*corev1.Pod{NewPod("ns", "bar", "100"), NewPod("ns", "foo", "5")}, "0"),
+				f.Replace([]*corev1.Pod{NewPod("ns", "foo", "5")}, "0"))
 		},
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaSync, fifoPod("bar", "100")), fifoFSU(fifoPod("bar", "100"))},
-			{fifoDelta(DeltaSync, fifoPod("foo", "5")), fifoDelta(DeltaSync, fifoPod("foo", "5"))},
-			{fifoFSU(fifoPod("baz", "7"))},
+			{fifoDelta(DeltaSync, NewPod("ns", "bar", "100")), fifoFSU(NewPod("ns", "bar", "100"))},
+			{fifoDelta(DeltaSync, NewPod("ns", "foo", "5")), fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))},
+			{fifoFSU(NewPod("ns", "baz", "7"))},
 		},
 	}, {
 		name: "without known objects only queued keys are deleted",
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Add(fifoPod("baz", "10")), f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+			return errors.Join(f.Add(NewPod("ns", "baz", "10")), f.Replace([]*corev1.Pod{NewPod("ns", "foo", "5")}, "0"))
 		},
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaAdded, fifoPod("baz", "10")), fifoFSU(fifoPod("baz", "10"))},
-			{fifoDelta(DeltaSync, fifoPod("foo", "5"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "baz", "10")), fifoFSU(NewPod("ns", "baz", "10"))},
+			{fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))},
 		},
 	}, {
 		name:  "a key known objects cannot return is skipped",
-		known: fifoKnown{pods: []*corev1.Pod{fifoPod("bar", "6")}, listedOnly: []string{"ns/gone"}},
+		known: fifoKnown{pods: []*corev1.Pod{NewPod("ns", "bar", "6")}, listedOnly: []string{"ns/gone"}},
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
 			return f.Replace(nil, "0")
 		},
-		want:    [][]Delta[*corev1.Pod]{{fifoFSU(fifoPod("bar", "6"))}},
+		want:    [][]Delta[*corev1.Pod]{{fifoFSU(NewPod("ns", "bar", "6"))}},
 		wantLog: `Key listed by the known objects has no object; skipping it key="ns/gone"`,
 	}, {
 		name:  "failing known objects are skipped",
-		known: fifoKnown{pods: []*corev1.Pod{fifoPod("bar", "6")}, err: errors.New("store unavailable")},
+		known: fifoKnown{pods: []*corev1.Pod{NewPod("ns", "bar", "6")}, err: errors.New("store unavailable")},
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Add(fifoPod("baz", "1")), f.Replace(nil, "0"))
+			return errors.Join(f.Add(NewPod("ns", "baz", "1")), f.Replace(nil, "0"))
 		},
-		want:    [][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, fifoPod("baz", "1")), fifoFSU(fifoPod("baz", "1"))}},
+		want:    [][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, NewPod("ns", "baz", "1")), fifoFSU(NewPod("ns", "baz", "1"))}},
 		wantLog: `Looking up a known object failed; skipping it err="store unavailable" key="ns/bar"`,
 	}}
 	for _, tt := range tests {
@@ -177,7 +177,7 @@ func TestDeltaFIFOReplaceDeletesKnownObjects(t *testing.T) {
 // A relisted object must be delivered even when its key's last queued
 // delta is a deletion (kubernetes issue 83810).
 func TestDeltaFIFOReplaceAfterAQueuedDeletion(t *testing.T) {
-	oldObj, newObj := fifoPod("foo", "1"), fifoPod("foo", "2")
+	oldObj, newObj := NewPod("ns", "foo", "1"), NewPod("ns", "foo", "2")
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: fifoKnown{pods: []*corev1.Pod{oldObj}}})
 	fifoMust(t, f.Delete(oldObj))
 	fifoMust(t, f.Replace([]*corev1.Pod{newObj}, ""))
@@ -188,7 +188,7 @@ func TestDeltaFIFOReplaceAfterAQueuedDeletion(t *testing.T) {
 }
 
 func TestDeltaFIFOResync(t *testing.T) {
-	known := fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6")}}
+	known := fifoKnown{pods: []*corev1.Pod{NewPod("ns", "foo", "5"), NewPod("ns", "bar", "6")}}
 	tests := []struct {
 		name    string
 		known   KeyListerGetter[*corev1.Pod]
@@ -199,33 +199,33 @@ func TestDeltaFIFOResync(t *testing.T) {
 		name:  "every known object is synced",
 		known: known,
 		ops:   func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
-		want:  [][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, fifoPod("foo", "5"))}, {fifoDelta(DeltaSync, fifoPod("bar", "6"))}},
+		want:  [][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))}, {fifoDelta(DeltaSync, NewPod("ns", "bar", "6"))}},
 	}, {
 		name:    "a key known objects cannot return is skipped",
-		known:   fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5")}, listedOnly: []string{"ns/gone"}},
+		known:   fifoKnown{pods: []*corev1.Pod{NewPod("ns", "foo", "5")}, listedOnly: []string{"ns/gone"}},
 		ops:     func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
-		want:    [][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, fifoPod("foo", "5"))}},
+		want:    [][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))}},
 		wantLog: `Key listed by the known objects has no object; skipping it key="ns/gone"`,
 	}, {
 		name:  "a queued update is not followed by an older sync",
 		known: known,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Update(fifoPod("foo", "7")), f.Resync())
+			return errors.Join(f.Update(NewPod("ns", "foo", "7")), f.Resync())
 		},
-		want: [][]Delta[*corev1.Pod]{{fifoDelta(DeltaUpdated, fifoPod("foo", "7"))}, {fifoDelta(DeltaSync, fifoPod("bar", "6"))}},
+		want: [][]Delta[*corev1.Pod]{{fifoDelta(DeltaUpdated, NewPod("ns", "foo", "7"))}, {fifoDelta(DeltaSync, NewPod("ns", "bar", "6"))}},
 	}, {
 		name:  "a queued deletion is not followed by a sync",
 		known: known,
 		ops: func(f *DeltaFIFO[*corev1.Pod]) error {
-			return errors.Join(f.Delete(fifoPod("foo", "10")), f.Resync())
+			return errors.Join(f.Delete(NewPod("ns", "foo", "10")), f.Resync())
 		},
-		want: [][]Delta[*corev1.Pod]{{fifoDelta(DeltaDeleted, fifoPod("foo", "10"))}, {fifoDelta(DeltaSync, fifoPod("bar", "6"))}},
+		want: [][]Delta[*corev1.Pod]{{fifoDelta(DeltaDeleted, NewPod("ns", "foo", "10"))}, {fifoDelta(DeltaSync, NewPod("ns", "bar", "6"))}},
 	}, {
 		name: "without known objects nothing happens",
 		ops:  func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
 	}, {
 		name:    "failing known objects are skipped",
-		known:   fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5")}, err: errors.New("store unavailable")},
+		known:   fifoKnown{pods: []*corev1.Pod{NewPod("ns", "foo", "5")}, err: errors.New("store unavailable")},
 		ops:     func(f *DeltaFIFO[*corev1.Pod]) error { return f.Resync() },
 		wantLog: `Looking up a known object failed; skipping it err="store unavailable" key="ns/foo"`,
 	}}
@@ -243,7 +243,7 @@ func TestDeltaFIFOResync(t *testing.T) {
 }
 
 func TestDeltaFIFOHasSynced(t *testing.T) {
-	a, b := fifoPod("a", "1"), fifoPod("b", "2")
+	a, b := NewPod("ns", "a", "1"), NewPod("ns", "b", "2")
 	add := func(p *corev1.Pod) fifoOp { return func(f *DeltaFIFO[*corev1.Pod]) error { return f.Add(p) } }
 	replace := func(list ...*corev1.Pod) fifoOp {
 		return func(f *DeltaFIFO[*corev1.Pod]) error { return f.Replace(list, "0") }
@@ -254,7 +254,7 @@ func TestDeltaFIFOHasSynced(t *testing.T) {
 		return f.AddIfNotPresent([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, a)})
 	}
 	invalidAdd := func(f *DeltaFIFO[*corev1.Pod]) error {
-		if err := f.Add(fifoPod("", "1")); err == nil {
+		if err := f.Add(NewPod("ns", "", "1")); err == nil {
 			return errors.New("an unnamed object was accepted")
 		}
 		return nil
@@ -273,7 +273,7 @@ func TestDeltaFIFOHasSynced(t *testing.T) {
 		{name: "replace not popped", ops: []fifoOp{replace(a, b)}, want: false},
 		{name: "replace half popped", ops: []fifoOp{replace(a, b), pop}, want: false},
 		{name: "replace popped", ops: []fifoOp{replace(a, b), pop, pop}, want: true},
-		{name: "replace with a duplicate key popped", ops: []fifoOp{replace(a, fifoPod("a", "2")), pop}, want: true},
+		{name: "replace with a duplicate key popped", ops: []fifoOp{replace(a, NewPod("ns", "a", "2")), pop}, want: true},
 		{name: "add after a replace", ops: []fifoOp{replace(a), add(b)}, want: false},
 		{name: "second replace after the first is popped", ops: []fifoOp{replace(a), pop, replace(a, b)}, want: true},
 	}
@@ -291,14 +291,14 @@ func TestDeltaFIFOHasSynced(t *testing.T) {
 }
 func TestDeltaFIFOHasSyncedCountsRelistDeletions(t *testing.T) {
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{
-		KnownObjects: fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6"), fifoPod("baz", "7")}},
+		KnownObjects: fifoKnown{pods: []*corev1.Pod{NewPod("ns", "foo", "5"), NewPod("ns", "bar", "6"), NewPod("ns", "baz", "7")}},
 	})
-	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("foo", "5")}, "0"))
+	fifoMust(t, f.Replace([]*corev1.Pod{NewPod("ns", "foo", "5")}, "0"))
 	want := []fifoPopped{
-		{Deltas: []Delta[*corev1.Pod]{fifoDelta(DeltaSync, fifoPod("foo", "5"))}, Initial: true},
-		{Deltas: []Delta[*corev1.Pod]{fifoFSU(fifoPod("bar", "6"))}, Initial: true},
-		{Deltas: []Delta[*corev1.Pod]{fifoFSU(fifoPod("baz", "7"))}, Initial: true},
-		{Deltas: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("qux", "8"))}, Initial: false},
+		{Deltas: []Delta[*corev1.Pod]{fifoDelta(DeltaSync, NewPod("ns", "foo", "5"))}, Initial: true},
+		{Deltas: []Delta[*corev1.Pod]{fifoFSU(NewPod("ns", "bar", "6"))}, Initial: true},
+		{Deltas: []Delta[*corev1.Pod]{fifoFSU(NewPod("ns", "baz", "7"))}, Initial: true},
+		{Deltas: []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, NewPod("ns", "qux", "8"))}, Initial: false},
 	}
 	var got []fifoPopped
 	var synced []bool
@@ -307,7 +307,7 @@ func TestDeltaFIFOHasSyncedCountsRelistDeletions(t *testing.T) {
 		got = append(got, fifoPop(t, f))
 	}
 	synced = append(synced, f.HasSynced())
-	fifoMust(t, f.Add(fifoPod("qux", "8")))
+	fifoMust(t, f.Add(NewPod("ns", "qux", "8")))
 	got = append(got, fifoPop(t, f))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)

@@ -11,17 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 )
 
 var _ ReflectorStore[*corev1.Pod] = (*DeltaFIFO[*corev1.Pod])(nil)
-
-// fifoPod returns a pod in namespace "ns"; rv tells versions apart.
-func fifoPod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
 
 // fifoKnown is a fixed set of known objects. GetByKey fails with err when
 // it is set; listedOnly keys are listed but cannot be got.
@@ -157,7 +151,7 @@ func TestDeltaFIFOConcurrentProducersKeepTheirOrder(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := range amount {
-				if err := f.Add(fifoPod(producer+strconv.Itoa(i), strconv.Itoa(i))); err != nil {
+				if err := f.Add(NewPod("ns", producer+strconv.Itoa(i), strconv.Itoa(i))); err != nil {
 					t.Error(err)
 				}
 			}
@@ -182,18 +176,18 @@ func TestDeltaFIFOConcurrentProducersKeepTheirOrder(t *testing.T) {
 
 func TestDeltaFIFOAppendsDeltasPerKey(t *testing.T) {
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
-	fifoMust(t, f.Add(fifoPod("foo", "10")))
-	fifoMust(t, f.Update(fifoPod("foo", "12")))
-	fifoMust(t, f.Delete(fifoPod("foo", "15")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "10")))
+	fifoMust(t, f.Update(NewPod("ns", "foo", "12")))
+	fifoMust(t, f.Delete(NewPod("ns", "foo", "15")))
 
-	if diff := cmp.Diff([]*corev1.Pod{fifoPod("foo", "15")}, f.List()); diff != "" {
+	if diff := cmp.Diff([]*corev1.Pod{NewPod("ns", "foo", "15")}, f.List()); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"ns/foo"}, f.ListKeys()); diff != "" {
 		t.Errorf("ListKeys (-want +got):\n%s", diff)
 	}
-	want := []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "10")), fifoDelta(DeltaUpdated, fifoPod("foo", "12")), fifoDelta(DeltaDeleted, fifoPod("foo", "15"))}
-	got, ok, err := f.Get(fifoPod("foo", ""))
+	want := []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, NewPod("ns", "foo", "10")), fifoDelta(DeltaUpdated, NewPod("ns", "foo", "12")), fifoDelta(DeltaDeleted, NewPod("ns", "foo", "15"))}
+	got, ok, err := f.Get(NewPod("ns", "foo", ""))
 	fifoMust(t, err)
 	if diff := cmp.Diff(want, got); !ok || diff != "" {
 		t.Errorf("Get: exists %v (-want +got):\n%s", ok, diff)
@@ -208,29 +202,29 @@ func TestDeltaFIFOAppendsDeltasPerKey(t *testing.T) {
 
 func TestDeltaFIFOGetReturnsACopy(t *testing.T) {
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
-	fifoMust(t, f.Add(fifoPod("foo", "1")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "1")))
 	got, _ := f.GetByKey("ns/foo")
 	got[0].Type = DeltaDeleted
 	again, _ := f.GetByKey("ns/foo")
-	if diff := cmp.Diff([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "1"))}, again); diff != "" {
+	if diff := cmp.Diff([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, NewPod("ns", "foo", "1"))}, again); diff != "" {
 		t.Errorf("queued deltas changed through a returned copy (-want +got):\n%s", diff)
 	}
 }
 
 func TestDeltaFIFOKeyKeepsItsPlaceInLine(t *testing.T) {
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
-	fifoMust(t, f.Add(fifoPod("foo", "10")))
-	fifoMust(t, f.Add(fifoPod("bar", "1")))
-	fifoMust(t, f.Add(fifoPod("foo", "11")))
-	fifoMust(t, f.Add(fifoPod("foo", "13")))
-	fifoMust(t, f.Add(fifoPod("zab", "30")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "10")))
+	fifoMust(t, f.Add(NewPod("ns", "bar", "1")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "11")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "13")))
+	fifoMust(t, f.Add(NewPod("ns", "zab", "30")))
 	first := fifoPop(t, f).Deltas
-	fifoMust(t, f.Add(fifoPod("foo", "14"))) // foo was popped: it goes to the back
+	fifoMust(t, f.Add(NewPod("ns", "foo", "14"))) // foo was popped: it goes to the back
 	want := [][]Delta[*corev1.Pod]{
-		{fifoDelta(DeltaAdded, fifoPod("foo", "10")), fifoDelta(DeltaAdded, fifoPod("foo", "11")), fifoDelta(DeltaAdded, fifoPod("foo", "13"))},
-		{fifoDelta(DeltaAdded, fifoPod("bar", "1"))},
-		{fifoDelta(DeltaAdded, fifoPod("zab", "30"))},
-		{fifoDelta(DeltaAdded, fifoPod("foo", "14"))},
+		{fifoDelta(DeltaAdded, NewPod("ns", "foo", "10")), fifoDelta(DeltaAdded, NewPod("ns", "foo", "11")), fifoDelta(DeltaAdded, NewPod("ns", "foo", "13"))},
+		{fifoDelta(DeltaAdded, NewPod("ns", "bar", "1"))},
+		{fifoDelta(DeltaAdded, NewPod("ns", "zab", "30"))},
+		{fifoDelta(DeltaAdded, NewPod("ns", "foo", "14"))},
 	}
 	if diff := cmp.Diff(want, append([][]Delta[*corev1.Pod]{first}, fifoDrainDeltas(t, f)...)); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
@@ -246,39 +240,39 @@ func TestDeltaFIFODeleteOfAnUnknownKeyIsIgnored(t *testing.T) {
 	}{{
 		name: "no known objects",
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaAdded, fifoPod("foo", "10"))},
-			{fifoDelta(DeltaUpdated, fifoPod("bar", "15"))},
-			{fifoDelta(DeltaAdded, fifoPod("qux", "17")), fifoDelta(DeltaDeleted, fifoPod("qux", "18"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "foo", "10"))},
+			{fifoDelta(DeltaUpdated, NewPod("ns", "bar", "15"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "qux", "17")), fifoDelta(DeltaDeleted, NewPod("ns", "qux", "18"))},
 		},
 	}, {
 		name:  "baz is known",
-		known: fifoKnown{pods: []*corev1.Pod{fifoPod("foo", "5"), fifoPod("bar", "6"), fifoPod("baz", "7")}},
+		known: fifoKnown{pods: []*corev1.Pod{NewPod("ns", "foo", "5"), NewPod("ns", "bar", "6"), NewPod("ns", "baz", "7")}},
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaAdded, fifoPod("foo", "10"))},
-			{fifoDelta(DeltaUpdated, fifoPod("bar", "15"))},
-			{fifoDelta(DeltaAdded, fifoPod("qux", "17")), fifoDelta(DeltaDeleted, fifoPod("qux", "18"))},
-			{fifoDelta(DeltaDeleted, fifoPod("baz", "20"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "foo", "10"))},
+			{fifoDelta(DeltaUpdated, NewPod("ns", "bar", "15"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "qux", "17")), fifoDelta(DeltaDeleted, NewPod("ns", "qux", "18"))},
+			{fifoDelta(DeltaDeleted, NewPod("ns", "baz", "20"))},
 		},
 	}, {
 		name:    "known objects fail: the deletion is kept",
 		known:   fifoKnown{err: errors.New("store unavailable")},
 		wantLog: "Looking up a known object failed; queuing its deletion anyway",
 		want: [][]Delta[*corev1.Pod]{
-			{fifoDelta(DeltaAdded, fifoPod("foo", "10"))},
-			{fifoDelta(DeltaUpdated, fifoPod("bar", "15"))},
-			{fifoDelta(DeltaAdded, fifoPod("qux", "17")), fifoDelta(DeltaDeleted, fifoPod("qux", "18"))},
-			{fifoDelta(DeltaDeleted, fifoPod("baz", "20"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "foo", "10"))},
+			{fifoDelta(DeltaUpdated, NewPod("ns", "bar", "15"))},
+			{fifoDelta(DeltaAdded, NewPod("ns", "qux", "17")), fifoDelta(DeltaDeleted, NewPod("ns", "qux", "18"))},
+			{fifoDelta(DeltaDeleted, NewPod("ns", "baz", "20"))},
 		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, log := fifoLogger(t)
 			f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{KnownObjects: tt.known, Logger: logger})
-			fifoMust(t, f.Add(fifoPod("foo", "10")))
-			fifoMust(t, f.Update(fifoPod("bar", "15")))
-			fifoMust(t, f.Add(fifoPod("qux", "17")))
-			fifoMust(t, f.Delete(fifoPod("qux", "18")))
-			fifoMust(t, f.Delete(fifoPod("baz", "20")))
+			fifoMust(t, f.Add(NewPod("ns", "foo", "10")))
+			fifoMust(t, f.Update(NewPod("ns", "bar", "15")))
+			fifoMust(t, f.Add(NewPod("ns", "qux", "17")))
+			fifoMust(t, f.Delete(NewPod("ns", "qux", "18")))
+			fifoMust(t, f.Delete(NewPod("ns", "baz", "20")))
 			if diff := cmp.Diff(tt.want, fifoDrainDeltas(t, f)); diff != "" {
 				t.Errorf("popped (-want +got):\n%s", diff)
 			}
@@ -288,7 +282,7 @@ func TestDeltaFIFODeleteOfAnUnknownKeyIsIgnored(t *testing.T) {
 }
 
 func TestDeltaFIFODeduplicatesTrailingDeletions(t *testing.T) {
-	foo := func(rv string) *corev1.Pod { return fifoPod("foo", rv) }
+	foo := func(rv string) *corev1.Pod { return NewPod("ns", "foo", rv) }
 	tests := []struct {
 		name string
 		ops  fifoOp
@@ -352,8 +346,8 @@ func TestDeltaFIFOPopAfterClose(t *testing.T) {
 	}
 
 	// A closed queue still accepts writes and hands out what it holds.
-	fifoMust(t, f.Add(fifoPod("foo", "1")))
-	if diff := cmp.Diff([][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, fifoPod("foo", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
+	fifoMust(t, f.Add(NewPod("ns", "foo", "1")))
+	if diff := cmp.Diff([][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, NewPod("ns", "foo", "1"))}}, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("popped after Close (-want +got):\n%s", diff)
 	}
 	if _, err := f.Pop(context.Background(), nil); !errors.Is(err, ErrFIFOClosed) {
@@ -364,7 +358,7 @@ func TestDeltaFIFOPopAfterClose(t *testing.T) {
 func TestDeltaFIFOPopStopsWithItsContext(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
-	fifoMust(t, f.Add(fifoPod("foo", "1")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "1")))
 
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -396,14 +390,14 @@ func TestDeltaFIFOPopStopsWithItsContext(t *testing.T) {
 
 func TestDeltaFIFOProcessErrorAndRequeue(t *testing.T) {
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
-	fifoMust(t, f.Add(fifoPod("foo", "1")))
-	fifoMust(t, f.Add(fifoPod("bar", "1")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "1")))
+	fifoMust(t, f.Add(NewPod("ns", "bar", "1")))
 	failure := errors.New("handler failed")
 	popped, err := f.Pop(context.Background(), func([]Delta[*corev1.Pod], bool) error { return failure })
 	if !errors.Is(err, failure) {
 		t.Fatalf("Pop: got %v, want the process error", err)
 	}
-	want := []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "1"))}
+	want := []Delta[*corev1.Pod]{fifoDelta(DeltaAdded, NewPod("ns", "foo", "1"))}
 	if diff := cmp.Diff(want, popped); diff != "" {
 		t.Errorf("Pop returned (-want +got):\n%s", diff)
 	}
@@ -416,8 +410,8 @@ func TestDeltaFIFOProcessErrorAndRequeue(t *testing.T) {
 		t.Errorf("AddIfNotPresent queues at the back (-want +got):\n%s", diff)
 	}
 	// The key is queued now: older deltas cannot overwrite it.
-	fifoMust(t, f.AddIfNotPresent([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, fifoPod("foo", "0"))}))
-	wantAll := [][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, fifoPod("bar", "1"))}, want}
+	fifoMust(t, f.AddIfNotPresent([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, NewPod("ns", "foo", "0"))}))
+	wantAll := [][]Delta[*corev1.Pod]{{fifoDelta(DeltaAdded, NewPod("ns", "bar", "1"))}, want}
 	if diff := cmp.Diff(wantAll, fifoDrainDeltas(t, f)); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
@@ -432,18 +426,18 @@ func TestDeltaFIFOTransformsEachObjectOnce(t *testing.T) {
 		return p, nil
 	}
 	transformed := func(name, rv string) *corev1.Pod {
-		p := fifoPod(name, rv)
+		p := NewPod("ns", name, rv)
 		p.Annotations = map[string]string{"transforms": "1"}
 		return p
 	}
 	known := fifoKnown{pods: []*corev1.Pod{transformed("old", "1")}}
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{Transform: transform, KnownObjects: known})
-	fifoMust(t, f.Add(fifoPod("foo", "10")))
-	fifoMust(t, f.Add(fifoPod("bar", "11")))
-	fifoMust(t, f.Update(fifoPod("foo", "12")))
-	fifoMust(t, f.Delete(fifoPod("foo", "15")))
-	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("baz", "1")}, ""))
-	fifoMust(t, f.Add(fifoPod("bar", "16")))
+	fifoMust(t, f.Add(NewPod("ns", "foo", "10")))
+	fifoMust(t, f.Add(NewPod("ns", "bar", "11")))
+	fifoMust(t, f.Update(NewPod("ns", "foo", "12")))
+	fifoMust(t, f.Delete(NewPod("ns", "foo", "15")))
+	fifoMust(t, f.Replace([]*corev1.Pod{NewPod("ns", "baz", "1")}, ""))
+	fifoMust(t, f.Add(NewPod("ns", "bar", "16")))
 	fifoMust(t, f.Replace(nil, ""))
 	fifoMust(t, f.Resync())
 	want := [][]Delta[*corev1.Pod]{
@@ -473,14 +467,14 @@ func TestDeltaFIFOTransformErrors(t *testing.T) {
 		return p, nil
 	}
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{Transform: transform})
-	if err := f.Add(fifoPod("bad", "1")); !errors.Is(err, failure) {
+	if err := f.Add(NewPod("ns", "bad", "1")); !errors.Is(err, failure) {
 		t.Errorf("Add: got %v, want the transform's error", err)
 	}
-	if err := f.Update(fifoPod("lost", "1")); !errors.Is(err, errFIFONilObject) {
+	if err := f.Update(NewPod("ns", "lost", "1")); !errors.Is(err, errFIFONilObject) {
 		t.Errorf("Update: got %v, want an error about a nil object", err)
 	}
 	// Replace is all or nothing.
-	if err := f.Replace([]*corev1.Pod{fifoPod("good", "1"), fifoPod("bad", "1")}, "1"); !errors.Is(err, failure) {
+	if err := f.Replace([]*corev1.Pod{NewPod("ns", "good", "1"), NewPod("ns", "bad", "1")}, "1"); !errors.Is(err, failure) {
 		t.Errorf("Replace: got %v, want the transform's error", err)
 	}
 	if keys := f.ListKeys(); len(keys) != 0 {
@@ -492,7 +486,7 @@ func TestDeltaFIFOTransformErrors(t *testing.T) {
 }
 
 func TestDeltaFIFORejectsObjectsWithoutAKey(t *testing.T) {
-	unnamed := fifoPod("", "1")
+	unnamed := NewPod("ns", "", "1")
 	f := NewDeltaFIFO(DeltaFIFOOptions[*corev1.Pod]{})
 	_, _, getErr := f.Get(unnamed)
 	checks := []struct {
@@ -505,7 +499,7 @@ func TestDeltaFIFORejectsObjectsWithoutAKey(t *testing.T) {
 		{"Update unnamed", f.Update(unnamed), errFIFOUnnamedObject},
 		{"Delete nil", f.Delete(nil), errFIFONilObject},
 		{"Delete unnamed", f.Delete(unnamed), errFIFOUnnamedObject},
-		{"Replace with an unnamed item", f.Replace([]*corev1.Pod{fifoPod("ok", "1"), unnamed}, "1"), errFIFOUnnamedObject},
+		{"Replace with an unnamed item", f.Replace([]*corev1.Pod{NewPod("ns", "ok", "1"), unnamed}, "1"), errFIFOUnnamedObject},
 		{"AddIfNotPresent empty", f.AddIfNotPresent(nil), errFIFOEmptyDeltas},
 		{"AddIfNotPresent unnamed", f.AddIfNotPresent([]Delta[*corev1.Pod]{fifoDelta(DeltaAdded, unnamed)}), errFIFOUnnamedObject},
 		{"Get unnamed", getErr, errFIFOUnnamedObject},
@@ -555,23 +549,23 @@ func TestDeltaFIFOWithAnIndexer(t *testing.T) {
 		return all
 	}
 
-	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("a", "1"), fifoPod("b", "1"), fifoPod("c", "1")}, "1"))
+	fifoMust(t, f.Replace([]*corev1.Pod{NewPod("ns", "a", "1"), NewPod("ns", "b", "1"), NewPod("ns", "c", "1")}, "1"))
 	popAll()
-	fifoMust(t, f.Delete(fifoPod("a", "2")))
-	fifoMust(t, f.Delete(fifoPod("unknown", "2")))
-	fifoMust(t, f.Update(fifoPod("b", "3")))
-	fifoMust(t, f.Replace([]*corev1.Pod{fifoPod("b", "4")}, "4"))
+	fifoMust(t, f.Delete(NewPod("ns", "a", "2")))
+	fifoMust(t, f.Delete(NewPod("ns", "unknown", "2")))
+	fifoMust(t, f.Update(NewPod("ns", "b", "3")))
+	fifoMust(t, f.Replace([]*corev1.Pod{NewPod("ns", "b", "4")}, "4"))
 	fifoMust(t, f.Resync())
 	want := [][]Delta[*corev1.Pod]{
-		{fifoDelta(DeltaDeleted, fifoPod("a", "2"))},
-		{fifoDelta(DeltaUpdated, fifoPod("b", "3")), fifoDelta(DeltaReplaced, fifoPod("b", "4"))},
-		{fifoFSU(fifoPod("c", "1"))},
+		{fifoDelta(DeltaDeleted, NewPod("ns", "a", "2"))},
+		{fifoDelta(DeltaUpdated, NewPod("ns", "b", "3")), fifoDelta(DeltaReplaced, NewPod("ns", "b", "4"))},
+		{fifoFSU(NewPod("ns", "c", "1"))},
 	}
 	if diff := cmp.Diff(want, popAll()); diff != "" {
 		t.Errorf("popped (-want +got):\n%s", diff)
 	}
 	fifoMust(t, f.Resync())
-	if diff := cmp.Diff([][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, fifoPod("b", "4"))}}, popAll()); diff != "" {
+	if diff := cmp.Diff([][]Delta[*corev1.Pod]{{fifoDelta(DeltaSync, NewPod("ns", "b", "4"))}}, popAll()); diff != "" {
 		t.Errorf("resync (-want +got):\n%s", diff)
 	}
 }

@@ -21,7 +21,7 @@ func TestResourceEventHandlerFuncs(t *testing.T) {
 		},
 	}
 	var h ResourceEventHandler[*corev1.Pod] = funcs
-	a1, a2 := plPod("ns", "a", "1"), plPod("ns", "a", "2")
+	a1, a2 := NewPod("ns", "a", "1"), NewPod("ns", "a", "2")
 	h.OnAdd(a1, true)
 	h.OnUpdate(a1, a2)
 	h.OnDelete(DeletedObject[*corev1.Pod]{Name: NameOf(a2), Object: a2, FinalStateUnknown: true})
@@ -40,7 +40,7 @@ func TestResourceEventHandlerFuncs(t *testing.T) {
 func TestFilteringResourceEventHandlerTransitions(t *testing.T) {
 	// An object passes the filter when labelled keep=yes.
 	pod := func(rv string, keep bool) *corev1.Pod {
-		p := plPod("ns", "a", rv)
+		p := NewPod("ns", "a", rv)
 		if keep {
 			p.Labels = map[string]string{"keep": "yes"}
 		}

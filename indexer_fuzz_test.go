@@ -64,7 +64,7 @@ func (b *fuzzBytes) pod(rv int) *corev1.Pod {
 	if len(lbls) == 0 && b.next(2) == 0 {
 		lbls = nil
 	}
-	p := testPod(pick(b, fuzzNamespaces), pick(b, fuzzNames), fmt.Sprint(rv), lbls, pick(b, fuzzNodes))
+	p := NewPod(pick(b, fuzzNamespaces), pick(b, fuzzNames), fmt.Sprint(rv), PodLabels(lbls), PodNode(pick(b, fuzzNodes)))
 	var users []string
 	for range b.next(4) {
 		users = append(users, pick(b, fuzzUsers)) // repeats are allowed

@@ -10,17 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
-
-// testPod returns a pod; users (annotation) feeds the multi-value index.
-func testPod(namespace, name, rv string, labels map[string]string, node string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv, Labels: labels},
-		Spec:       corev1.PodSpec{NodeName: node},
-	}
-}
 
 func withUsers(p *corev1.Pod, users string) *corev1.Pod {
 	p.Annotations = map[string]string{"users": users}
@@ -83,25 +74,25 @@ func mustAdd(t *testing.T, s *Indexer[*corev1.Pod], pods ...*corev1.Pod) {
 
 func TestIndexerStoreOperations(t *testing.T) {
 	s := NewIndexer[*corev1.Pod](nil)
-	mustAdd(t, s, testPod("ns", "foo", "1", nil, "bar"))
-	got, exists, err := s.Get(testPod("ns", "foo", "", nil, ""))
+	mustAdd(t, s, NewPod("ns", "foo", "1", PodNode("bar")))
+	got, exists, err := s.Get(NewPod("ns", "foo", ""))
 	if err != nil || !exists || got.Spec.NodeName != "bar" {
 		t.Fatalf("Get after Add = %v, %v, %v", got, exists, err)
 	}
-	if err := s.Update(testPod("ns", "foo", "2", nil, "baz")); err != nil {
+	if err := s.Update(NewPod("ns", "foo", "2", PodNode("baz"))); err != nil {
 		t.Fatal(err)
 	}
 	got, exists, _ = s.GetByKey("ns/foo")
 	if !exists || got.Spec.NodeName != "baz" {
 		t.Fatalf("GetByKey after Update = %v, %v", got, exists)
 	}
-	if err := s.Delete(testPod("ns", "foo", "3", nil, "")); err != nil {
+	if err := s.Delete(NewPod("ns", "foo", "3")); err != nil {
 		t.Fatal(err)
 	}
 	if _, exists, _ := s.GetByKey("ns/foo"); exists {
 		t.Fatal("found a deleted object")
 	}
-	mustAdd(t, s, testPod("ns", "a", "4", nil, ""), testPod("ns", "c", "5", nil, ""), testPod("", "e", "6", nil, ""))
+	mustAdd(t, s, NewPod("ns", "a", "4"), NewPod("ns", "c", "5"), NewPod("", "e", "6"))
 	if diff := cmp.Diff([]string{"e", "ns/a", "ns/c"}, keysOf(s.List())); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
@@ -110,7 +101,7 @@ func TestIndexerStoreOperations(t *testing.T) {
 	if diff := cmp.Diff([]string{"e", "ns/a", "ns/c"}, keys); diff != "" {
 		t.Errorf("ListKeys (-want +got):\n%s", diff)
 	}
-	if err := s.Replace([]*corev1.Pod{testPod("ns", "foo", "7", nil, ""), testPod("ns", "bar", "8", nil, "")}, "9"); err != nil {
+	if err := s.Replace([]*corev1.Pod{NewPod("ns", "foo", "7"), NewPod("ns", "bar", "8")}, "9"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"ns/bar", "ns/foo"}, keysOf(s.List())); diff != "" {
@@ -121,7 +112,7 @@ func TestIndexerStoreOperations(t *testing.T) {
 
 func TestIndexerAddOfExistingKeyUpdates(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	mustAdd(t, s, testPod("ns", "a", "1", nil, "n1"), testPod("ns", "a", "2", nil, "n2"))
+	mustAdd(t, s, NewPod("ns", "a", "1", PodNode("n1")), NewPod("ns", "a", "2", PodNode("n2")))
 	if diff := cmp.Diff([]string{"ns/a@2"}, versionsOf(s.List())); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
@@ -132,10 +123,10 @@ func TestIndexerAddOfExistingKeyUpdates(t *testing.T) {
 
 func TestIndexerReplaceRebuildsIndexes(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	mustAdd(t, s, testPod("ns", "a", "1", map[string]string{"app": "old"}, "n1"), testPod("ns", "b", "1", nil, "n1"))
+	mustAdd(t, s, NewPod("ns", "a", "1", PodLabels(map[string]string{"app": "old"}), PodNode("n1")), NewPod("ns", "b", "1", PodNode("n1")))
 	if err := s.Replace([]*corev1.Pod{
-		testPod("ns", "b", "5", map[string]string{"app": "new"}, "n2"),
-		testPod("other", "c", "5", nil, "n3"),
+		NewPod("ns", "b", "5", PodLabels(map[string]string{"app": "new"}), PodNode("n2")),
+		NewPod("other", "c", "5", PodNode("n3")),
 	}, "10"); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +144,7 @@ func TestIndexerReplaceRebuildsIndexes(t *testing.T) {
 
 func TestIndexerReplaceKeepsLastOfDuplicateNames(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	if err := s.Replace([]*corev1.Pod{testPod("ns", "a", "1", nil, "n1"), testPod("ns", "a", "2", nil, "n2")}, "3"); err != nil {
+	if err := s.Replace([]*corev1.Pod{NewPod("ns", "a", "1", PodNode("n1")), NewPod("ns", "a", "2", PodNode("n2"))}, "3"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"ns/a@2"}, versionsOf(s.List())); diff != "" {
@@ -164,7 +155,7 @@ func TestIndexerReplaceKeepsLastOfDuplicateNames(t *testing.T) {
 
 func TestIndexerMissingKeys(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	if got, exists, err := s.Get(testPod("ns", "missing", "", nil, "")); got != nil || exists || err != nil {
+	if got, exists, err := s.Get(NewPod("ns", "missing", "")); got != nil || exists || err != nil {
 		t.Errorf("Get(missing) = %v, %v, %v", got, exists, err)
 	}
 	for _, key := range []string{"ns/missing", "missing", "/a", "a/b/c", ""} {
@@ -173,14 +164,14 @@ func TestIndexerMissingKeys(t *testing.T) {
 		}
 	}
 	// Deleting what is not stored is not an error and still records the RV.
-	if err := s.Delete(testPod("ns", "missing", "7", nil, "")); err != nil {
+	if err := s.Delete(NewPod("ns", "missing", "7")); err != nil {
 		t.Errorf("Delete(missing): %v", err)
 	}
 	if got := s.LastStoreSyncResourceVersion(); got != "7" {
 		t.Errorf("resource version after Delete(missing) = %q, want 7", got)
 	}
 	// Updating what is not stored adds it.
-	if err := s.Update(testPod("ns", "missing", "8", nil, "n")); err != nil {
+	if err := s.Update(NewPod("ns", "missing", "8", PodNode("n"))); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"ns/missing@8"}, versionsOf(s.List())); diff != "" {
@@ -190,7 +181,7 @@ func TestIndexerMissingKeys(t *testing.T) {
 		t.Errorf("remove(missing) = %v, %v", existed, err)
 	}
 	// "/a" must not find the cluster-scoped object "a".
-	mustAdd(t, s, testPod("", "a", "9", nil, ""))
+	mustAdd(t, s, NewPod("", "a", "9"))
 	if _, exists, _ := s.GetByKey("/a"); exists {
 		t.Error(`GetByKey("/a") found the cluster-scoped object "a"`)
 	}
@@ -207,7 +198,7 @@ func TestIndexerRejectsNilObjects(t *testing.T) {
 	for name, err := range map[string]error{
 		"Add": s.Add(nil), "Update": s.Update(nil), "Delete": s.Delete(nil), "Get": getErr,
 		"Index": indexErr, "upsert": upsertErr,
-		"Replace": s.Replace([]*corev1.Pod{testPod("", "a", "1", nil, ""), nil}, "1"),
+		"Replace": s.Replace([]*corev1.Pod{NewPod("", "a", "1"), nil}, "1"),
 	} {
 		if err == nil || !strings.Contains(err.Error(), "nil *v1.Pod") {
 			t.Errorf("%s(nil) error = %v", name, err)
@@ -227,14 +218,14 @@ func TestIndexerResourceVersion(t *testing.T) {
 		want string
 	}{
 		{"initial", func() error { return nil }, ""},
-		{"add", func() error { return s.Add(testPod("", "k1", "10", nil, "")) }, "10"},
-		{"add same RV", func() error { return s.Add(testPod("", "k3", "10", nil, "")) }, "10"},
-		{"add newer", func() error { return s.Add(testPod("", "k4", "20", nil, "")) }, "20"},
-		{"delete with newer RV", func() error { return s.Delete(testPod("", "k4", "30", nil, "")) }, "30"},
-		{"update", func() error { return s.Update(testPod("", "k1", "40", nil, "")) }, "40"},
+		{"add", func() error { return s.Add(NewPod("", "k1", "10")) }, "10"},
+		{"add same RV", func() error { return s.Add(NewPod("", "k3", "10")) }, "10"},
+		{"add newer", func() error { return s.Add(NewPod("", "k4", "20")) }, "20"},
+		{"delete with newer RV", func() error { return s.Delete(NewPod("", "k4", "30")) }, "30"},
+		{"update", func() error { return s.Update(NewPod("", "k1", "40")) }, "40"},
 		{"remove keeps RV", func() error { _, _, err := s.remove(ObjectName{Name: "k1"}); return err }, "40"},
-		{"upsert", func() error { _, _, err := s.upsert(testPod("", "k5", "45", nil, "")); return err }, "45"},
-		{"replace", func() error { return s.Replace([]*corev1.Pod{testPod("", "k2", "30", nil, "")}, "50") }, "50"},
+		{"upsert", func() error { _, _, err := s.upsert(NewPod("", "k5", "45")); return err }, "45"},
+		{"replace", func() error { return s.Replace([]*corev1.Pod{NewPod("", "k2", "30")}, "50") }, "50"},
 		{"replaceAll", func() error { _, _, err := s.replaceAll(nil, "55"); return err }, "55"},
 		{"bookmark", func() error { s.Bookmark("60"); return nil }, "60"},
 	}
@@ -250,7 +241,7 @@ func TestIndexerResourceVersion(t *testing.T) {
 
 func TestIndexerUpsertRemoveReplaceAll(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	a1, a2 := testPod("ns", "a", "1", nil, "n1"), testPod("ns", "a", "2", nil, "n2")
+	a1, a2 := NewPod("ns", "a", "1", PodNode("n1")), NewPod("ns", "a", "2", PodNode("n2"))
 	if old, existed, err := s.upsert(a1); old != nil || existed || err != nil {
 		t.Errorf("upsert(new) = %v, %v, %v", old, existed, err)
 	}
@@ -265,14 +256,14 @@ func TestIndexerUpsertRemoveReplaceAll(t *testing.T) {
 	}
 
 	// Nothing listed was stored before: previous is nil.
-	b, c, d := testPod("ns", "b", "3", nil, "n"), testPod("ns", "c", "3", nil, "n"), testPod("ns", "d", "3", nil, "n")
+	b, c, d := NewPod("ns", "b", "3", PodNode("n")), NewPod("ns", "c", "3", PodNode("n")), NewPod("ns", "d", "3", PodNode("n"))
 	removed, previous, err := s.replaceAll([]*corev1.Pod{b, c}, "4")
 	if err != nil || removed != nil || previous != nil {
 		t.Errorf("first replaceAll = %v, %v, %v", removed, previous, err)
 	}
 	mustAdd(t, s, d)
-	b2 := testPod("ns", "b", "5", nil, "m")
-	e := testPod("ns", "e", "5", nil, "m")
+	b2 := NewPod("ns", "b", "5", PodNode("m"))
+	e := NewPod("ns", "e", "5", PodNode("m"))
 	removed, previous, err = s.replaceAll([]*corev1.Pod{e, b2}, "6")
 	if err != nil {
 		t.Fatal(err)
@@ -295,8 +286,7 @@ func TestIndexerConcurrentUse(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 200 {
-				p := testPod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("p-%d", i%20), fmt.Sprint(i),
-					map[string]string{"app": fmt.Sprint(i % 4)}, fmt.Sprintf("n-%d", (i+w)%5))
+				p := NewPod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("p-%d", i%20), fmt.Sprint(i), PodLabels(map[string]string{"app": fmt.Sprint(i % 4)}), PodNode(fmt.Sprintf("n-%d", (i+w)%5)))
 				switch i % 7 {
 				case 0:
 					_ = s.Delete(p)
@@ -347,11 +337,11 @@ func benchFixture(b *testing.B) *storeFixture {
 			}),
 		}
 		for i := range 100_000 {
-			p := testPod(fmt.Sprintf("ns-%d", i%1000), fmt.Sprintf("pod-%d", i), fmt.Sprint(i+1), map[string]string{
+			p := NewPod(fmt.Sprintf("ns-%d", i%1000), fmt.Sprintf("pod-%d", i), fmt.Sprint(i+1), PodLabels(map[string]string{
 				"app":               fmt.Sprintf("app-%d", i%100),
 				"tier":              fmt.Sprintf("tier-%d", i%3),
 				"pod-template-hash": fmt.Sprintf("%08x", uint32(i/10)*2654435761),
-			}, fmt.Sprintf("node-%d", i%1000))
+			}), PodNode(fmt.Sprintf("node-%d", i%1000)))
 			f.pods = append(f.pods, p)
 			if err := f.ours.Add(p); err != nil {
 				panic(err)
@@ -446,7 +436,7 @@ func BenchmarkUpsertUpdate(b *testing.B) {
 // add and delete paths) in a store of 100,000 pods.
 func BenchmarkUpsertNew(b *testing.B) {
 	f := benchFixture(b)
-	pod := testPod("ns-7", "new-pod", "1", f.pods[7].Labels, "node-7")
+	pod := NewPod("ns-7", "new-pod", "1", PodLabels(f.pods[7].Labels), PodNode("node-7"))
 	name := NameOf(pod)
 	b.Run("ours", func(b *testing.B) {
 		b.ReportAllocs()
@@ -473,7 +463,7 @@ func TestIndexerReplaceConcurrentWithAddIndexers(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	var items []*corev1.Pod
 	for i := range 200 {
-		items = append(items, testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": fmt.Sprint(i % 3)}, fmt.Sprint(i%7)))
+		items = append(items, NewPod("ns", fmt.Sprintf("p%d", i), "1", PodLabels(map[string]string{"app": fmt.Sprint(i % 3)}), PodNode(fmt.Sprint(i%7))))
 	}
 	for round := range 20 {
 		var wg sync.WaitGroup
@@ -498,11 +488,11 @@ func TestIndexerReplaceConcurrentWithAddIndexers(t *testing.T) {
 // replaces the entry's object in place (run with -race).
 func TestIndexerReadsDuringUpdatesOfTheSameObject(t *testing.T) {
 	s := NewIndexer[*corev1.Pod](nil)
-	mustAdd(t, s, testPod("ns", "p", "0", nil, ""))
+	mustAdd(t, s, NewPod("ns", "p", "0"))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 2000 {
-			if err := s.Update(testPod("ns", "p", fmt.Sprint(i), nil, "")); err != nil {
+			if err := s.Update(NewPod("ns", "p", fmt.Sprint(i))); err != nil {
 				t.Error(err)
 				return
 			}

@@ -13,10 +13,10 @@ import (
 
 func TestIndexerIndexByValue(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	mustAdd(t, s, testPod("", "a", "1", nil, "b"), testPod("", "c", "1", nil, "b"),
-		testPod("", "e", "1", nil, "f"), testPod("", "g", "1", nil, "h"))
+	mustAdd(t, s, NewPod("", "a", "1", PodNode("b")), NewPod("", "c", "1", PodNode("b")),
+		NewPod("", "e", "1", PodNode("f")), NewPod("", "g", "1", PodNode("h")))
 	for value, want := range map[string][]string{"b": {"a", "c"}, "f": {"e"}, "h": {"g"}} {
-		got, err := s.Index("byNode", testPod("", "", "", nil, value))
+		got, err := s.Index("byNode", NewPod("", "", "", PodNode(value)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestIndexerIndexByValue(t *testing.T) {
 
 func TestIndexerMultiValueIndex(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byUser": byUser})
-	pod := func(name, users string) *corev1.Pod { return withUsers(testPod("", name, "1", nil, ""), users) }
+	pod := func(name, users string) *corev1.Pod { return withUsers(NewPod("", name, "1"), users) }
 	steps := []struct {
 		name string
 		op   func() error
@@ -73,9 +73,9 @@ func TestIndexerMultiValueIndex(t *testing.T) {
 
 func TestIndexerByIndexAndIndexWithSharedObjects(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byUser": byUser})
-	one := withUsers(testPod("", "one", "1", nil, ""), "ernie,bert")
-	two := withUsers(testPod("", "two", "1", nil, ""), "bert,oscar")
-	tre := withUsers(testPod("", "tre", "1", nil, ""), "ernie,elmo")
+	one := withUsers(NewPod("", "one", "1"), "ernie,bert")
+	two := withUsers(NewPod("", "two", "1"), "bert,oscar")
+	tre := withUsers(NewPod("", "tre", "1"), "ernie,elmo")
 	mustAdd(t, s, one, two, tre)
 	for user, want := range map[string][]string{
 		"ernie": {"one", "tre"}, "bert": {"one", "two"}, "elmo": {"tre"}, "oscar": {"two"}, "elmo1": {},
@@ -111,13 +111,13 @@ func TestIndexerByIndexAndIndexWithSharedObjects(t *testing.T) {
 
 func TestIndexerEmptyBucketsRemoved(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	mustAdd(t, s, testPod("", "retain", "1", map[string]string{"app": "x"}, "shared"),
-		testPod("", "delete", "1", map[string]string{"app": "y"}, "shared"),
-		testPod("", "alone", "1", map[string]string{"app": "y", "only": "me"}, "own"))
-	if err := s.Delete(testPod("", "delete", "2", nil, "")); err != nil {
+	mustAdd(t, s, NewPod("", "retain", "1", PodLabels(map[string]string{"app": "x"}), PodNode("shared")),
+		NewPod("", "delete", "1", PodLabels(map[string]string{"app": "y"}), PodNode("shared")),
+		NewPod("", "alone", "1", PodLabels(map[string]string{"app": "y", "only": "me"}), PodNode("own")))
+	if err := s.Delete(NewPod("", "delete", "2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(testPod("", "alone", "2", nil, "")); err != nil {
+	if err := s.Delete(NewPod("", "alone", "2")); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string][]string{"shared": {"retain"}}, indexContent(t, s, "byNode")); diff != "" {
@@ -135,14 +135,14 @@ func TestIndexerEmptyBucketsRemoved(t *testing.T) {
 
 func TestIndexerAddIndexers(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	mustAdd(t, s, withUsers(testPod("", "a", "1", nil, "n1"), "x,y"), withUsers(testPod("", "b", "1", nil, "n2"), "y"))
+	mustAdd(t, s, withUsers(NewPod("", "a", "1", PodNode("n1")), "x,y"), withUsers(NewPod("", "b", "1", PodNode("n2")), "y"))
 	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byUser": byUser}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string][]string{"x": {"a"}, "y": {"a", "b"}}, indexContent(t, s, "byUser")); diff != "" {
 		t.Errorf("back-filled byUser (-want +got):\n%s", diff)
 	}
-	mustAdd(t, s, withUsers(testPod("", "c", "1", nil, "n1"), "x"))
+	mustAdd(t, s, withUsers(NewPod("", "c", "1", PodNode("n1")), "x"))
 	if diff := cmp.Diff(map[string][]string{"x": {"a", "c"}, "y": {"a", "b"}}, indexContent(t, s, "byUser")); diff != "" {
 		t.Errorf("byUser after Add (-want +got):\n%s", diff)
 	}
@@ -175,7 +175,7 @@ func TestIndexerAddIndexersRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode, "byUser": byUser})
-			mustAdd(t, s, testPod("", "a", "1", nil, "n"), testPod("", "b", "1", nil, "n"))
+			mustAdd(t, s, NewPod("", "a", "1", PodNode("n")), NewPod("", "b", "1", PodNode("n")))
 			err := s.AddIndexers(tc.indexers)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("AddIndexers error = %v, want it to contain %q", err, tc.wantErr)
@@ -195,11 +195,11 @@ func TestIndexerIndexFuncCalledOncePerVersion(t *testing.T) {
 		return []string{p.Spec.NodeName}, nil
 	}
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"n": counting})
-	mustAdd(t, s, testPod("", "a", "1", nil, "n1"))
-	if err := s.Update(testPod("", "a", "2", nil, "n2")); err != nil {
+	mustAdd(t, s, NewPod("", "a", "1", PodNode("n1")))
+	if err := s.Update(NewPod("", "a", "2", PodNode("n2"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(testPod("", "a", "3", nil, "")); err != nil {
+	if err := s.Delete(NewPod("", "a", "3")); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"1", "2"}, calls); diff != "" {
@@ -209,11 +209,11 @@ func TestIndexerIndexFuncCalledOncePerVersion(t *testing.T) {
 
 func TestIndexerUnknownIndex(t *testing.T) {
 	s := NewIndexer[*corev1.Pod](nil)
-	mustAdd(t, s, testPod("", "a", "1", nil, ""))
+	mustAdd(t, s, NewPod("", "a", "1"))
 	want := `index with name "nope" does not exist`
 	_, err1 := s.ByIndex("nope", "x")
 	_, err2 := s.IndexKeys("nope", "x")
-	_, err3 := s.Index("nope", testPod("", "a", "", nil, ""))
+	_, err3 := s.Index("nope", NewPod("", "a", ""))
 	for i, err := range []error{err1, err2, err3} {
 		if err == nil || err.Error() != want {
 			t.Errorf("call %d: error %v, want %q", i, err, want)
@@ -226,7 +226,7 @@ func TestIndexerUnknownIndex(t *testing.T) {
 
 func TestMetaNamespaceIndexFunc(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
-	mustAdd(t, s, testPod("a", "x", "1", nil, ""), testPod("a", "y", "1", nil, ""), testPod("", "z", "1", nil, ""))
+	mustAdd(t, s, NewPod("a", "x", "1"), NewPod("a", "y", "1"), NewPod("", "z", "1"))
 	if diff := cmp.Diff(map[string][]string{"a": {"a/x", "a/y"}, "": {"z"}}, indexContent(t, s, NamespaceIndex)); diff != "" {
 		t.Errorf("namespace index (-want +got):\n%s", diff)
 	}
@@ -241,13 +241,15 @@ func TestIndexerIndexFuncErrorLeavesStoreUnchanged(t *testing.T) {
 		return []string{p.Spec.NodeName}, nil
 	}
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"a": byNode, "failing": failing})
-	mustAdd(t, s, testPod("ns", "x", "1", map[string]string{"app": "x"}, "n1"))
-	bad := testPod("ns", "x", "2", map[string]string{"fail": "yes"}, "n2")
+	mustAdd(t, s, NewPod("ns", "x", "1", PodLabels(map[string]string{"app": "x"}), PodNode("n1")))
+	bad := NewPod("ns", "x", "2", PodLabels(map[string]string{"fail": "yes"}), PodNode("n2"))
 	for name, op := range map[string]func() error{
-		"Add":     func() error { return s.Add(bad) },
-		"Update":  func() error { return s.Update(bad) },
-		"new":     func() error { return s.Add(testPod("ns", "y", "2", map[string]string{"fail": "yes"}, "n2")) },
-		"Replace": func() error { return s.Replace([]*corev1.Pod{testPod("ns", "z", "2", nil, "n"), bad}, "9") },
+		"Add":    func() error { return s.Add(bad) },
+		"Update": func() error { return s.Update(bad) },
+		"new": func() error {
+			return s.Add(NewPod("ns", "y", "2", PodLabels(map[string]string{"fail": "yes"}), PodNode("n2")))
+		},
+		"Replace": func() error { return s.Replace([]*corev1.Pod{NewPod("ns", "z", "2", PodNode("n")), bad}, "9") },
 		"upsert":  func() error { _, _, err := s.upsert(bad); return err },
 	} {
 		err := op()
@@ -272,7 +274,7 @@ func TestIndexerIndexFuncErrorLeavesStoreUnchanged(t *testing.T) {
 
 func TestIndexerNilIndexFunc(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"nil": nil})
-	err := s.Add(testPod("", "a", "1", nil, ""))
+	err := s.Add(NewPod("", "a", "1"))
 	if err == nil || !strings.Contains(err.Error(), `index "nil" has a nil IndexFunc`) {
 		t.Errorf("Add error = %v", err)
 	}
@@ -304,14 +306,14 @@ func TestIndexerNamespaceIndexUsesNamespaceLists(t *testing.T) {
 			t.Errorf("%s: namespace index (-lookalike +namespace):\n%s", step, diff)
 		}
 	}
-	mustAdd(t, s, testPod("a", "p1", "1", nil, "n1"), testPod("a", "p2", "1", nil, "n1"),
-		testPod("b", "p1", "1", nil, "n2"), testPod("", "cluster", "1", nil, ""))
+	mustAdd(t, s, NewPod("a", "p1", "1", PodNode("n1")), NewPod("a", "p2", "1", PodNode("n1")),
+		NewPod("b", "p1", "1", PodNode("n2")), NewPod("", "cluster", "1"))
 	check("add")
-	if err := s.Update(testPod("b", "p1", "2", nil, "n3")); err != nil {
+	if err := s.Update(NewPod("b", "p1", "2", PodNode("n3"))); err != nil {
 		t.Fatal(err)
 	}
 	check("update")
-	if err := errors.Join(s.Delete(testPod("a", "p1", "3", nil, "")), s.Delete(testPod("b", "p1", "3", nil, ""))); err != nil {
+	if err := errors.Join(s.Delete(NewPod("a", "p1", "3")), s.Delete(NewPod("b", "p1", "3"))); err != nil {
 		t.Fatal(err)
 	}
 	check("delete")
@@ -322,7 +324,7 @@ func TestIndexerNamespaceIndexUsesNamespaceLists(t *testing.T) {
 	if diff := cmp.Diff([]string{"a/p2"}, keysOf(got)); diff != "" {
 		t.Errorf("ByIndex(namespace, a) (-want +got):\n%s", diff)
 	}
-	got, err = s.Index(NamespaceIndex, testPod("", "other", "", nil, ""))
+	got, err = s.Index(NamespaceIndex, NewPod("", "other", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +338,7 @@ func TestIndexerNamespaceIndexUsesNamespaceLists(t *testing.T) {
 	if diff := cmp.Diff(indexContent(t, s, "lookalike"), indexContent(t, s, "late")); diff != "" {
 		t.Errorf("added namespace index (-lookalike +late):\n%s", diff)
 	}
-	if err := s.Replace([]*corev1.Pod{testPod("c", "p9", "4", nil, ""), testPod("a", "p2", "4", nil, "")}, "4"); err != nil {
+	if err := s.Replace([]*corev1.Pod{NewPod("c", "p9", "4"), NewPod("a", "p2", "4")}, "4"); err != nil {
 		t.Fatal(err)
 	}
 	check("replace")

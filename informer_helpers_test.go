@@ -26,11 +26,6 @@ import (
 // plTimeout bounds every wait in the pipeline tests.
 const plTimeout = 20 * time.Second
 
-// plPod returns a pod with the given namespace, name and resource version.
-func plPod(namespace, name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv}}
-}
-
 // plEvent is one notification as a handler saw it, comparable with cmp.Diff.
 type plEvent struct {
 	Op      string // "add", "update" or "delete"
@@ -297,6 +292,24 @@ func plSorted(keys []string) []string {
 	return out
 }
 
-func fakePod(namespace, name, resourceVersion string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: resourceVersion}}
+// NewPod returns a pod for tests with the given namespace, name and resource
+// version; opts change it further (PodLabels, PodNode). It is the one pod
+// constructor of this package's tests, internal and external (Examples keep
+// their own, so that they read as complete programs).
+func NewPod(namespace, name, rv string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv}}
+	for _, opt := range opts {
+		opt(pod)
+	}
+	return pod
+}
+
+// PodLabels sets a test pod's labels (see NewPod).
+func PodLabels(labels map[string]string) func(*corev1.Pod) {
+	return func(pod *corev1.Pod) { pod.Labels = labels }
+}
+
+// PodNode sets the node a test pod runs on (see NewPod).
+func PodNode(node string) func(*corev1.Pod) {
+	return func(pod *corev1.Pod) { pod.Spec.NodeName = node }
 }

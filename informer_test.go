@@ -19,7 +19,7 @@ import (
 
 func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("10", plPod("ns", "a", "1"), plPod("ns", "b", "2"))
+	lw.SetList("10", NewPod("ns", "a", "1"), NewPod("ns", "b", "2"))
 	rec := newPLRecorder()
 	reg, err := inf.AddEventHandler(rec)
 	plMust(t, err)
@@ -34,11 +34,11 @@ func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 	if !inf.HasSynced() {
 		t.Fatal("informer not synced while its handler is")
 	}
-	plMust(t, lw.Add(ctx, plPod("ns", "c", "11")))
-	plMust(t, lw.Modify(ctx, plPod("ns", "a", "12")))
-	plMust(t, lw.Modify(ctx, plPod("ns", "a", "13")))
-	plMust(t, lw.Delete(ctx, plPod("ns", "b", "14")))
-	plMust(t, lw.Add(ctx, plPod("ns", "b", "15")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "c", "11")))
+	plMust(t, lw.Modify(ctx, NewPod("ns", "a", "12")))
+	plMust(t, lw.Modify(ctx, NewPod("ns", "a", "13")))
+	plMust(t, lw.Delete(ctx, NewPod("ns", "b", "14")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "b", "15")))
 	rec.expect(t,
 		plAdd("ns/a", "1", true), plAdd("ns/b", "2", true),
 		plAdd("ns/c", "11", false),
@@ -59,13 +59,13 @@ func TestInformerUpdatesTheStoreBeforeNotifying(t *testing.T) {
 	// Resource versions grow with every event here, so the store's resource
 	// version (set by every write) tells whether an event reached the store.
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"))
 	rec := newPLRecorder()
 	var mu sync.Mutex
 	var violations []string
 	rec.hook = func(e plEvent) {
 		storeRV := inf.indexer.LastStoreSyncResourceVersion()
-		if plRV(plPod("", "", storeRV)) < plRV(plPod("", "", e.RV)) {
+		if plRV(NewPod("", "", storeRV)) < plRV(NewPod("", "", e.RV)) {
 			mu.Lock()
 			defer mu.Unlock()
 			violations = append(violations, fmt.Sprintf("%v notified with the store at %s", e, storeRV))
@@ -76,10 +76,10 @@ func TestInformerUpdatesTheStoreBeforeNotifying(t *testing.T) {
 	plRun(t, inf)
 	ctx := plCtx(t)
 	for i := 2; i < 200; i += 2 {
-		plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
-		plMust(t, lw.Add(ctx, plPod("ns", "b"+strconv.Itoa(i), strconv.Itoa(i+1))))
+		plMust(t, lw.Modify(ctx, NewPod("ns", "a", strconv.Itoa(i))))
+		plMust(t, lw.Add(ctx, NewPod("ns", "b"+strconv.Itoa(i), strconv.Itoa(i+1))))
 	}
-	plMust(t, lw.Delete(ctx, plPod("ns", "a", "300")))
+	plMust(t, lw.Delete(ctx, NewPod("ns", "a", "300")))
 	rec.waitFor(t, 1+99*2+1)
 	mu.Lock()
 	defer mu.Unlock()
@@ -97,24 +97,24 @@ func TestInformerRelistReplacesAtomically(t *testing.T) {
 		want     []plEvent
 	}{{
 		name:     "create with no initial objects",
-		relisted: []*corev1.Pod{plPod("default", "pod-1", "1")},
+		relisted: []*corev1.Pod{NewPod("default", "pod-1", "1")},
 		want:     []plEvent{plAdd("default/pod-1", "1", false)},
 	}, {
 		name:    "delete all objects",
-		initial: []*corev1.Pod{plPod("default", "pod-1", "1"), plPod("default", "pod-3", "2")},
+		initial: []*corev1.Pod{NewPod("default", "pod-1", "1"), NewPod("default", "pod-3", "2")},
 		want:    []plEvent{plDelete("default/pod-1", "1", true), plDelete("default/pod-3", "2", true)},
 	}, {
 		name: "create, update, delete",
-		initial: []*corev1.Pod{plPod("default", "pod-1", "1"), plPod("default", "pod-2", "2"),
-			plPod("default", "pod-3", "3")},
-		relisted: []*corev1.Pod{plPod("default", "pod-1", "4"), plPod("default", "pod-2", "5"),
-			plPod("default", "pod-4", "6")},
+		initial: []*corev1.Pod{NewPod("default", "pod-1", "1"), NewPod("default", "pod-2", "2"),
+			NewPod("default", "pod-3", "3")},
+		relisted: []*corev1.Pod{NewPod("default", "pod-1", "4"), NewPod("default", "pod-2", "5"),
+			NewPod("default", "pod-4", "6")},
 		want: []plEvent{plDelete("default/pod-3", "3", true), plUpdate("default/pod-1", "1", "4"),
 			plUpdate("default/pod-2", "2", "5"), plAdd("default/pod-4", "6", false)},
 	}, {
 		name:     "unchanged objects are resync updates",
-		initial:  []*corev1.Pod{plPod("default", "pod-1", "1"), plPod("default", "pod-2", "2")},
-		relisted: []*corev1.Pod{plPod("default", "pod-2", "2"), plPod("default", "pod-1", "1")},
+		initial:  []*corev1.Pod{NewPod("default", "pod-1", "1"), NewPod("default", "pod-2", "2")},
+		relisted: []*corev1.Pod{NewPod("default", "pod-2", "2"), NewPod("default", "pod-1", "1")},
 		want:     []plEvent{plUpdate("default/pod-2", "2", "2"), plUpdate("default/pod-1", "1", "1")},
 	}}
 	for _, tc := range tests {
@@ -170,7 +170,7 @@ func TestInformerRelistsAfterAClosedWatchThatCannotResume(t *testing.T) {
 	// client-go's TestResetWatch: changes missed while the watch was down
 	// arrive with the relist, not flagged as initial.
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{DisableWatchList: true})
-	lw.SetList("1", plPod("default", "pod-1", "1"))
+	lw.SetList("1", NewPod("default", "pod-1", "1"))
 	rec := newPLRecorder()
 	_, err := inf.AddEventHandler(rec)
 	plMust(t, err)
@@ -180,7 +180,7 @@ func TestInformerRelistsAfterAClosedWatchThatCannotResume(t *testing.T) {
 	rec.reset()
 
 	plMust(t, lw.Bookmark(ctx, "2"))
-	lw.SetList("4", plPod("default", "pod-1", "3"), plPod("default", "pod-2", "4"))
+	lw.SetList("4", NewPod("default", "pod-1", "3"), NewPod("default", "pod-2", "4"))
 	lw.FailNextWatch(apierrors.NewResourceExpired("too old resource version"))
 	plMust(t, lw.CloseWatch(ctx))
 	rec.expect(t, plUpdate("default/pod-1", "1", "3"), plAdd("default/pod-2", "4", false))
@@ -203,9 +203,9 @@ func TestInformerAppliesBookmarksInOrder(t *testing.T) {
 	plMust(t, err)
 	plRun(t, inf)
 	ctx := plCtx(t)
-	plMust(t, lw.Add(ctx, plPod("ns", "a", "5")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "a", "5")))
 	plMust(t, lw.Bookmark(ctx, "9"))
-	plMust(t, lw.Add(ctx, plPod("ns", "b", "10")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "b", "10")))
 	rec.expect(t, plAdd("ns/a", "5", false), plAdd("ns/b", "10", false))
 	if got := inf.indexer.LastStoreSyncResourceVersion(); got != "10" {
 		t.Fatalf("store resource version = %q, want 10", got)
@@ -230,9 +230,9 @@ func TestInformerTransformsEachObjectOnce(t *testing.T) {
 		return p, nil
 	}
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Transform: transform})
-	a := plPod("ns", "a", "1")
+	a := NewPod("ns", "a", "1")
 	a.Annotations = map[string]string{"big": "value"}
-	lw.SetList("1", a, plPod("ns", "bad", "1"), plPod("ns", "b", "1"))
+	lw.SetList("1", a, NewPod("ns", "bad", "1"), NewPod("ns", "b", "1"))
 	var seen []*corev1.Pod
 	var seenMu sync.Mutex
 	rec := newPLRecorder()
@@ -249,8 +249,8 @@ func TestInformerTransformsEachObjectOnce(t *testing.T) {
 	plRun(t, inf)
 	ctx := plCtx(t)
 	rec.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "1", true))
-	plMust(t, lw.Modify(ctx, plPod("ns", "a", "2")))
-	lw.SetList("5", plPod("ns", "c", "4"))
+	plMust(t, lw.Modify(ctx, NewPod("ns", "a", "2")))
+	lw.SetList("5", NewPod("ns", "c", "4"))
 	plMust(t, lw.FailWatch(ctx, apierrors.NewResourceExpired("gone")))
 	got := rec.waitFor(t, 6)[2:]
 	slices.SortStableFunc(got[1:3], func(x, y plEvent) int { return strings.Compare(x.Key, y.Key) })
@@ -286,15 +286,15 @@ func TestResyncRightAfterAnUpdateDeliversTheUpdatedState(t *testing.T) {
 	// client-go's TestRealFIFO_UpdateResyncRace: a resync queued right after
 	// an update must not re-deliver the state before the update.
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("5", plPod("ns", "foo", "5"))
+	lw.SetList("5", NewPod("ns", "foo", "5"))
 	rec := newPLRecorder()
 	_, err := inf.AddEventHandler(rec)
 	plMust(t, err)
 	plRun(t, inf)
 	rec.expect(t, plAdd("ns/foo", "5", true))
-	plMust(t, inf.queue.Update(plPod("ns", "foo", "6")))
+	plMust(t, inf.queue.Update(NewPod("ns", "foo", "6")))
 	plMust(t, inf.queue.Resync())
-	plMust(t, inf.queue.Update(plPod("ns", "foo", "7")))
+	plMust(t, inf.queue.Update(NewPod("ns", "foo", "7")))
 	plMust(t, inf.queue.Resync())
 	rec.expect(t, plAdd("ns/foo", "5", true),
 		plUpdate("ns/foo", "5", "6"), plUpdate("ns/foo", "6", "6"),
@@ -311,7 +311,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	})
 	t.Run("stopped while events flow", func(t *testing.T) {
 		inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
-		lw.SetList("1", plPod("ns", "a", "1"))
+		lw.SetList("1", NewPod("ns", "a", "1"))
 		_, err := inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
 		stop := plRun(t, inf)
@@ -322,7 +322,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		sent := make(chan struct{})
 		go func() {
 			defer close(sent)
-			for i := 2; lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))) == nil; i++ {
+			for i := 2; lw.Modify(ctx, NewPod("ns", "a", strconv.Itoa(i))) == nil; i++ {
 			}
 		}()
 		time.Sleep(20 * time.Millisecond)
@@ -344,7 +344,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		stop := plRun(t, inf)
 		ctx := plCtx(t)
 		for i := range 5 {
-			plMust(t, lw.Add(ctx, plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
+			plMust(t, lw.Add(ctx, NewPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
 		}
 		time.AfterFunc(20*time.Millisecond, func() { close(release) })
 		stop() // returns once the handler call in progress has returned
@@ -355,7 +355,7 @@ func TestCacheReadsWhileEventsFlow(t *testing.T) {
 	// Meant for -race: handlers and other goroutines read the cache while
 	// the informer updates the same objects in place.
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"))
 	rec := newPLRecorder()
 	rec.hook = func(e plEvent) {
 		_, _ = inf.Lister().Namespace("ns").Get("a")
@@ -377,7 +377,7 @@ func TestCacheReadsWhileEventsFlow(t *testing.T) {
 		}
 	}()
 	for i := 2; i <= 200; i++ {
-		p := plPod("ns", "a", strconv.Itoa(i))
+		p := NewPod("ns", "a", strconv.Itoa(i))
 		if i%2 == 0 {
 			p.Labels = map[string]string{"app": "web"}
 		}

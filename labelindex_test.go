@@ -52,7 +52,7 @@ func selectFixture() []*corev1.Pod {
 		if i%11 == 0 {
 			lbls = nil
 		}
-		pods = append(pods, testPod([]string{"ns1", "ns2", ""}[i%3], fmt.Sprintf("p%d", i), "1", lbls, ""))
+		pods = append(pods, NewPod([]string{"ns1", "ns2", ""}[i%3], fmt.Sprintf("p%d", i), "1", PodLabels(lbls)))
 	}
 	return pods
 }

@@ -54,7 +54,7 @@ func TestListenerDeliversInOrderAcrossBatches(t *testing.T) {
 	var notes []notification[*corev1.Pod]
 	var want []plEvent
 	for i := range 3 * deliveryBatch {
-		p := plPod("ns", "p"+strconv.Itoa(i%7), strconv.Itoa(i))
+		p := NewPod("ns", "p"+strconv.Itoa(i%7), strconv.Itoa(i))
 		notes = append(notes, noteAdd(p, false))
 		want = append(want, plAdd(KeyOf(p), p.ResourceVersion, false))
 	}
@@ -71,7 +71,7 @@ func TestListenerDeliversInOrderAcrossBatches(t *testing.T) {
 func TestListenerGetsResyncUpdatesOnlyWhenDue(t *testing.T) {
 	rec := newPLRecorder()
 	l := newListener[*corev1.Pod](rec, "rec", HandlerOptions{}, synced)
-	a1, a2 := plPod("ns", "a", "1"), plPod("ns", "a", "2")
+	a1, a2 := NewPod("ns", "a", "1"), NewPod("ns", "a", "2")
 	l.resyncDue.Store(false)
 	enqueueAll(l, []notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2)})
 	l.resyncDue.Store(true)
@@ -90,11 +90,11 @@ func TestListenerRecoversPanicsAndStillSyncs(t *testing.T) {
 	}
 	l := newListener[*corev1.Pod](rec, "panicky", HandlerOptions{Logger: &logger}, synced)
 	enqueueAll(l, []notification[*corev1.Pod]{
-		noteAdd(plPod("ns", "a", "1"), true),
-		noteAdd(plPod("ns", "boom", "2"), true),
-		noteAdd(plPod("ns", "b", "3"), true),
-		noteDelete(plPod("ns", "boom", "4"), false),
-		noteAdd(plPod("ns", "c", "5"), false),
+		noteAdd(NewPod("ns", "a", "1"), true),
+		noteAdd(NewPod("ns", "boom", "2"), true),
+		noteAdd(NewPod("ns", "b", "3"), true),
+		noteDelete(NewPod("ns", "boom", "4"), false),
+		noteAdd(NewPod("ns", "c", "5"), false),
 	})
 	if l.hasSynced() {
 		t.Fatal("synced before the initial adds were delivered")
@@ -131,7 +131,7 @@ func TestListenerCrashOnPanicPropagatesThePanic(t *testing.T) {
 	var got any
 	func() {
 		defer func() { got = recover() }()
-		l.deliverAll([]notification[*corev1.Pod]{noteAdd(plPod("ns", "a", "1"), false)})
+		l.deliverAll([]notification[*corev1.Pod]{noteAdd(NewPod("ns", "a", "1"), false)})
 	}()
 	if got != "fake panic" {
 		t.Fatalf("recovered %v, want the handler's panic", got)
@@ -153,7 +153,7 @@ func TestListenerBlockPolicyWaitsForRoomAndLosesNothing(t *testing.T) {
 	var notes []notification[*corev1.Pod]
 	var want []plEvent
 	for i := range 10 {
-		p := plPod("ns", "a", strconv.Itoa(i))
+		p := NewPod("ns", "a", strconv.Itoa(i))
 		notes = append(notes, noteAdd(p, false))
 		want = append(want, plAdd("ns/a", p.ResourceVersion, false))
 	}
@@ -187,7 +187,7 @@ func TestListenerShutdownReleasesABlockedDispatcher(t *testing.T) {
 	go func() {
 		defer close(enqueued)
 		for i := range 5 {
-			enqueueAll(l, []notification[*corev1.Pod]{noteAdd(plPod("ns", "a", strconv.Itoa(i)), false)})
+			enqueueAll(l, []notification[*corev1.Pod]{noteAdd(NewPod("ns", "a", strconv.Itoa(i)), false)})
 		}
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -207,7 +207,7 @@ func TestListenerShutdownReleasesABlockedDispatcher(t *testing.T) {
 }
 
 func TestListenerCoalescePolicy(t *testing.T) {
-	pod := func(name, rv string) *corev1.Pod { return plPod("ns", name, rv) }
+	pod := func(name, rv string) *corev1.Pod { return NewPod("ns", name, rv) }
 	// Two fillers reach MaxPending 2, so every later notification is
 	// subject to coalescing.
 	fillers := []notification[*corev1.Pod]{noteAdd(pod("f1", "1"), false), noteAdd(pod("f2", "1"), false)}
@@ -281,7 +281,7 @@ func TestListenerDropsPendingOnShutdown(t *testing.T) {
 	l := newListener[*corev1.Pod](rec, "never-started", HandlerOptions{}, synced)
 	var notes []notification[*corev1.Pod]
 	for i := range 10 {
-		notes = append(notes, noteAdd(plPod("ns", "a"+strconv.Itoa(i), "1"), false))
+		notes = append(notes, noteAdd(NewPod("ns", "a"+strconv.Itoa(i), "1"), false))
 	}
 	enqueueAll(l, notes)
 	if diff := cmp.Diff(HandlerStats{Pending: 10}, l.stats()); diff != "" {

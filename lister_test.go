@@ -65,7 +65,7 @@ func TestListerListMatchesClientGo(t *testing.T) {
 }
 
 func TestListerNilSelectorListsEverything(t *testing.T) {
-	ours, _ := listerPair(t, []*corev1.Pod{testPod("a", "x", "1", nil, ""), testPod("b", "y", "1", nil, "")})
+	ours, _ := listerPair(t, []*corev1.Pod{NewPod("a", "x", "1"), NewPod("b", "y", "1")})
 	got, err := ours.List(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestListerNilSelectorListsEverything(t *testing.T) {
 }
 
 func TestListerGet(t *testing.T) {
-	x := testPod("a", "x", "1", nil, "")
+	x := NewPod("a", "x", "1")
 	ours, theirs := listerPair(t, []*corev1.Pod{x})
 	if got, err := ours.Namespace("a").Get("x"); got != x || err != nil {
 		t.Errorf(`Namespace("a").Get("x") = %v, %v`, got, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/kubetyped/informer/informertest"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubetyped/informer"
 )
@@ -135,10 +134,6 @@ func mtNoErr(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func mtPod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 }
 
 // mtCounter is a handler counting its notifications; it panics on objects

@@ -26,7 +26,7 @@ func TestMetricsCountListsAndWatchRestarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
-		lw.SetList("10", mtPod("a", "10"))
+		lw.SetList("10", informer.NewPod("ns", "a", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p, DisableWatchList: true})
 		runInformer(t, inf)
 		advanceUntil(t, "sync", inf.HasSynced)
@@ -34,7 +34,7 @@ func TestMetricsCountListsAndWatchRestarts(t *testing.T) {
 
 		// A watch that ends normally is restarted from the last resource
 		// version.
-		mtNoErr(t, lw.Add(ctx, mtPod("b", "11")))
+		mtNoErr(t, lw.Add(ctx, informer.NewPod("ns", "b", "11")))
 		mtNoErr(t, lw.CloseWatch(ctx))
 		advanceUntil(t, "a second watch", callsAtLeast(lw, 3))
 		// "410 Gone" makes the reflector list again.
@@ -42,7 +42,7 @@ func TestMetricsCountListsAndWatchRestarts(t *testing.T) {
 		advanceUntil(t, "a relist", callsAtLeast(lw, 5))
 		// So does any other error ending a watch, and a failed list.
 		lw.FailNextList(errors.New("connection reset"))
-		lw.SetList("20", mtPod("a", "10"), mtPod("b", "11"), mtPod("c", "20"))
+		lw.SetList("20", informer.NewPod("ns", "a", "10"), informer.NewPod("ns", "b", "11"), informer.NewPod("ns", "c", "20"))
 		mtNoErr(t, lw.FailWatch(ctx, apierrors.NewInternalError(errors.New("boom"))))
 		advanceUntil(t, "two more lists", callsAtLeast(lw, 8))
 		synctest.Wait()
@@ -73,7 +73,7 @@ func TestMetricsCountStreamingLists(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
-		lw.SetList("10", mtPod("a", "10"))
+		lw.SetList("10", informer.NewPod("ns", "a", "10"))
 		// The first streaming list is refused: the reflector lists instead.
 		lw.FailNextWatch(apierrors.NewBadRequest("streaming lists are not supported"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p})
@@ -107,7 +107,7 @@ func TestMetricsHandlerRegistrationsFollowHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
-		lw.SetList("10", mtPod("a", "10"), mtPod("bad", "10"))
+		lw.SetList("10", informer.NewPod("ns", "a", "10"), informer.NewPod("ns", "bad", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 			Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Metrics: p,
 		})
@@ -117,7 +117,7 @@ func TestMetricsHandlerRegistrationsFollowHandlers(t *testing.T) {
 		stop := runInformer(t, inf)
 		advanceUntil(t, "sync", inf.HasSynced)
 		regC := must[*informer.Registration](t)(inf.AddEventHandlerWithOptions(c, informer.HandlerOptions{Name: "c"}))
-		mtNoErr(t, lw.Modify(t.Context(), mtPod("a", "11")))
+		mtNoErr(t, lw.Modify(t.Context(), informer.NewPod("ns", "a", "11")))
 		synctest.Wait()
 
 		// Handler series read the handlers' counters.
@@ -171,7 +171,7 @@ func TestMetricsObserveHandlerBatchDurations(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeMetrics()
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
-		lw.SetList("10", mtPod("a", "10"))
+		lw.SetList("10", informer.NewPod("ns", "a", "10"))
 		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p})
 		must[*informer.Registration](t)(inf.AddEventHandlerWithOptions(sleeper{}, informer.HandlerOptions{Name: "slow"}))
 		runInformer(t, inf)
@@ -180,8 +180,8 @@ func TestMetricsObserveHandlerBatchDurations(t *testing.T) {
 		// Two notifications arrive meanwhile: the handler takes them in one
 		// batch when it is done with the first.
 		ctx := t.Context()
-		mtNoErr(t, lw.Add(ctx, mtPod("b", "11")))
-		mtNoErr(t, lw.Add(ctx, mtPod("c", "12")))
+		mtNoErr(t, lw.Add(ctx, informer.NewPod("ns", "b", "11")))
+		mtNoErr(t, lw.Add(ctx, informer.NewPod("ns", "c", "12")))
 		h := p.handler("pods/slow")
 		advanceUntil(t, "delivery", func() bool { return h.read().Delivered == 3 })
 		synctest.Wait()
@@ -204,12 +204,12 @@ func TestMetricsProviderMayDeclineInformersAndHandlers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
-				lw.SetList("10", mtPod("a", "10"))
+				lw.SetList("10", informer.NewPod("ns", "a", "10"))
 				inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Metrics: tc.provider})
 				h := &mtCounter{}
 				must[*informer.Registration](t)(inf.AddEventHandlerWithOptions(h, informer.HandlerOptions{Name: "h"}))
 				stop := runInformer(t, inf)
-				mtNoErr(t, lw.Add(t.Context(), mtPod("b", "11")))
+				mtNoErr(t, lw.Add(t.Context(), informer.NewPod("ns", "b", "11")))
 				synctest.Wait()
 				stop()
 				if h.get() != 2 {

@@ -153,7 +153,7 @@ func mustCheck[T Object](t *testing.T, s *Indexer[T]) {
 func TestPostingsSwapDeleteKeepsPositions(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	for i := range 10 {
-		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": "a"}, "n1")); err != nil {
+		if err := s.Add(NewPod("ns", fmt.Sprintf("p%d", i), "1", PodLabels(map[string]string{"app": "a"}), PodNode("n1"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,7 +174,7 @@ func TestPostingsSwapDeleteKeepsPositions(t *testing.T) {
 func TestPostingsShrinkAfterMassRemoval(t *testing.T) {
 	s := NewIndexer[*corev1.Pod](nil)
 	for i := range 1000 {
-		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", map[string]string{"app": "a"}, "")); err != nil {
+		if err := s.Add(NewPod("ns", fmt.Sprintf("p%d", i), "1", PodLabels(map[string]string{"app": "a"}))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -200,12 +200,12 @@ func TestPostingsManyMembershipsSpillInline(t *testing.T) {
 	}
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	for i := range 3 {
-		if err := s.Add(testPod("ns", fmt.Sprintf("p%d", i), "1", many, "n")); err != nil {
+		if err := s.Add(NewPod("ns", fmt.Sprintf("p%d", i), "1", PodLabels(many), PodNode("n"))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mustCheck(t, s)
-	if err := s.Update(testPod("ns", "p1", "2", map[string]string{"k3": "w"}, "m")); err != nil {
+	if err := s.Update(NewPod("ns", "p1", "2", PodLabels(map[string]string{"k3": "w"}), PodNode("m"))); err != nil {
 		t.Fatal(err)
 	}
 	mustCheck(t, s)
@@ -213,13 +213,13 @@ func TestPostingsManyMembershipsSpillInline(t *testing.T) {
 
 func TestPostingsLabelsMutatedInPlaceStayExact(t *testing.T) {
 	s := NewIndexer[*corev1.Pod](nil)
-	cached := testPod("ns", "p", "1", map[string]string{"app": "a"}, "")
+	cached := NewPod("ns", "p", "1", PodLabels(map[string]string{"app": "a"}))
 	mustAdd(t, s, cached)
 	// A program that breaks the rules: it changes the cached object's labels
 	// and stores a new object, then stores the changed one itself.
 	cached.Labels["app"] = "b"
 	cached.Labels["extra"] = "x"
-	if err := s.Update(testPod("ns", "p", "2", map[string]string{"tier": "t"}, "")); err != nil {
+	if err := s.Update(NewPod("ns", "p", "2", PodLabels(map[string]string{"tier": "t"}))); err != nil {
 		t.Fatal(err)
 	}
 	mustCheck(t, s)

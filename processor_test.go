@@ -127,8 +127,8 @@ func TestDistributeSendsResyncNotificationsOnlyToDueListeners(t *testing.T) {
 	lDue.resyncDue.Store(true)
 	p.add(lDue)
 	p.add(lNotDue)
-	a1, a2 := plPod("ns", "a", "1"), plPod("ns", "a", "2")
-	p.distribute([]notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2), noteAdd(plPod("ns", "b", "3"), false)})
+	a1, a2 := NewPod("ns", "a", "1"), NewPod("ns", "a", "2")
+	p.distribute([]notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2), noteAdd(NewPod("ns", "b", "3"), false)})
 	startTestListener(t, lDue)
 	startTestListener(t, lNotDue)
 	due.expect(t, plUpdate("ns/a", "1", "1"), plUpdate("ns/a", "1", "2"), plAdd("ns/b", "3", false))
@@ -146,7 +146,7 @@ func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 	// client-go's TestSharedInformerWatchDisruption, with whole sequences.
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
-	lw.SetList("2", plPod("ns", "pod1", "1"), plPod("ns", "pod2", "2"))
+	lw.SetList("2", NewPod("ns", "pod1", "1"), NewPod("ns", "pod2", "2"))
 	noResync, resync := newPLRecorder(), newPLRecorder()
 	zero, second := time.Duration(0), time.Second
 	_, err := inf.AddEventHandlerWithOptions(noResync, HandlerOptions{ResyncPeriod: &zero})
@@ -173,7 +173,7 @@ func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 	// A relist after the watch broke: pod2 changed and pod3 appeared while
 	// disconnected. Until the next resync check, the unchanged pod1 is a
 	// resync update for the due handler only.
-	lw.SetList("4", plPod("ns", "pod1", "1"), plPod("ns", "pod2", "4"), plPod("ns", "pod3", "3"))
+	lw.SetList("4", NewPod("ns", "pod1", "1"), NewPod("ns", "pod2", "4"), NewPod("ns", "pod3", "3"))
 	plMust(t, lw.FailWatch(plCtx(t), apierrors.NewResourceExpired("gone")))
 	Eventually(t, "relist", func() bool {
 		if len(noResync.get()) >= 2 {
@@ -204,7 +204,7 @@ func TestSlowHandlerDoesNotDelayOthers(t *testing.T) {
 	ctx := plCtx(t)
 	var want []plEvent
 	for i := range 100 {
-		p := plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))
+		p := NewPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))
 		plMust(t, lw.Add(ctx, p))
 		want = append(want, plAdd(KeyOf(p), p.ResourceVersion, false))
 	}
@@ -213,7 +213,7 @@ func TestSlowHandlerDoesNotDelayOthers(t *testing.T) {
 
 func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
 	panicky := newPLRecorder()
 	panicky.hook = func(plEvent) { panic("fake panic") }
 	regPanicky, err := inf.AddEventHandlerWithOptions(panicky, HandlerOptions{Name: "panicky"})
@@ -222,7 +222,7 @@ func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
 	_, err = inf.AddEventHandler(healthy)
 	plMust(t, err)
 	plRun(t, inf)
-	plMust(t, lw.Modify(plCtx(t), plPod("ns", "a", "2")))
+	plMust(t, lw.Modify(plCtx(t), NewPod("ns", "a", "2")))
 	healthy.expect(t, plAdd("ns/a", "1", true), plAdd("ns/b", "1", true), plUpdate("ns/a", "1", "2"))
 	Eventually(t, "panicking handler synced", regPanicky.HasSynced)
 	Eventually(t, "panicking handler done", func() bool { return regPanicky.Stats().Delivered == 3 })
@@ -238,7 +238,7 @@ func TestBoundedHandlers(t *testing.T) {
 	for _, policy := range []OverflowPolicy{OverflowBlock, OverflowCoalesce} {
 		t.Run(map[OverflowPolicy]string{OverflowBlock: "block", OverflowCoalesce: "coalesce"}[policy], func(t *testing.T) {
 			inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-			lw.SetList("1", plPod("ns", "a", "1"))
+			lw.SetList("1", NewPod("ns", "a", "1"))
 			gate := make(chan struct{})
 			var gateOnce sync.Once
 			openGate := func() { gateOnce.Do(func() { close(gate) }) }
@@ -256,7 +256,7 @@ func TestBoundedHandlers(t *testing.T) {
 			// blocking handler must hold the cache back.
 			const last = 2 * dispatchChunk
 			for i := 2; i <= last; i++ {
-				plMust(t, lw.Modify(ctx, plPod("ns", "a", strconv.Itoa(i))))
+				plMust(t, lw.Modify(ctx, NewPod("ns", "a", strconv.Itoa(i))))
 			}
 			if pending := reg.Stats().Pending; pending > 4+2 {
 				t.Errorf("pending = %d with MaxPending 4", pending)

@@ -76,16 +76,16 @@ func TestEventQueueKeepsEveryEventInOrder(t *testing.T) {
 	// client-go's TestRealFIFO_detectLineJumpers: no per-key merging, a key
 	// never jumps back in line.
 	q := newTestQueue(t, nil)
-	plMust(t, q.Add(plPod("", "foo", "10")))
-	plMust(t, q.Add(plPod("", "bar", "1")))
-	plMust(t, q.Update(plPod("", "foo", "11")))
-	plMust(t, q.Update(plPod("", "foo", "13")))
-	plMust(t, q.Delete(plPod("", "zab", "30")))
+	plMust(t, q.Add(NewPod("", "foo", "10")))
+	plMust(t, q.Add(NewPod("", "bar", "1")))
+	plMust(t, q.Update(NewPod("", "foo", "11")))
+	plMust(t, q.Update(NewPod("", "foo", "13")))
+	plMust(t, q.Delete(NewPod("", "zab", "30")))
 	want := []string{"add foo@10", "add bar@1", "update foo@11", "update foo@13", "delete zab@30"}
 	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
 		t.Fatalf("first batch (-want +got):\n%s", diff)
 	}
-	plMust(t, q.Add(plPod("", "foo", "14")))
+	plMust(t, q.Add(NewPod("", "foo", "14")))
 	if diff := cmp.Diff([]string{"add foo@14"}, queueNext(t, q)); diff != "" {
 		t.Fatalf("second batch (-want +got):\n%s", diff)
 	}
@@ -95,8 +95,8 @@ func TestEventQueueReplaceResyncAndBookmarkAreSingleOrderedRecords(t *testing.T)
 	// client-go's TestRealFIFO_ReplaceAtomic and TestRealFIFO_ResyncAtomic.
 	q := newTestQueue(t, nil)
 	plMust(t, q.Bookmark("5"))
-	plMust(t, q.Add(plPod("ns", "a", "6")))
-	plMust(t, q.Replace([]*corev1.Pod{plPod("ns", "a", "6"), plPod("ns", "b", "7")}, "10"))
+	plMust(t, q.Add(NewPod("ns", "a", "6")))
+	plMust(t, q.Replace([]*corev1.Pod{NewPod("ns", "a", "6"), NewPod("ns", "b", "7")}, "10"))
 	plMust(t, q.Resync())
 	plMust(t, q.Replace(nil, "20"))
 	plMust(t, q.Bookmark("21"))
@@ -119,8 +119,8 @@ func TestEventQueueSyncedAfterFirstListIsProcessed(t *testing.T) {
 	if q.hasSynced() {
 		t.Fatal("empty queue synced")
 	}
-	plMust(t, q.Replace([]*corev1.Pod{plPod("", "a", "1")}, "1"))
-	plMust(t, q.Replace([]*corev1.Pod{plPod("", "a", "1")}, "2"))
+	plMust(t, q.Replace([]*corev1.Pod{NewPod("", "a", "1")}, "1"))
+	plMust(t, q.Replace([]*corev1.Pod{NewPod("", "a", "1")}, "2"))
 	if diff := cmp.Diff([]string{"replace [a@1] rv=1 first", "replace [a@1] rv=2"}, queueNext(t, q)); diff != "" {
 		t.Fatalf("only the first list is marked (-want +got):\n%s", diff)
 	}
@@ -139,7 +139,7 @@ func TestEventQueueSyncedAfterFirstListIsProcessed(t *testing.T) {
 
 	// An event before any list means there is no initial list to wait for.
 	q2 := newTestQueue(t, nil)
-	plMust(t, q2.Add(plPod("", "a", "1")))
+	plMust(t, q2.Add(NewPod("", "a", "1")))
 	if !q2.hasSynced() {
 		t.Fatal("queue whose first record is an event is not synced")
 	}
@@ -171,13 +171,13 @@ func countingTransform(pod *corev1.Pod) (*corev1.Pod, error) {
 
 func TestEventQueueTransformsOnceAndDropsFailures(t *testing.T) {
 	q := newTestQueue(t, countingTransform)
-	a, b := plPod("", "a", "1"), plPod("", "b", "2")
+	a, b := NewPod("", "a", "1"), NewPod("", "b", "2")
 	plMust(t, q.Add(a))
-	plMust(t, q.Add(plPod("", "bad", "3")))
-	plMust(t, q.Update(plPod("", "empty", "4")))
-	plMust(t, q.Replace([]*corev1.Pod{plPod("", "bad", "5"), b, plPod("", "empty", "6")}, "7"))
-	plMust(t, q.Delete(plPod("", "bad", "8")))
-	plMust(t, q.Update(plPod("", "panic", "9")))
+	plMust(t, q.Add(NewPod("", "bad", "3")))
+	plMust(t, q.Update(NewPod("", "empty", "4")))
+	plMust(t, q.Replace([]*corev1.Pod{NewPod("", "bad", "5"), b, NewPod("", "empty", "6")}, "7"))
+	plMust(t, q.Delete(NewPod("", "bad", "8")))
+	plMust(t, q.Update(NewPod("", "panic", "9")))
 	want := []string{"add a@1", "replace [b@2] rv=7"}
 	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
 		t.Fatalf("records (-want +got):\n%s", diff)
@@ -196,7 +196,7 @@ func TestEventQueueTakesEverythingPendingAcrossChunks(t *testing.T) {
 	q := newTestQueue(t, nil)
 	var want []string
 	for i := range 2*queueChunkSize + 10 {
-		plMust(t, q.Add(plPod("", "p", strconv.Itoa(i))))
+		plMust(t, q.Add(NewPod("", "p", strconv.Itoa(i))))
 		want = append(want, "add p@"+strconv.Itoa(i))
 	}
 	if got := q.len(); got != len(want) {
@@ -226,7 +226,7 @@ func TestEventQueueNextTakesEverythingAndCloseUnblocks(t *testing.T) {
 		t.Fatalf("next returned %v from an empty queue", b)
 	case <-time.After(20 * time.Millisecond):
 	}
-	plMust(t, q.Add(plPod("", "a", "1")))
+	plMust(t, q.Add(NewPod("", "a", "1")))
 	if diff := cmp.Diff([]string{"add a@1"}, <-got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
@@ -241,7 +241,7 @@ func TestEventQueueNextTakesEverythingAndCloseUnblocks(t *testing.T) {
 	if ok := <-closed; ok {
 		t.Fatal("next returned records after close")
 	}
-	plMust(t, q.Add(plPod("", "b", "2")))
+	plMust(t, q.Add(NewPod("", "b", "2")))
 	if _, ok := q.next(); ok {
 		t.Fatal("next returned records after close")
 	}
@@ -257,7 +257,7 @@ func TestEventQueueConcurrentProducersKeepTheirOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perProducer {
-				_ = q.Add(plPod(producer, "x"+strconv.Itoa(i), strconv.Itoa(i)))
+				_ = q.Add(NewPod(producer, "x"+strconv.Itoa(i), strconv.Itoa(i)))
 			}
 		}()
 	}
@@ -280,7 +280,7 @@ func TestEventQueueConcurrentProducersKeepTheirOrder(t *testing.T) {
 func TestEventQueueSteadyTrafficAllocatesNothing(t *testing.T) {
 	for _, store := range []*Indexer[*corev1.Pod]{nil, NewIndexer[*corev1.Pod](nil)} {
 		q := newEventQueue(store, nil, klog.Background())
-		pod := plPod("", "a", "1")
+		pod := NewPod("", "a", "1")
 		pod.Labels = map[string]string{"app": "a", "tier": "t"}
 		allocs := testing.AllocsPerRun(100, func() {
 			for range 3 * queueChunkSize / 2 {
@@ -299,8 +299,8 @@ func TestEventQueuePreparesWritesForItsStore(t *testing.T) {
 	store := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	q := newEventQueue(store, nil, klog.Background())
 	pods := []*corev1.Pod{
-		testPod("ns", "a", "1", map[string]string{"app": "a"}, "n1"),
-		testPod("ns", "b", "2", nil, "n2"),
+		NewPod("ns", "a", "1", PodLabels(map[string]string{"app": "a"}), PodNode("n1")),
+		NewPod("ns", "b", "2", PodNode("n2")),
 	}
 	plMust(t, q.Add(pods[0]))
 	plMust(t, q.Update(pods[1]))

@@ -15,7 +15,7 @@ import (
 func manyPods(n int) []*corev1.Pod {
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
-		pods[i] = fakePod("ns", fmt.Sprintf("p%04d", i), fmt.Sprint(i+1))
+		pods[i] = NewPod("ns", fmt.Sprintf("p%04d", i), fmt.Sprint(i+1))
 	}
 	return pods
 }
@@ -31,7 +31,7 @@ func TestReflectorPaginatedFirstListKeepsPaginating(t *testing.T) {
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: podKeys(pods...), RV: "2000"}}, got)
 	// The watch expires; the relist at the last resource version is
 	// paginated too, because the server showed that it paginates.
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "new", "2001")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "new", "2001")))
 	h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
 	h.skipBackoff()
 	h.store.waitFor(t, 3)
@@ -52,7 +52,7 @@ func TestReflectorUnpaginatedServerRelistsWithoutLimit(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 	h.lw.SetList("7", manyPods(3)...)
 	h.start()
-	h.must(h.lw.Modify(h.ctx, fakePod("ns", "p0000", "8")))
+	h.must(h.lw.Modify(h.ctx, NewPod("ns", "p0000", "8")))
 	h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
 	h.skipBackoff()
 	h.store.waitFor(t, 3)
@@ -100,7 +100,7 @@ func TestReflectorUnavailableResourceVersionRelistsLatest(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-			h.lw.SetList("7", fakePod("ns", "a", "1"))
+			h.lw.SetList("7", NewPod("ns", "a", "1"))
 			h.lw.FailNextList(err)
 			h.start()
 			h.store.waitFor(t, 1)
@@ -108,7 +108,7 @@ func TestReflectorUnavailableResourceVersionRelistsLatest(t *testing.T) {
 
 			// A watch that expires relists at the last version; when that
 			// version is gone too, the reflector lists the latest state.
-			h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "8")))
+			h.must(h.lw.Add(h.ctx, NewPod("ns", "b", "8")))
 			h.lw.FailNextList(err)
 			h.must(h.lw.FailWatch(h.ctx, apierrors.NewResourceExpired("too old")))
 			h.skipBackoff()
@@ -121,7 +121,7 @@ func TestReflectorUnavailableResourceVersionRelistsLatest(t *testing.T) {
 
 func TestReflectorDropsInvalidListItems(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7", fakePod("ns", "a", "1"), nil, fakePod("ns", "", "2"), fakePod("ns", "b", "3"))
+	h.lw.SetList("7", NewPod("ns", "a", "1"), nil, NewPod("ns", "", "2"), NewPod("ns", "b", "3"))
 	h.start()
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a", "ns/b"}, RV: "7"}}, h.store.waitFor(t, 1))
 	h.stop()

@@ -30,7 +30,7 @@ func TestEventReceiverTakesWaitingEventsInOrder(t *testing.T) {
 		t.Fatalf("next on an empty channel = %q", got)
 	}
 	for i := range 2 * receiveBatch {
-		events <- watch.Event{Type: watch.Added, Object: plPod("ns", "p", string(rune('a'+i)))}
+		events <- watch.Event{Type: watch.Added, Object: NewPod("ns", "p", string(rune('a'+i)))}
 	}
 	events <- watch.Event{Type: watch.Added, Object: &corev1.Node{}}
 	close(events)
@@ -51,7 +51,7 @@ func TestEventReceiverTakesWaitingEventsInOrder(t *testing.T) {
 func TestEventReceiverYieldsToTheSelectRegularly(t *testing.T) {
 	events := make(chan watch.Event, 2*maxEventsWithoutSelect)
 	for range 2 * maxEventsWithoutSelect {
-		events <- watch.Event{Type: watch.Added, Object: plPod("ns", "p", "1")}
+		events <- watch.Event{Type: watch.Added, Object: NewPod("ns", "p", "1")}
 	}
 	rc := newEventReceiver[*corev1.Pod](events, receiveBatch)
 	for i := range maxEventsWithoutSelect {
@@ -74,7 +74,7 @@ func TestEventReceiverYieldsToTheSelectRegularly(t *testing.T) {
 func TestEventReceiverOfOneLeavesTheRestInTheChannel(t *testing.T) {
 	events := make(chan watch.Event, 3)
 	for range 3 {
-		events <- watch.Event{Type: watch.Added, Object: plPod("ns", "p", "1")}
+		events <- watch.Event{Type: watch.Added, Object: NewPod("ns", "p", "1")}
 	}
 	rc := newEventReceiver[*corev1.Pod](events, 1)
 	if got := receivedText(rc); got != "1" {

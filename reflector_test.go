@@ -312,13 +312,13 @@ func podKeys(pods ...*corev1.Pod) []string {
 
 func TestReflectorListThenWatch(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	a, b := fakePod("ns", "a", "10"), fakePod("ns", "b", "11")
+	a, b := NewPod("ns", "a", "10"), NewPod("ns", "b", "11")
 	h.lw.SetList("12", a, b)
 	h.start()
 
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "c", "13")))
-	h.must(h.lw.Modify(h.ctx, fakePod("ns", "a", "14")))
-	h.must(h.lw.Delete(h.ctx, fakePod("ns", "b", "15")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "c", "13")))
+	h.must(h.lw.Modify(h.ctx, NewPod("ns", "a", "14")))
+	h.must(h.lw.Delete(h.ctx, NewPod("ns", "b", "15")))
 	h.must(h.lw.Bookmark(h.ctx, "16"))
 
 	got := h.store.waitFor(t, 5)
@@ -339,7 +339,7 @@ func TestReflectorListThenWatch(t *testing.T) {
 
 func ExampleNewReflector() {
 	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
-	lw.SetList("5", fakePod("default", "web", "4"))
+	lw.SetList("5", NewPod("default", "web", "4"))
 	store := newRecordingStore[*corev1.Pod]()
 	r := NewReflector[*corev1.Pod](lw, store, ReflectorOptions{Name: "pods"})
 
@@ -372,7 +372,7 @@ func storeChanged[T Object](s *recordingStore[T]) <-chan struct{} {
 
 func TestReflectorListErrorGoesToHandlerAndRetriesAfterBackoff(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7", fakePod("ns", "a", "1"))
+	h.lw.SetList("7", NewPod("ns", "a", "1"))
 	boom := apierrors.NewInternalError(errors.New("boom"))
 	h.lw.FailNextList(boom)
 	h.start()
@@ -386,7 +386,7 @@ func TestReflectorListErrorGoesToHandlerAndRetriesAfterBackoff(t *testing.T) {
 
 func TestReflectorStoreErrors(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
-	h.lw.SetList("7", fakePod("ns", "a", "1"))
+	h.lw.SetList("7", NewPod("ns", "a", "1"))
 	rejected := errors.New("rejected")
 	h.store.failNext("replace", rejected)
 	h.store.failNext("add", rejected)
@@ -398,8 +398,8 @@ func TestReflectorStoreErrors(t *testing.T) {
 	}
 	h.skipBackoff()
 	// A failed Add loses that event only (as in client-go); it is counted.
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "8")))
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "c", "9")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "b", "8")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "c", "9")))
 	diffOrFail(t, "store calls", []storeCall{
 		{Op: "replace", Keys: []string{"ns/a"}, RV: "7"},
 		{Op: "replace", Keys: []string{"ns/a"}, RV: "7"},
@@ -416,7 +416,7 @@ func TestReflectorRunTwiceConcurrently(t *testing.T) {
 	h.start()
 	h.calls(2)
 	h.r.Run(h.ctx) // returns at once: already running
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "8")))
 	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7")}, h.calls(2))
 	if n := len(h.lw.Calls()); n != 2 {
 		t.Errorf("the second Run made calls: %d calls in all", n)

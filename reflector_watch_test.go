@@ -25,7 +25,7 @@ func TestReflectorDropsBadWatchEvents(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 	h.lw.SetList("7")
 	h.start()
-	nameless := fakePod("ns", "", "8")
+	nameless := NewPod("ns", "", "8")
 	status := &metav1.Status{Status: metav1.StatusFailure, Code: 500}
 	for _, ev := range []watch.Event{
 		{Type: watch.Added, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}},
@@ -35,9 +35,9 @@ func TestReflectorDropsBadWatchEvents(t *testing.T) {
 		{Type: watch.Modified, Object: status},
 		{Type: watch.Bookmark, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}}},
 		{Type: watch.Bookmark},
-		{Type: "WEIRD", Object: fakePod("ns", "weird", "10")},
+		{Type: "WEIRD", Object: NewPod("ns", "weird", "10")},
 		{Type: watch.Deleted, Object: nameless},
-		{Type: watch.Added, Object: fakePod("ns", "ok", "11")},
+		{Type: watch.Added, Object: NewPod("ns", "ok", "11")},
 	} {
 		h.must(h.lw.Send(h.ctx, ev))
 	}
@@ -68,7 +68,7 @@ func TestReflectorDropsBadWatchEvents(t *testing.T) {
 func TestReflectorWatchErrorEventsRelist(t *testing.T) {
 	for name, fail := range map[string]func(h *reflectorHarness) error{
 		"error event without a status": func(h *reflectorHarness) error {
-			return h.lw.Send(h.ctx, watch.Event{Type: watch.Error, Object: fakePod("ns", "x", "9")})
+			return h.lw.Send(h.ctx, watch.Event{Type: watch.Error, Object: NewPod("ns", "x", "9")})
 		},
 		"error event without an object": func(h *reflectorHarness) error {
 			return h.lw.Send(h.ctx, watch.Event{Type: watch.Error})
@@ -84,7 +84,7 @@ func TestReflectorWatchErrorEventsRelist(t *testing.T) {
 			h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 			h.lw.SetList("7")
 			h.start()
-			h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+			h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "8")))
 			h.must(fail(h))
 			h.skipBackoff()
 			h.store.waitFor(t, 3)
@@ -117,7 +117,7 @@ func TestReflectorResync(t *testing.T) {
 	}
 	resyncDue(true)
 	resyncDue(false)
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "8")))
 	resyncDue(true)
 	diffOrFail(t, "store calls", []storeCall{
 		{Op: "replace", Keys: []string{}, RV: "7"},
@@ -213,7 +213,7 @@ func TestReflectorKeepsTypedObjectsWhateverTheirKind(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 	h.lw.SetList("7")
 	h.start()
-	pod := fakePod("ns", "p", "8")
+	pod := NewPod("ns", "p", "8")
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}
 	h.must(h.lw.Add(h.ctx, pod))
 	diffOrFail(t, "store calls", []storeCall{
@@ -226,11 +226,11 @@ func TestReflectorNormalWatchCloseRewatchesWithoutRelist(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 	h.lw.SetList("7")
 	h.start()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "8")))
 	h.must(h.lw.CloseWatch(h.ctx))
 	h.must(h.lw.Bookmark(h.ctx, "9"))
 	h.must(h.lw.CloseWatch(h.ctx))
-	h.must(h.lw.Delete(h.ctx, fakePod("ns", "a", "10")))
+	h.must(h.lw.Delete(h.ctx, NewPod("ns", "a", "10")))
 	diffOrFail(t, "store calls", []storeCall{
 		{Op: "replace", Keys: []string{}, RV: "7"},
 		{Op: "add", Keys: []string{"ns/a"}, RV: "8"},
@@ -269,7 +269,7 @@ func TestReflectorWatchCallErrors(t *testing.T) {
 			h.skipBackoff()
 			h.calls(3)
 			h.skipBackoff()
-			h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+			h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "8")))
 			diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("7"), watchCall("7")}, h.calls(4))
 			h.noHandledErrors()
 		})
@@ -292,10 +292,10 @@ func TestReflectorTooManyRequestsDuringWatchRewatches(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 	h.lw.SetList("7")
 	h.start()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "8")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "8")))
 	h.must(h.lw.FailWatch(h.ctx, apierrors.NewTooManyRequests("slow down", 1)))
 	h.skipBackoff()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "9")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "b", "9")))
 	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), watchCall("8")}, h.calls(3))
 	diffOrFail(t, "store calls", []storeCall{
 		{Op: "replace", Keys: []string{}, RV: "7"},

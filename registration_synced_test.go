@@ -31,7 +31,7 @@ func waitDone(t *testing.T, checker cache.DoneChecker) {
 func TestHasSyncedCheckersCloseWithoutPolling(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
-	lw.SetList("1", plPod("ns", "a", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"))
 	rec, entered, gate := gatedRecorder()
 	reg, err := inf.AddEventHandlerWithOptions(rec, HandlerOptions{Name: "gated"})
 	plMust(t, err)
@@ -84,7 +84,7 @@ func TestHasSyncedCheckerOfHandlerAddedToAnEmptySyncedInformer(t *testing.T) {
 
 func TestHasSyncedCheckerOfPanickingHandler(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
 	rec := newPLRecorder()
 	rec.hook = func(plEvent) { panic("handler bug") }
 	reg, err := inf.AddEventHandler(rec)
@@ -99,7 +99,7 @@ func TestHasSyncedCheckerOfPanickingHandler(t *testing.T) {
 
 func TestHasSyncedCheckerOfHandlerRemovedBeforeSync(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
 	rec, entered, gate := gatedRecorder()
 	reg, err := inf.AddEventHandler(rec)
 	plMust(t, err)

@@ -26,7 +26,7 @@ func registered(inf *Informer[*corev1.Pod], r *Registration) bool {
 
 func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"), plPod("ns", "b", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
 	plRun(t, inf)
 	Eventually(t, "informer synced", inf.HasSynced)
 	ctx := plCtx(t)
@@ -51,9 +51,9 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 			var err error
 			switch i % 3 {
 			case 0, 1:
-				err = lw.Modify(ctx, plPod("ns", name, strconv.Itoa(rv)))
+				err = lw.Modify(ctx, NewPod("ns", name, strconv.Itoa(rv)))
 			case 2:
-				err = lw.Delete(ctx, plPod("ns", name, strconv.Itoa(rv)))
+				err = lw.Delete(ctx, NewPod("ns", name, strconv.Itoa(rv)))
 			}
 			if err != nil {
 				produced <- err
@@ -78,7 +78,7 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	close(stop)
 	plMust(t, <-produced)
 	// A last event marks the end: a handler that saw it saw everything.
-	end := plPod("ns", "zz-end", strconv.Itoa(lastRV+1))
+	end := NewPod("ns", "zz-end", strconv.Itoa(lastRV+1))
 	plMust(t, lw.Add(ctx, end))
 	for _, h := range handlers {
 		Eventually(t, "the end marker", func() bool {
@@ -116,7 +116,7 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 	// client-go's TestAddWhileActive, with per-handler HasSynced.
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "pod1", "1"))
+	lw.SetList("1", NewPod("ns", "pod1", "1"))
 	gate := make(chan struct{})
 	rec1 := newPLRecorder()
 	rec1.hook = func(plEvent) { <-gate }
@@ -141,7 +141,7 @@ func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 	}
 	close(gate2)
 	Eventually(t, "registration 2 synced", reg2.HasSynced)
-	plMust(t, lw.Add(plCtx(t), plPod("ns", "pod2", "2")))
+	plMust(t, lw.Add(plCtx(t), NewPod("ns", "pod2", "2")))
 	rec1.expect(t, plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", false))
 	rec2.expect(t, plAdd("ns/pod1", "1", true), plAdd("ns/pod2", "2", false))
 	if !registered(inf, reg1) || !registered(inf, reg2) {
@@ -166,7 +166,7 @@ func TestRemoveHandlerWhileActiveDropsPending(t *testing.T) {
 	plRun(t, inf)
 	ctx := plCtx(t)
 	for i := range 10 {
-		plMust(t, lw.Add(ctx, plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
+		plMust(t, lw.Add(ctx, NewPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
 	}
 	other.waitFor(t, 10)
 	<-inCall // the handler is in its first call; nine notifications wait
@@ -176,7 +176,7 @@ func TestRemoveHandlerWhileActiveDropsPending(t *testing.T) {
 	}
 	close(gate)
 	plMust(t, inf.ShutDownEventHandler(reg)) // waits for the call in progress
-	plMust(t, lw.Add(ctx, plPod("ns", "late", "20")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "late", "20")))
 	other.waitFor(t, 11)
 	if got := rec.get(); len(got) != 1 {
 		t.Fatalf("removed handler received %v, want only the call in progress", got)
@@ -235,7 +235,7 @@ func TestShutDownEventHandlerWaitsForTheCallInProgress(t *testing.T) {
 	})
 	plMust(t, err)
 	plRun(t, inf)
-	plMust(t, lw.Add(plCtx(t), plPod("ns", "a", "2")))
+	plMust(t, lw.Add(plCtx(t), NewPod("ns", "a", "2")))
 	<-started
 	close(release)
 	plMust(t, inf.ShutDownEventHandler(reg))
@@ -292,11 +292,11 @@ func TestHandlerAddRemoveAbuse(t *testing.T) {
 		var err error
 		switch rand.IntN(3) {
 		case 0:
-			err = lw.Add(ctx, plPod("ns", name, strconv.Itoa(i+2)))
+			err = lw.Add(ctx, NewPod("ns", name, strconv.Itoa(i+2)))
 		case 1:
-			err = lw.Modify(ctx, plPod("ns", name, strconv.Itoa(i+2)))
+			err = lw.Modify(ctx, NewPod("ns", name, strconv.Itoa(i+2)))
 		case 2:
-			err = lw.Delete(ctx, plPod("ns", name, strconv.Itoa(i+2)))
+			err = lw.Delete(ctx, NewPod("ns", name, strconv.Itoa(i+2)))
 		}
 		plMust(t, err)
 	}
@@ -307,7 +307,7 @@ func TestHandlerAddRemoveAbuse(t *testing.T) {
 
 func TestInformerLifecycle(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", plPod("ns", "a", "1"))
+	lw.SetList("1", NewPod("ns", "a", "1"))
 	watchErrors := make(chan error, 10)
 	plMust(t, inf.setWatchErrorHandler(func(_ context.Context, err error) { watchErrors <- err }))
 	plMust(t, inf.setTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
@@ -372,7 +372,7 @@ func TestRemovingABlockingHandlerReleasesTheInformer(t *testing.T) {
 	})
 	ctx := plCtx(t)
 	for i := range 5 {
-		plMust(t, lw.Add(ctx, plPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
+		plMust(t, lw.Add(ctx, NewPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+2))))
 	}
 	time.Sleep(20 * time.Millisecond) // the informer now waits for the stuck handler
 
@@ -393,7 +393,7 @@ func TestRemovingABlockingHandlerReleasesTheInformer(t *testing.T) {
 			t.Fatal("removing a handler that blocks the informer did not return")
 		}
 	}
-	plMust(t, lw.Add(ctx, plPod("ns", "after", "10")))
+	plMust(t, lw.Add(ctx, NewPod("ns", "after", "10")))
 	got := other.waitFor(t, 6)
 	if last := got[len(got)-1]; last.Key != "ns/after" {
 		t.Fatalf("last event of the other handler = %v, want ns/after", last)

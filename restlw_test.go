@@ -32,13 +32,6 @@ const (
 		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 )
 
-func newPod(namespace, name, app string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": app}},
-		Spec:       corev1.PodSpec{NodeName: "node-1"},
-	}
-}
-
 func newWidget(namespace, name string, size int) *Widget {
 	return &Widget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: widgetsGV.String(), Kind: "Widget"},
@@ -116,10 +109,10 @@ func TestRESTListerWatcherPods(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFakeAPIServer(t)
 			srv.Serve(podsResource, podKind, true)
-			web1 := srv.Create(podsResource, newPod("a", "web-1", "web"))
-			srv.Create(podsResource, newPod("a", "db-1", "db"))
-			srv.Create(podsResource, newPod("a", "web-skip", "web"))
-			srv.Create(podsResource, newPod("b", "web-2", "web"))
+			web1 := srv.Create(podsResource, informer.NewPod("a", "web-1", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
+			srv.Create(podsResource, informer.NewPod("a", "db-1", "", informer.PodLabels(map[string]string{"app": "db"}), informer.PodNode("node-1")))
+			srv.Create(podsResource, informer.NewPod("a", "web-skip", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
+			srv.Create(podsResource, informer.NewPod("b", "web-2", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
 			lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{
 				Namespace: "a", TweakListOptions: selectWeb, ContentType: tc.contentType,
 			})
@@ -128,9 +121,9 @@ func TestRESTListerWatcherPods(t *testing.T) {
 			}
 			var web3 runtime.Object
 			list, ev := testListerWatcher(t, srv, podsResource, lw, func() {
-				srv.Create(podsResource, newPod("a", "db-2", "db"))
-				srv.Create(podsResource, newPod("b", "web-4", "web"))
-				web3 = srv.Create(podsResource, newPod("a", "web-3", "web"))
+				srv.Create(podsResource, informer.NewPod("a", "db-2", "", informer.PodLabels(map[string]string{"app": "db"}), informer.PodNode("node-1")))
+				srv.Create(podsResource, informer.NewPod("b", "web-4", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
+				web3 = srv.Create(podsResource, informer.NewPod("a", "web-3", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
 			})
 
 			if diff := cmp.Diff(podsResource, informer.ResourceOf(lw)); diff != "" {
@@ -289,16 +282,16 @@ func newRESTLW[T informer.Object](config *rest.Config, opts informer.RESTOptions
 func TestMetadataListerWatcher(t *testing.T) {
 	srv := newFakeAPIServer(t)
 	srv.Serve(podsResource, podKind, true)
-	web1 := srv.Create(podsResource, newPod("a", "web-1", "web"))
-	srv.Create(podsResource, newPod("a", "db-1", "db"))
+	web1 := srv.Create(podsResource, informer.NewPod("a", "web-1", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
+	srv.Create(podsResource, informer.NewPod("a", "db-1", "", informer.PodLabels(map[string]string{"app": "db"}), informer.PodNode("node-1")))
 	lw, err := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, Namespace: "a", TweakListOptions: selectWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var web2 runtime.Object
 	list, ev := testListerWatcher(t, srv, podsResource, lw, func() {
-		srv.Create(podsResource, newPod("a", "db-2", "db"))
-		web2 = srv.Create(podsResource, newPod("a", "web-2", "web"))
+		srv.Create(podsResource, informer.NewPod("a", "db-2", "", informer.PodLabels(map[string]string{"app": "db"}), informer.PodNode("node-1")))
+		web2 = srv.Create(podsResource, informer.NewPod("a", "web-2", "", informer.PodLabels(map[string]string{"app": "web"}), informer.PodNode("node-1")))
 	})
 
 	wantList := &informer.ListResult[*metav1.PartialObjectMetadata]{

@@ -16,10 +16,10 @@ import (
 
 func TestStreamingListThenWatchOnTheSameStream(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{})
-	a, b := fakePod("ns", "a", "3"), fakePod("ns", "b", "4")
+	a, b := NewPod("ns", "a", "3"), NewPod("ns", "b", "4")
 	h.lw.SetList("5", a, b)
 	h.start()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "c", "6")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "c", "6")))
 	h.must(h.lw.Bookmark(h.ctx, "7"))
 	diffOrFail(t, "store calls", []storeCall{
 		{Op: "replace", Keys: podKeys(a, b), RV: "5"},
@@ -32,7 +32,7 @@ func TestStreamingListThenWatchOnTheSameStream(t *testing.T) {
 	}
 	// The watch ends normally: re-watch (not stream) from the last version.
 	h.must(h.lw.CloseWatch(h.ctx))
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "d", "8")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "d", "8")))
 	diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), watchCall("7")}, h.calls(2))
 }
 
@@ -41,18 +41,18 @@ func TestStreamingListFoldsInitialEvents(t *testing.T) {
 	h.lw.SetManualInitialEvents(true)
 	h.start()
 	for _, ev := range []watch.Event{
-		{Type: watch.Added, Object: fakePod("ns", "a", "1")},
-		{Type: watch.Added, Object: fakePod("ns", "b", "2")},
-		{Type: watch.Modified, Object: fakePod("ns", "a", "3")},
-		{Type: watch.Added, Object: fakePod("ns", "c", "4")},
-		{Type: watch.Deleted, Object: fakePod("ns", "c", "5")},
-		{Type: watch.Bookmark, Object: fakePod("", "", "5")}, // a plain bookmark is not the end
+		{Type: watch.Added, Object: NewPod("ns", "a", "1")},
+		{Type: watch.Added, Object: NewPod("ns", "b", "2")},
+		{Type: watch.Modified, Object: NewPod("ns", "a", "3")},
+		{Type: watch.Added, Object: NewPod("ns", "c", "4")},
+		{Type: watch.Deleted, Object: NewPod("ns", "c", "5")},
+		{Type: watch.Bookmark, Object: NewPod("", "", "5")}, // a plain bookmark is not the end
 		{Type: watch.Added, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wrong"}}},
 	} {
 		h.must(h.lw.Send(h.ctx, ev))
 	}
 	h.must(h.lw.EndInitialEvents(h.ctx, "6"))
-	h.must(h.lw.Delete(h.ctx, fakePod("ns", "b", "7")))
+	h.must(h.lw.Delete(h.ctx, NewPod("ns", "b", "7")))
 	// One Replace with each object's latest state, in order of appearance;
 	// no bookmark reaches the store before it.
 	diffOrFail(t, "store calls", []storeCall{
@@ -68,11 +68,11 @@ func TestStreamingListRestartsCleanlyBeforeTheEnd(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{})
 	h.lw.SetManualInitialEvents(true)
 	h.start()
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "1")))
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "gone", "2")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "1")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "gone", "2")))
 	h.must(h.lw.CloseWatch(h.ctx))
 	// The second stream starts from scratch: "gone" is not in it.
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "1")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "1")))
 	h.must(h.lw.EndInitialEvents(h.ctx, "3"))
 	diffOrFail(t, "store calls", []storeCall{{Op: "replace", Keys: []string{"ns/a"}, RV: "3"}}, h.store.waitFor(t, 1))
 	diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), streamCall("")}, h.calls(2))
@@ -89,7 +89,7 @@ func TestStreamingListWarnsWithoutProgress(t *testing.T) {
 	h.waitForTimers(1)
 	h.clock.Step(10 * time.Second)
 	h.waitForLog("Warning: streaming list has not received any event yet")
-	h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "1")))
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "1")))
 	// Once the next event is taken, the first one has been processed (at
 	// the current fake time); the dropped event does not count as progress.
 	h.must(h.lw.Send(h.ctx, watch.Event{Type: watch.Added, Object: &corev1.ConfigMap{}}))
@@ -125,13 +125,13 @@ func TestStreamingListFallsBackToList(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newReflectorHarness(t, ReflectorOptions{})
-			a := fakePod("ns", "a", "1")
+			a := NewPod("ns", "a", "1")
 			h.lw.SetList("5", a)
 			fail(h)
 			h.start()
 			calls := h.calls(3)
 			diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), listCall("0", 500, ""), watchCall("5")}, calls)
-			h.must(h.lw.Add(h.ctx, fakePod("ns", "b", "6")))
+			h.must(h.lw.Add(h.ctx, NewPod("ns", "b", "6")))
 			got := h.store.waitFor(t, 2)
 			if got[len(got)-1].Op != "add" {
 				got = h.store.waitFor(t, 3) // after the rejected Replace
@@ -161,7 +161,7 @@ func TestStreamingListRetries(t *testing.T) {
 		h.lw.SetList("5")
 		h.start()
 		h.store.waitFor(t, 1)
-		h.must(h.lw.Add(h.ctx, fakePod("ns", "a", "6")))
+		h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "6")))
 		// The watch expires; the new stream at "6" is refused as expired, so
 		// the reflector streams the latest state.
 		h.lw.FailNextWatch(apierrors.NewResourceExpired("too old"))
@@ -191,7 +191,7 @@ func TestStreamingListDisabled(t *testing.T) {
 
 func TestInitialObjects(t *testing.T) {
 	c := newInitialObjects[*corev1.Pod]()
-	a1, a2, b, c1 := fakePod("ns", "a", "1"), fakePod("ns", "a", "2"), fakePod("ns", "b", "3"), fakePod("ns", "c", "4")
+	a1, a2, b, c1 := NewPod("ns", "a", "1"), NewPod("ns", "a", "2"), NewPod("ns", "b", "3"), NewPod("ns", "c", "4")
 	for _, step := range []func() error{
 		func() error { return c.Add(a1) },
 		func() error { return c.Add(b) },

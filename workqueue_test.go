@@ -12,20 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubetyped/informer"
 )
-
-func wqPod(namespace, name, rv, owner string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: namespace, Name: name, ResourceVersion: rv,
-		Labels: map[string]string{"owner": owner},
-	}}
-}
 
 // wqTake gets n items from q, marking each done, and returns them sorted:
 // the items one change enqueued, in no particular order.
@@ -92,7 +84,7 @@ func TestEnqueueAddsObjectNames(t *testing.T) {
 	t.Cleanup(informer.ExpectNoGoroutineLeak(t)) // runs last, once everything stopped
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[informer.ObjectName]())
 	t.Cleanup(q.ShutDown)
-	lw := wqInformer(t, informer.Enqueue[*corev1.Pod](q), wqPod("ns", "a", "1", ""), wqPod("ns", "b", "2", ""))
+	lw := wqInformer(t, informer.Enqueue[*corev1.Pod](q), informer.NewPod("ns", "a", "1", informer.PodLabels(map[string]string{"owner": ""})), informer.NewPod("ns", "b", "2", informer.PodLabels(map[string]string{"owner": ""})))
 	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
@@ -103,15 +95,15 @@ func TestEnqueueAddsObjectNames(t *testing.T) {
 	a, b, c := informer.ObjectName{Namespace: "ns", Name: "a"}, informer.ObjectName{Namespace: "ns", Name: "b"}, informer.ObjectName{Namespace: "ns", Name: "c"}
 
 	got := map[string][]informer.ObjectName{"initial list": wqTake(t, q, 2, compareNames)}
-	must(lw.Modify(ctx, wqPod("ns", "a", "3", "")))
+	must(lw.Modify(ctx, informer.NewPod("ns", "a", "3", informer.PodLabels(map[string]string{"owner": ""}))))
 	got["update"] = wqTake(t, q, 1, compareNames)
-	must(lw.Add(ctx, wqPod("ns", "c", "4", "")))
+	must(lw.Add(ctx, informer.NewPod("ns", "c", "4", informer.PodLabels(map[string]string{"owner": ""}))))
 	got["add"] = wqTake(t, q, 1, compareNames)
-	must(lw.Delete(ctx, wqPod("ns", "b", "5", "")))
+	must(lw.Delete(ctx, informer.NewPod("ns", "b", "5", informer.PodLabels(map[string]string{"owner": ""}))))
 	got["delete"] = wqTake(t, q, 1, compareNames)
 	// The relist deletes c (final state unknown) and re-delivers a,
 	// unchanged: a resync update, enqueued too.
-	wqRelistWithout(t, lw, wqPod("ns", "a", "3", ""))
+	wqRelistWithout(t, lw, informer.NewPod("ns", "a", "3", informer.PodLabels(map[string]string{"owner": ""})))
 	got["relist"] = wqTake(t, q, 2, compareNames)
 
 	want := map[string][]informer.ObjectName{
@@ -143,22 +135,22 @@ func TestEnqueueWithKeyUsesTheLastKnownObject(t *testing.T) {
 	byOwner := func(pod *corev1.Pod) ownerKey { return ownerKey{pod.Namespace, pod.Labels["owner"]} }
 	// a and b share an owner: the queue holds their key once.
 	lw := wqInformer(t, informer.EnqueueWithKey[*corev1.Pod](q, byOwner),
-		wqPod("ns", "a", "1", "x"), wqPod("ns", "b", "2", "x"), wqPod("ns", "c", "3", "y"))
+		informer.NewPod("ns", "a", "1", informer.PodLabels(map[string]string{"owner": "x"})), informer.NewPod("ns", "b", "2", informer.PodLabels(map[string]string{"owner": "x"})), informer.NewPod("ns", "c", "3", informer.PodLabels(map[string]string{"owner": "y"})))
 	ctx := context.Background()
 	x, y, z := ownerKey{"ns", "x"}, ownerKey{"ns", "y"}, ownerKey{"ns", "z"}
 
 	got := map[string][]ownerKey{"initial list": wqTake(t, q, 2, compareOwners)}
 	// An update enqueues the new state's key.
-	if err := lw.Modify(ctx, wqPod("ns", "a", "4", "z")); err != nil {
+	if err := lw.Modify(ctx, informer.NewPod("ns", "a", "4", informer.PodLabels(map[string]string{"owner": "z"}))); err != nil {
 		t.Fatal(err)
 	}
 	got["update"] = wqTake(t, q, 1, compareOwners)
 	// A deletion with an unknown final state enqueues the key of the last
 	// state the cache held (owner y), as a watch deletion does with the
 	// state it carries.
-	wqRelistWithout(t, lw, wqPod("ns", "a", "4", "z"), wqPod("ns", "b", "2", "x"))
+	wqRelistWithout(t, lw, informer.NewPod("ns", "a", "4", informer.PodLabels(map[string]string{"owner": "z"})), informer.NewPod("ns", "b", "2", informer.PodLabels(map[string]string{"owner": "x"})))
 	got["relist"] = wqTake(t, q, 3, compareOwners)
-	if err := lw.Delete(ctx, wqPod("ns", "b", "5", "x")); err != nil {
+	if err := lw.Delete(ctx, informer.NewPod("ns", "b", "5", informer.PodLabels(map[string]string{"owner": "x"}))); err != nil {
 		t.Fatal(err)
 	}
 	got["delete"] = wqTake(t, q, 1, compareOwners)
@@ -179,10 +171,10 @@ func TestEnqueueCallsDirectly(t *testing.T) {
 	q := workqueue.NewTyped[informer.ObjectName]()
 	defer q.ShutDown()
 	h := informer.Enqueue[*corev1.Pod](q)
-	h.OnAdd(wqPod("ns", "a", "1", ""), true)
-	h.OnUpdate(wqPod("ns", "b", "1", ""), wqPod("ns", "b", "2", ""))
+	h.OnAdd(informer.NewPod("ns", "a", "1", informer.PodLabels(map[string]string{"owner": ""})), true)
+	h.OnUpdate(informer.NewPod("ns", "b", "1", informer.PodLabels(map[string]string{"owner": ""})), informer.NewPod("ns", "b", "2", informer.PodLabels(map[string]string{"owner": ""})))
 	h.OnDelete(informer.DeletedObject[*corev1.Pod]{
-		Name: informer.ObjectName{Namespace: "ns", Name: "c"}, Object: wqPod("ns", "c", "3", ""), FinalStateUnknown: true,
+		Name: informer.ObjectName{Namespace: "ns", Name: "c"}, Object: informer.NewPod("ns", "c", "3", informer.PodLabels(map[string]string{"owner": ""})), FinalStateUnknown: true,
 	})
 	got := wqTake(t, q, 3, compareNames)
 	want := []informer.ObjectName{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}, {Namespace: "ns", Name: "c"}}
@@ -191,7 +183,7 @@ func TestEnqueueCallsDirectly(t *testing.T) {
 	}
 	// Adding to a queue that shut down does nothing.
 	q.ShutDown()
-	h.OnAdd(wqPod("ns", "d", "1", ""), false)
+	h.OnAdd(informer.NewPod("ns", "d", "1", informer.PodLabels(map[string]string{"owner": ""})), false)
 	if n := q.Len(); n != 0 {
 		t.Errorf("queue length after ShutDown and an add = %d, want 0", n)
 	}

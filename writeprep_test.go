@@ -58,8 +58,7 @@ func TestPreparedWritesMatchPlainWrites(t *testing.T) {
 	plain := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	prepared := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	for i := range 2000 {
-		pod := testPod("ns", fmt.Sprintf("p%d", rnd.IntN(30)), fmt.Sprint(i),
-			labelSets[rnd.IntN(len(labelSets))], fmt.Sprintf("n%d", rnd.IntN(3)))
+		pod := NewPod("ns", fmt.Sprintf("p%d", rnd.IntN(30)), fmt.Sprint(i), PodLabels(labelSets[rnd.IntN(len(labelSets))]), PodNode(fmt.Sprintf("n%d", rnd.IntN(3))))
 		store, withPairs := rnd.IntN(4) != 0, rnd.IntN(2) == 0
 		var wantOld *corev1.Pod
 		var wantExisted bool
@@ -88,7 +87,7 @@ func TestPreparedWritesMatchPlainWrites(t *testing.T) {
 
 func TestPutPreparedIndexesWhatWasAddedSince(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
-	pod := testPod("ns", "a", "1", nil, "n1")
+	pod := NewPod("ns", "a", "1", PodNode("n1"))
 	var p writePrep
 	p.values = s.prepareWrite(pod, true, &p, nil)
 	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
@@ -119,7 +118,7 @@ func TestPutPreparedReportsAFailingIndexFunction(t *testing.T) {
 		}
 		return []string{p.Spec.NodeName}, nil
 	}})
-	_, _, _, err := preparedWrite(s, testPod("ns", "a", "1", nil, ""), true, true)
+	_, _, _, err := preparedWrite(s, NewPod("ns", "a", "1"), true, true)
 	if !errors.Is(err, errBad) {
 		t.Fatalf("putPrepared error = %v, want %v", err, errBad)
 	}
