@@ -26,7 +26,7 @@ var (
 // popped.
 //
 // Keys are popped in the order they were first queued; more changes to a
-// queued key are appended to its Deltas without moving it in line. Two
+// queued key are appended to its deltas without moving it in line. Two
 // trailing deletions of a key are merged into one.
 //
 // All methods are safe for concurrent use. Objects are shared between the
@@ -206,12 +206,12 @@ func fifoKeyOf[T Object](obj T) (string, error) {
 	return KeyOf(obj), nil
 }
 
-// Pop waits until a key is queued, removes it with its Deltas, calls
+// Pop waits until a key is queued, removes it with its deltas, calls
 // process (if not nil) with them and returns them with process's error.
 // process runs with the queue locked, so it can update KnownObjects
 // atomically with the pop; it must be quick and must not call the queue.
 //
-// If process fails, the Deltas are not requeued: pass them to
+// If process fails, the deltas are not requeued: pass them to
 // AddIfNotPresent to retry them. Pop returns ctx.Err() once ctx is done,
 // and ErrFIFOClosed once the queue is closed and empty.
 func (f *DeltaFIFO[T]) Pop(ctx context.Context, process PopProcessFunc[T]) ([]Delta[T], error) {
@@ -288,7 +288,7 @@ func (f *DeltaFIFO[T]) AddIfNotPresent(deltas []Delta[T]) error {
 	return nil
 }
 
-// Get returns a copy of the Deltas queued for obj's key. It fails if obj
+// Get returns a copy of the deltas queued for obj's key. It fails if obj
 // cannot have a key.
 func (f *DeltaFIFO[T]) Get(obj T) ([]Delta[T], bool, error) {
 	key, err := fifoKeyOf(obj)
@@ -299,7 +299,7 @@ func (f *DeltaFIFO[T]) Get(obj T) ([]Delta[T], bool, error) {
 	return deltas, ok, nil
 }
 
-// GetByKey returns a copy of the Deltas queued for key.
+// GetByKey returns a copy of the deltas queued for key.
 func (f *DeltaFIFO[T]) GetByKey(key string) ([]Delta[T], bool) {
 	f.lock.RLock()
 	defer f.lock.RUnlock()

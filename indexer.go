@@ -10,9 +10,9 @@ import (
 
 // Indexer is a thread-safe, typed store of objects keyed by namespace and
 // name, with any number of named secondary indexes and a built-in label
-// index (see [Indexer.Select]). It has the semantics of client-go's
-// cache.Indexer: adding an existing object updates it, listing returns
-// unordered snapshots, and Replace swaps the whole content.
+// index (queried through a [Lister], see [NewLister]). It has the semantics
+// of client-go's cache.Indexer: adding an existing object updates it,
+// listing returns unordered snapshots, and Replace swaps the whole content.
 //
 // All methods may be called concurrently. Objects are stored and returned
 // as they are, without copying: callers must not modify an object after
