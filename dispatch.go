@@ -97,6 +97,7 @@ const maxWritesPerLock = 64
 // - maxWritesPerLock notes pending, so the buffer never grows.
 func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
 	i.indexer.beginWrites()
+	i.warmed += i.indexer.warmWrites(records)
 	n := 0
 	for ; n < len(records) && records[n].op.isWrite(); n++ {
 		rec := &records[n]

@@ -133,3 +133,34 @@ func (s *Indexer[T]) deletePrepared(p *writePrep) {
 	}
 	s.rv = p.rv
 }
+
+// warmWrites reads, for the leading add, update and delete records of
+// records, what applying them will read first: the name table slot of each
+// name and the strings the writes hash or compare (namespace, label
+// values). Those lines are rarely in the CPU caches; reading them for the
+// whole run before applying any write lets the CPU overlap the misses,
+// where the writes themselves would wait for each in turn. It returns a
+// value computed from the loads so that they are not optimized away, which
+// is also why it must not be inlined. The caller holds the lock
+// (beginWrites). Its measured effect, together with warmObjects', is quoted
+// at warmObjects.
+//
+//go:noinline
+func (s *Indexer[T]) warmWrites(records []queueRecord[T]) int {
+	slots := s.c.entries.slots
+	mask := uint64(len(slots) - 1)
+	sum := 0
+	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
+		p := &records[k].prep
+		sum += int(slots[p.hash&mask].hash)
+		if p.name.Namespace != "" {
+			sum += int(p.name.Namespace[0])
+		}
+		for _, lp := range p.pairs {
+			if lp.value != "" {
+				sum += int(lp.value[0])
+			}
+		}
+	}
+	return sum
+}
