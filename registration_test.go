@@ -26,7 +26,16 @@ func registered(inf *Informer[*corev1.Pod], r *Registration) bool {
 
 func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
-	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
+	// The producer below touches p0..p19; listing them first means it never
+	// deletes an object that was not there. (A watch's delete of an unknown
+	// object reaches the handlers, as in client-go, so a handler that joined
+	// before the producer's first round would see "deletes of absent objects"
+	// and the test would depend on how fast the producer started.)
+	initial := []*corev1.Pod{NewPod("ns", "a", "1"), NewPod("ns", "b", "1")}
+	for i := range 20 {
+		initial = append(initial, NewPod("ns", "p"+strconv.Itoa(i), "1"))
+	}
+	lw.SetList("1", initial...)
 	plRun(t, inf)
 	Eventually(t, "informer synced", inf.HasSynced)
 	ctx := plCtx(t)
