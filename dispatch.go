@@ -20,6 +20,9 @@ func (i *Informer[T]) dispatch(logger klog.Logger) {
 		}
 		i.process(logger, batch)
 		i.queue.recycle(batch)
+		// A handler added while the batch was processed, after its last
+		// pause, is admitted now.
+		i.tryAdmitJoiners()
 	}
 }
 
@@ -28,6 +31,7 @@ func (i *Informer[T]) dispatch(logger klog.Logger) {
 func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 	i.dispatchMu.Lock()
 	defer i.dispatchMu.Unlock()
+	i.admitJoiners()
 	i.filterResync = i.proc.anyNotDueForResync()
 	initial := !i.queue.hasSynced()
 	for chunk := batch; chunk != nil; chunk = chunk.next {
@@ -45,8 +49,9 @@ func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 }
 
 // processChunk applies records in order and returns whether the next records
-// are still part of the initial list. i.dispatchMu must be held; it is
-// released and retaken between records when notifications were handed over.
+// are still part of the initial list. i.dispatchMu must be held. Between
+// records, where everything stored has been handed over, it admits the
+// handlers waiting to join.
 func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T], initial bool) bool {
 	for k := 0; k < len(records); {
 		rec := &records[k]
@@ -75,11 +80,11 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			initial = false
 		}
 		if len(i.notes) >= dispatchChunk/2 {
-			// Between records everything stored has been handed over: let
-			// a handler that is being added join here.
 			i.flush()
-			i.dispatchMu.Unlock()
-			i.dispatchMu.Lock()
+		}
+		if i.joinPending.Load() {
+			i.flush()
+			i.admitJoiners()
 			i.filterResync = i.proc.anyNotDueForResync()
 		}
 	}
@@ -96,6 +101,15 @@ const maxWritesPerLock = 64
 // must not hold the cache's lock. The caller keeps fewer than dispatchChunk
 // - maxWritesPerLock notes pending, so the buffer never grows.
 func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
+	// Index functions are not called under the cache's lock: values that
+	// are missing (an index function failed) or stale (an index was added)
+	// are computed first.
+	indexCount := i.indexer.publishedCount()
+	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
+		if rec := &records[k]; rec.op != opDelete && rec.prep.indexCount != indexCount {
+			i.indexer.refreshPrep(rec.obj, &rec.prep)
+		}
+	}
 	i.indexer.beginWrites()
 	i.warmed += i.indexer.warmWrites(records)
 	n := 0
@@ -108,6 +122,11 @@ func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], 
 		}
 		old, oldRV, existed, err := i.indexer.putPrepared(rec.obj, &rec.prep)
 		switch {
+		case err == errStalePrep:
+			// An index was added since refreshPrep: the caller calls
+			// again from this record.
+			i.indexer.endWrites()
+			return n
 		case err != nil:
 			i.storeFailed(logger, err, rec.op, rec.obj)
 		case existed:

@@ -169,16 +169,24 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 	}
 	p := writePrep{name: NameOf(obj), rv: obj.GetResourceVersion(), labels: obj.GetLabels()}
 	p.hash = hashObjectName(s.seed, p.name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var buf [4][]string
-	values, err := indexValues(s.indexes, obj, p.name, buf[:0])
-	if err != nil {
-		return old, false, err
+	for {
+		// The index functions run without the lock (they may read the
+		// Indexer); the values are current if no index was added meanwhile.
+		indexes := *s.published.Load()
+		values, err := indexValues(indexes, obj, p.name, buf[:0])
+		if err != nil {
+			return old, false, err
+		}
+		s.mu.Lock()
+		if len(s.indexes) == len(indexes) {
+			old, _, existed = s.c.put(obj, &p, values)
+			s.rv = p.rv
+			s.mu.Unlock()
+			return old, existed, nil
+		}
+		s.mu.Unlock()
 	}
-	old, _, existed = s.c.put(obj, &p, values)
-	s.rv = p.rv
-	return old, existed, nil
 }
 
 // remove deletes the object stored under name and returns it (zero T and

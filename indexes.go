@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -14,10 +15,10 @@ import (
 // IndexFunc computes the values under which obj is indexed. It may return
 // several values (the object is then found under each of them) or none. It
 // must be a pure function of obj: the Indexer calls it once per stored
-// version of an object and remembers where it filed the object. It may be
-// called while the Indexer's lock is held, and concurrently when Replace
-// builds a new content, so it must be safe for concurrent use and must not
-// call back into the Indexer.
+// version of an object and remembers where it filed the object. It is called
+// concurrently from several goroutines, so it must be safe for concurrent
+// use. It is never called with the Indexer's lock held, so it may call the
+// Indexer, the informer and its Lister.
 //
 // Indexes are given as a map[string]IndexFunc[T] from each index's name to
 // its function ([NewIndexer], [InformerOptions].Indexers,
@@ -79,16 +80,19 @@ func (s *Indexer[T]) Index(indexName string, obj T) ([]T, error) {
 	if err := checkObject(obj); err != nil {
 		return nil, fmt.Errorf("index %q: %w", indexName, err)
 	}
+	// The index function runs without the lock: it may read the Indexer.
+	// Indexes are only ever appended, so position i stays valid.
+	indexes := *s.published.Load()
+	i, err := indexNumber(indexes, indexName)
+	if err != nil {
+		return nil, err
+	}
+	values, err := indexes[i].call(obj, NameOf(obj))
+	if err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i, err := s.indexNumber(indexName)
-	if err != nil {
-		return nil, err
-	}
-	values, err := s.indexes[i].call(obj, NameOf(obj))
-	if err != nil {
-		return nil, err
-	}
 	buckets := s.c.buckets[i]
 	if len(values) == 1 {
 		p := buckets[values[0]]
@@ -180,54 +184,103 @@ func (s *Indexer[T]) GetIndexers() map[string]IndexFunc[T] {
 
 // AddIndexers adds indexes and indexes every stored object in them at once.
 // It fails, changing nothing, if a name is already in use, a function is
-// nil or a function returns an error for a stored object.
+// nil or a function returns an error for a stored object. The functions run
+// without the Indexer's lock, so they may read the Indexer.
 func (s *Indexer[T]) AddIndexers(newIndexers map[string]IndexFunc[T]) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var conflicts []string
 	for name, fn := range newIndexers {
-		if _, err := s.indexNumber(name); err == nil {
-			conflicts = append(conflicts, name)
-		}
 		if fn == nil {
 			return fmt.Errorf("adding index %q: nil IndexFunc", name)
+		}
+	}
+	names := sortedNames(newIndexers)
+	added := make([]userIndex[T], len(names))
+	for j, name := range names {
+		added[j] = newUserIndex(name, newIndexers[name])
+	}
+	// Compute everything before changing anything so that an error leaves
+	// the store as it was. Objects written meanwhile are computed in the
+	// next round; each round only computes the objects it has not seen.
+	computed := make(map[T][][]string)
+	for {
+		if err := s.checkIndexConflicts(newIndexers); err != nil {
+			return err
+		}
+		s.mu.RLock()
+		objs := s.c.all.appendObjects(make([]T, 0, len(s.c.all.items)))
+		s.mu.RUnlock()
+		for _, obj := range objs {
+			if _, ok := computed[obj]; ok {
+				continue
+			}
+			values := make([][]string, len(added))
+			for j, ix := range added {
+				if ix.byNamespace {
+					continue // filed under the namespace lists already
+				}
+				v, err := ix.fn(obj)
+				if err != nil {
+					return fmt.Errorf("adding index %q: object %s: %w", ix.name, NameOf(obj), err)
+				}
+				values[j] = v
+			}
+			computed[obj] = values
+		}
+		s.mu.Lock()
+		if err := s.joinIndexes(newIndexers, added, computed); err != errRecompute {
+			s.mu.Unlock()
+			return err
+		}
+		s.mu.Unlock()
+	}
+}
+
+// errRecompute tells AddIndexers that objects were stored since it computed
+// their values.
+var errRecompute = errors.New("objects changed while indexing")
+
+// checkIndexConflicts fails if one of the names is already in use.
+func (s *Indexer[T]) checkIndexConflicts(newIndexers map[string]IndexFunc[T]) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var conflicts []string
+	for name := range newIndexers {
+		if _, err := s.indexNumber(name); err == nil {
+			conflicts = append(conflicts, name)
 		}
 	}
 	if len(conflicts) > 0 {
 		sort.Strings(conflicts)
 		return fmt.Errorf("adding indexes: indexer conflict: %s already exist", strings.Join(conflicts, ", "))
 	}
-	names := sortedNames(newIndexers)
-	first := len(s.indexes)
-	added := make([]userIndex[T], len(names))
-	for j, name := range names {
-		added[j] = newUserIndex(name, newIndexers[name])
-	}
-	// Compute everything before changing anything so that an error leaves
-	// the store as it was.
-	items := s.c.all.items
-	values := make([][]string, len(items)*len(added))
-	for n, it := range items {
-		for j, ix := range added {
-			if ix.byNamespace {
-				continue // filed under the namespace lists already
-			}
-			v, err := ix.fn(it.obj)
-			if err != nil {
-				return fmt.Errorf("adding index %q: object %s: %w", ix.name, it.e.name, err)
-			}
-			values[n*len(added)+j] = v
+	return nil
+}
+
+// joinIndexes adds the indexes and files every stored object under the
+// values computed for it. It returns errRecompute, changing nothing, if a
+// stored object has no computed values. s.mu must be held.
+func (s *Indexer[T]) joinIndexes(newIndexers map[string]IndexFunc[T], added []userIndex[T], computed map[T][][]string) error {
+	for name := range newIndexers {
+		if _, err := s.indexNumber(name); err == nil {
+			return fmt.Errorf("adding indexes: indexer conflict: %s already exist", name)
 		}
 	}
+	items := s.c.all.items
+	for _, it := range items {
+		if _, ok := computed[it.obj]; !ok {
+			return errRecompute
+		}
+	}
+	first := len(s.indexes)
 	s.indexes = append(s.indexes, added...)
 	s.publishIndexes()
 	for _, ix := range added {
 		s.c.addIndex(ix.byNamespace)
 	}
-	for n, it := range items {
+	for _, it := range items {
+		values := computed[it.obj]
 		for j, ix := range added {
 			if !ix.byNamespace {
-				s.c.joinIndex(it.e, first+j, values[n*len(added)+j])
+				s.c.joinIndex(it.e, first+j, values[j])
 			}
 		}
 	}
@@ -263,11 +316,16 @@ func (ix *userIndex[T]) call(obj T, name ObjectName) ([]string, error) {
 	return v, nil
 }
 
-// indexNumber returns the position of the named index. Indexes are few, so
-// a scan beats a map lookup.
+// indexNumber returns the position of the named index. s.mu must be held.
 func (s *Indexer[T]) indexNumber(name string) (int, error) {
-	for i := range s.indexes {
-		if s.indexes[i].name == name {
+	return indexNumber(s.indexes, name)
+}
+
+// indexNumber returns the position of the named index in indexes. Indexes
+// are few, so a scan beats a map lookup.
+func indexNumber[T Object](indexes []userIndex[T], name string) (int, error) {
+	for i := range indexes {
+		if indexes[i].name == name {
 			return i, nil
 		}
 	}

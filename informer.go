@@ -90,7 +90,8 @@ type Informer[T Object] struct {
 	metricsProvider MetricsProvider
 	metricsID       InformerID
 
-	// mu guards the fields below and serializes handler registration.
+	// mu guards the fields below and serializes handler registration. It is
+	// never held while waiting for anything, nor while calling user code.
 	mu                sync.Mutex
 	started           bool
 	resyncCheckPeriod time.Duration
@@ -105,11 +106,19 @@ type Informer[T Object] struct {
 	stopped   atomic.Bool
 	reflector atomic.Pointer[Reflector[T]]
 
+	// joining holds the handlers added to the running informer that have not
+	// received their initial adds yet (guarded by mu); joinPending is set
+	// while it is not empty.
+	joining     []*listener[T]
+	joinPending atomic.Bool
+
 	// dispatchMu is held while queued records are applied to the cache and
-	// the resulting notifications handed to the listeners, and while a
-	// handler added to a running informer receives the cached objects. So a
-	// new handler sees every change exactly once: in its initial adds or as a
-	// notification.
+	// the resulting notifications handed to the listeners, and while joining
+	// handlers are admitted with the cached objects. So a new handler sees
+	// every change exactly once: in its initial adds or as a notification.
+	// Its holder may wait for room in a listener (OverflowBlock), and handlers
+	// may call the informer: so it is only ever taken by the dispatcher, or
+	// with TryLock, and never while holding mu (see tryAdmitJoiners).
 	dispatchMu sync.Mutex
 	notes      []notification[T] // dispatcher's reusable buffer
 	// filterResync is set while some handler is not due for a resync: only
@@ -197,9 +206,14 @@ func (i *Informer[T]) Run(ctx context.Context) {
 
 	i.mu.Lock()
 	i.stopped.Store(true) // no handler can be added from now on
+	joiners := i.joining
+	i.joining = nil
 	i.mu.Unlock()
 	i.queue.close()
 	for _, l := range i.proc.snapshot() {
+		l.shutdown()
+	}
+	for _, l := range joiners {
 		l.shutdown()
 	}
 	<-dispatched

@@ -105,6 +105,21 @@ func newListener[T Object](h ResourceEventHandler[T], name string, opts HandlerO
 // overflow policy, then wakes the goroutine. s summarizes notes. Called by
 // the dispatcher only.
 func (l *listener[T]) enqueue(notes []notification[T], s noteSummary) {
+	l.enqueueNotes(notes, s, true)
+}
+
+// enqueueInitial appends the initial adds of a handler added to a running
+// informer. It never waits for room, even with OverflowBlock: whoever admits
+// the handler holds the dispatcher's lock, and the handler's own calls may
+// need the informer, so waiting there could deadlock. The dispatcher waits
+// for room before it hands the handler anything else.
+func (l *listener[T]) enqueueInitial(notes []notification[T]) {
+	l.enqueueNotes(notes, noteSummary{initialAdds: len(notes)}, false)
+}
+
+// enqueueNotes is enqueue; mayWait false makes OverflowBlock go over the
+// bound instead of waiting.
+func (l *listener[T]) enqueueNotes(notes []notification[T], s noteSummary, mayWait bool) {
 	resyncDue := l.resyncDue.Load()
 	l.mu.Lock()
 	if l.maxPending == 0 && !l.stopping && (resyncDue || s.resyncs == 0) {
@@ -131,7 +146,7 @@ func (l *listener[T]) enqueue(notes []notification[T], s noteSummary) {
 				if l.coalesce(n) {
 					continue
 				}
-			} else if !l.waitForRoom() {
+			} else if mayWait && !l.waitForRoom() {
 				break
 			}
 		}

@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -107,22 +108,27 @@ func (i *Informer[T]) AddEventHandler(h ResourceEventHandler[T]) (*Registration,
 // AddEventHandlerWithOptions adds h, which receives every later change of
 // the cache. Added before Run, it receives the initial list as adds with
 // isInInitialList true. Added to a running informer, it first receives
-// OnAdd(obj, true) for every cached object (event processing is paused while
-// these are queued, so no change is missed or seen twice), then the live
+// OnAdd(obj, true) for every cached object, taken between two batches of
+// events so that no change is missed or seen twice, then the live
 // notifications. A handler may be added several times; each registration is
 // independent. It fails once the informer has stopped.
+//
+// It never waits for the informer's event processing, so handlers may call
+// it: when events are being processed, the new handler is admitted by the
+// event processing at its next pause, and its registration reports synced
+// only once it has received its initial adds.
 func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts HandlerOptions) (*Registration, error) {
 	if h == nil {
 		return nil, errors.New("cannot add a nil event handler")
 	}
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	i.handlerCount++
 	name := opts.Name
 	if name == "" {
 		name = fmt.Sprintf("%T#%d", h, i.handlerCount)
 	}
 	if i.stopped.Load() {
+		i.mu.Unlock()
 		return nil, fmt.Errorf("handler %s was not added because the informer has stopped", name)
 	}
 	logger := klog.Background()
@@ -140,26 +146,65 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	reg := &Registration{owner: i, target: l, informerName: informerName(i)}
 	if !i.started {
 		i.proc.add(l)
+		i.mu.Unlock()
 		return reg, nil
 	}
-
-	i.dispatchMu.Lock()
-	defer i.dispatchMu.Unlock()
-	i.proc.add(l)
 	l.start(&i.listenersWG, i.runLogger, i.metrics)
+	// The listener is not synced before it holds its initial adds: this
+	// count stands for them until admitJoiners has queued them.
+	l.pendingInitial.Add(1)
+	i.joining = append(i.joining, l)
+	i.joinPending.Store(true)
+	i.mu.Unlock()
+	i.tryAdmitJoiners()
+	return reg, nil
+}
+
+// tryAdmitJoiners admits the handlers waiting to join unless the event
+// processing is busy, in which case it admits them itself at its next
+// pause. It never waits: that is what lets a handler add handlers while the
+// event processing waits for room in that handler's buffer.
+func (i *Informer[T]) tryAdmitJoiners() {
+	// Publishing the joiner before TryLock, and the dispatcher checking
+	// joinPending after Unlock, leaves no window in which neither admits.
+	for i.joinPending.Load() && i.dispatchMu.TryLock() {
+		i.admitJoiners()
+		i.dispatchMu.Unlock()
+	}
+}
+
+// admitJoiners registers the handlers waiting to join and queues their
+// initial adds: the objects cached now, all of whose notifications have
+// been handed to the listeners already. i.dispatchMu must be held.
+func (i *Informer[T]) admitJoiners() {
+	if !i.joinPending.Load() {
+		return
+	}
+	i.mu.Lock()
+	joiners := i.joining
+	i.joining = nil
+	i.joinPending.Store(false)
+	for _, l := range joiners {
+		i.proc.add(l)
+	}
+	i.mu.Unlock()
+	if len(joiners) == 0 {
+		return
+	}
 	cached := i.indexer.List()
 	notes := make([]notification[T], 0, min(len(cached), dispatchChunk))
-	for _, obj := range cached {
-		notes = append(notes, notification[T]{kind: notifyAdd, obj: obj, initial: true})
-		if len(notes) == cap(notes) {
-			l.enqueue(notes, noteSummary{initialAdds: len(notes)})
-			clear(notes)
+	for _, l := range joiners {
+		for start := 0; start < len(cached); start += dispatchChunk {
 			notes = notes[:0]
+			for _, obj := range cached[start:min(start+dispatchChunk, len(cached))] {
+				notes = append(notes, notification[T]{kind: notifyAdd, obj: obj, initial: true})
+			}
+			l.enqueueInitial(notes)
+		}
+		if l.pendingInitial.Add(-1) == 0 {
+			l.noteSynced()
 		}
 	}
-	l.enqueue(notes, noteSummary{initialAdds: len(notes)})
-	l.noteSynced() // nothing cached: synced with the informer
-	return reg, nil
 }
 
 // adjustResyncPeriod applies client-go's rules to a handler's requested
@@ -196,21 +241,20 @@ func (i *Informer[T]) RemoveEventHandler(r *Registration) error {
 	if r.owner != any(i) {
 		return nil
 	}
-	for _, l := range i.proc.snapshot() {
-		if registrationTarget(l) != r.target {
-			continue
-		}
-		// Stop deliveries before taking the informer's lock: this also
-		// releases the event processing if it waits for room in this
-		// handler's buffer (OverflowBlock) while a handler is being added.
-		l.shutdown()
-		i.mu.Lock()
-		defer i.mu.Unlock()
-		i.proc.remove(l)
-		if !l.started {
-			l.finish()
-		}
+	l, ok := r.target.(*listener[T])
+	if !ok {
 		return nil
+	}
+	// Stop deliveries first: this releases the event processing if it
+	// waits for room in this handler's buffer (OverflowBlock).
+	l.shutdown()
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.proc.remove(l) {
+		i.joining = slices.DeleteFunc(i.joining, func(j *listener[T]) bool { return j == l })
+	}
+	if !l.started {
+		l.finish()
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package informer
 
+import "errors"
+
 // writePrep is the part of storing or deleting an object that depends on the
 // object alone: its name and the name's hash, its resource version, its
 // labels and its index values. The informer computes it on the reflector's
@@ -20,6 +22,8 @@ type writePrep struct {
 	// order; indexCount is -1 when they were not computed.
 	values     [][]string
 	indexCount int
+	// err is the error of an index function, from refreshPrep.
+	err error
 }
 
 // labelPair is one label of an object.
@@ -106,20 +110,35 @@ func (s *Indexer[T]) beginWrites() { s.mu.Lock() }
 // endWrites releases the lock taken by beginWrites.
 func (s *Indexer[T]) endWrites() { s.mu.Unlock() }
 
-// putPrepared stores obj like upsert, from p computed by prepareWrite for
-// obj. It also returns the replaced object's resource version. The caller
-// holds the lock (beginWrites). On error nothing changes.
+// refreshPrep computes again, without the lock, the index values of a
+// prepared store whose values are missing or stale: an index function
+// failed (then p.err keeps the error) or an index was added since.
+func (s *Indexer[T]) refreshPrep(obj T, p *writePrep) {
+	indexes := *s.published.Load()
+	p.values, p.err = indexValues(indexes, obj, p.name, nil)
+	p.indexCount = len(indexes)
+}
+
+// publishedCount returns the number of indexes, read without the lock.
+func (s *Indexer[T]) publishedCount() int { return len(*s.published.Load()) }
+
+// errStalePrep tells the caller of putPrepared that an index was added since
+// the values were computed: it must refresh them without the lock.
+var errStalePrep = errors.New("index values computed before an index was added")
+
+// putPrepared stores obj like upsert, from p computed by prepareWrite and
+// refreshPrep for obj. It also returns the replaced object's resource
+// version. The caller holds the lock (beginWrites). On error nothing
+// changes; errStalePrep means the values must be refreshed first.
 func (s *Indexer[T]) putPrepared(obj T, p *writePrep) (old T, oldRV string, existed bool, err error) {
-	values := p.values
-	if p.indexCount != len(s.indexes) {
-		// An index was added since, or an index function failed: compute
-		// the values now.
-		var buf [4][]string
-		if values, err = indexValues(s.indexes, obj, p.name, buf[:0]); err != nil {
-			return old, "", false, err
-		}
+	if p.err != nil {
+		return old, "", false, p.err
 	}
-	old, oldRV, existed = s.c.put(obj, p, values)
+	if p.indexCount != len(s.indexes) {
+		// Index functions are never called under the lock.
+		return old, "", false, errStalePrep
+	}
+	old, oldRV, existed = s.c.put(obj, p, p.values)
 	s.rv = p.rv
 	return old, oldRV, existed, nil
 }

@@ -22,6 +22,9 @@ func preparedWrite(s *Indexer[*corev1.Pod], obj *corev1.Pod, store, withPairs bo
 	if store && withPairs && len(p.labels) > 0 {
 		p.pairs = appendLabelPairs(nil, p.labels)
 	}
+	if store && p.indexCount != s.publishedCount() {
+		s.refreshPrep(obj, &p) // as the informer does before taking the lock
+	}
 	s.beginWrites()
 	defer s.endWrites()
 	if !store {
@@ -95,8 +98,17 @@ func TestPutPreparedIndexesWhatWasAddedSince(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	// Index functions never run under the lock: the stale values are
+	// refused, and computed again without the lock.
 	s.beginWrites()
 	_, _, _, err := s.putPrepared(pod, &p)
+	s.endWrites()
+	if err != errStalePrep {
+		t.Fatalf("putPrepared with stale values: got %v, want %v", err, errStalePrep)
+	}
+	s.refreshPrep(pod, &p)
+	s.beginWrites()
+	_, _, _, err = s.putPrepared(pod, &p)
 	s.endWrites()
 	if err != nil {
 		t.Fatal(err)
