@@ -120,6 +120,9 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 	default:
 		return nil, fmt.Errorf("informer factory: unsupported content type %q", opts.ContentType)
 	}
+	if err := validateResync("FactoryOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
+		return nil, fmt.Errorf("informer factory: %w", err)
+	}
 	f := &Factory{
 		config:     rest.CopyConfig(config),
 		opts:       opts,
@@ -173,6 +176,9 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 	}
 	if entry != nil {
 		return reuseInformer(entry, opts)
+	}
+	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
+		return nil, fmt.Errorf("informer for %v: %w", typ, err)
 	}
 	restOpts := RESTOptions{
 		Scheme:           f.opts.Scheme,

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"errors"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -90,7 +91,8 @@ func (f ResourceEventHandlerFuncs[T]) OnDelete(obj DeletedObject[T]) {
 //   - an update between two rejected states is dropped.
 //
 // FilterFunc must not modify the object and must be a pure function of it,
-// so that the handler sees a consistent sequence. Both fields must be set.
+// so that the handler sees a consistent sequence. Both fields must be set:
+// AddEventHandler rejects a FilteringResourceEventHandler without them.
 type FilteringResourceEventHandler[T Object] struct {
 	// FilterFunc reports whether the handler is interested in obj.
 	FilterFunc func(obj T) bool
@@ -136,9 +138,12 @@ type HandlerOptions struct {
 	// and a sequence number.
 	Name string
 	// ResyncPeriod requests periodic resyncs for this handler; zero means
-	// none. Nil uses the informer's ResyncPeriod. As in client-go, it is
-	// raised to one second, and to the informer's resync check period when
-	// the handler is added after the informer started.
+	// none, negative is an error. Nil uses the informer's ResyncPeriod. As
+	// in client-go, it is raised to one second, and to the informer's resync
+	// check period when the handler is added after the informer started.
+	// Unlike client-go, which ignores it, a period given to an informer
+	// without resync of its own works when the handler is added before Run,
+	// and is an error after.
 	ResyncPeriod *time.Duration
 	// Logger receives the handler's log messages. Default: the logger of the
 	// context given to Run, with the handler's name.
@@ -204,4 +209,30 @@ type HandlerStats struct {
 	// Dropped is the number of notifications discarded because the handler
 	// was removed or the informer stopped before delivering them.
 	Dropped int64
+}
+
+// validateHandler rejects a handler that could only fail on every
+// notification: a FilteringResourceEventHandler missing a field.
+func validateHandler[T Object](h ResourceEventHandler[T]) error {
+	var f FilteringResourceEventHandler[T]
+	switch h := h.(type) {
+	case FilteringResourceEventHandler[T]:
+		f = h
+	case *FilteringResourceEventHandler[T]:
+		if h == nil {
+			return errors.New("the handler is a nil *FilteringResourceEventHandler")
+		}
+		f = *h
+	default:
+		return nil
+	}
+	switch {
+	case f.FilterFunc == nil && f.Handler == nil:
+		return errors.New("the FilteringResourceEventHandler has neither a FilterFunc nor a Handler")
+	case f.FilterFunc == nil:
+		return errors.New("the FilteringResourceEventHandler has no FilterFunc")
+	case f.Handler == nil:
+		return errors.New("the FilteringResourceEventHandler has no Handler")
+	}
+	return validateHandler(f.Handler)
 }

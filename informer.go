@@ -38,7 +38,9 @@ type InformerOptions[T Object] struct {
 	// ResyncPeriod is the default resync period of handlers (0 = none) and
 	// the informer's initial resync check period, as client-go's
 	// defaultEventHandlerResyncPeriod. For an informer made by [For], 0
-	// means [FactoryOptions].ResyncPeriod.
+	// means [FactoryOptions].ResyncPeriod. A negative period is rejected by
+	// For; an informer made by NewInformer returns the error from every
+	// method that can fail, and its Run logs it and returns at once.
 	ResyncPeriod time.Duration
 	// Indexers are the cache's secondary indexes.
 	Indexers map[string]IndexFunc[T]
@@ -89,6 +91,9 @@ type Informer[T Object] struct {
 
 	metricsProvider MetricsProvider
 	metricsID       InformerID
+	// optionsErr reports invalid InformerOptions: every method that can
+	// fail returns it, and Run logs it and returns.
+	optionsErr error
 
 	// mu guards the fields below and serializes handler registration. It is
 	// never held while waiting for anything, nor while calling user code.
@@ -159,6 +164,10 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) *Inform
 		metricsID:         metricsID(opts),
 	}
 	i.proc.clock = clk
+	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
+		i.optionsErr = fmt.Errorf("%s: invalid options: %w", informerName(i), err)
+		i.defaultResync, i.resyncCheckPeriod = 0, 0
+	}
 	return i
 }
 
@@ -175,6 +184,13 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	if i.started {
 		i.mu.Unlock()
 		logger.Info("Warning: the informer has already been started, ignoring Run")
+		return
+	}
+	if i.optionsErr != nil {
+		i.started = true
+		i.stopped.Store(true)
+		i.mu.Unlock()
+		logger.Error(i.optionsErr, "Not running the informer")
 		return
 	}
 	i.started = true
@@ -271,6 +287,9 @@ var errStarted = errors.New("informer has already started")
 // setTransform replaces InformerOptions.Transform, for the client-go
 // adapter's SetTransform. It fails once Run has been called.
 func (i *Informer[T]) setTransform(transform TransformFunc[T]) error {
+	if i.optionsErr != nil {
+		return i.optionsErr
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
@@ -284,6 +303,9 @@ func (i *Informer[T]) setTransform(transform TransformFunc[T]) error {
 // client-go adapter's SetWatchErrorHandler. It fails once Run has been
 // called.
 func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
+	if i.optionsErr != nil {
+		return i.optionsErr
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
@@ -297,8 +319,12 @@ func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
 // are indexed at once. It fails once the informer has stopped, or if an
 // index name is already in use.
 func (i *Informer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
+	if i.optionsErr != nil {
+		return i.optionsErr
+	}
 	if i.stopped.Load() {
-		return errors.New("indexers were not added because the informer has stopped")
+		// client-go's wording, which callers match on.
+		return errors.New("indexers were not added because the informer has stopped already")
 	}
 	return i.indexer.AddIndexers(indexers)
 }

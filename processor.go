@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,15 @@ type notification[T Object] struct {
 // minimumResyncPeriod is the smallest resync period a handler can get, as in
 // client-go.
 const minimumResyncPeriod = time.Second
+
+// validateResync rejects a negative resync period; setting names the
+// option in the error.
+func validateResync(setting string, period time.Duration) error {
+	if period < 0 {
+		return fmt.Errorf("%s is negative (%v): use 0 for no resync", setting, period)
+	}
+	return nil
+}
 
 // processor holds the listeners of an informer and decides which of them
 // receive resync notifications.
@@ -203,14 +213,11 @@ func (p *processor[T]) initResync(l *listener[T], requested, effective time.Dura
 }
 
 // effectiveResyncPeriod is the period a handler that asked for desired gets
-// from an informer checking every check: none if either is zero, else at
-// least check.
+// from an informer checking every check: none if desired is zero, else at
+// least check (adjustResyncPeriod makes check non-zero if desired is).
 func effectiveResyncPeriod(logger klog.Logger, desired, check time.Duration) time.Duration {
 	switch {
 	case desired == 0:
-		return 0
-	case check == 0:
-		logger.Info("Warning: the informer does not resync, ignoring the handler's resync period", "desired", desired)
 		return 0
 	case desired < check:
 		logger.Info("Warning: raising the handler's resync period to the informer's resync check period", "desired", desired, "resyncCheckPeriod", check)

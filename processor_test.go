@@ -70,13 +70,37 @@ func TestResyncPeriodRaisedToCheckPeriodAfterStart(t *testing.T) {
 	}
 }
 
-func TestResyncPeriodIgnoredByAnInformerWithoutResync(t *testing.T) {
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+func TestHandlerResyncWorksOnAnInformerWithoutResync(t *testing.T) {
+	// client-go ignores the handler's period here; this informer takes it
+	// as its check period when the handler is added before Run.
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Clock: clk})
+	lw.SetList("2", NewPod("ns", "pod1", "1"))
+	rec := newPLRecorder()
+	second := time.Second
+	reg, err := inf.AddEventHandlerWithOptions(rec, HandlerOptions{ResyncPeriod: &second})
+	plMust(t, err)
+	if diff := cmp.Diff([]time.Duration{time.Second, time.Second}, resyncPeriods(inf, reg)); diff != "" {
+		t.Fatalf("resync periods before Run (-want +got):\n%s", diff)
+	}
 	plRun(t, inf)
-	Eventually(t, "informer synced", inf.HasSynced)
-	r := addWithResync(t, inf, 2*time.Second)
-	if diff := cmp.Diff([]time.Duration{0, 0}, resyncPeriods(inf, r)); diff != "" {
-		t.Fatalf("(-want +got):\n%s", diff)
+	rec.expect(t, plAdd("ns/pod1", "1", true))
+	rec.reset()
+	Eventually(t, "reflector waiting for its resync timer", clk.HasWaiters)
+	clk.Step(time.Second)
+	rec.expect(t, plUpdate("ns/pod1", "1", "1"))
+}
+
+func TestHandlerResyncOnARunningInformerWithoutResyncIsRejected(t *testing.T) {
+	// Added to the running informer, it cannot resync: the error says how.
+	noResync, _ := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
+	plRun(t, noResync)
+	Eventually(t, "informer synced", noResync.HasSynced)
+	second := time.Second
+	_, err := noResync.AddEventHandlerWithOptions(ResourceEventHandlerFuncs[*corev1.Pod]{}, HandlerOptions{Name: "h", ResyncPeriod: &second})
+	want := "handler h was not added: resync period 1s asked of Informer pods, which runs without resync: give the informer a resync period (InformerOptions.ResyncPeriod, or FactoryOptions.ResyncPeriod in a factory), or add the handler before the informer starts"
+	if err == nil || err.Error() != want {
+		t.Fatalf("handler resync on a running informer without resync: got %v, want %q", err, want)
 	}
 }
 

@@ -121,6 +121,9 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	if h == nil {
 		return nil, errors.New("cannot add a nil event handler")
 	}
+	if i.optionsErr != nil {
+		return nil, i.optionsErr
+	}
 	i.mu.Lock()
 	i.handlerCount++
 	name := opts.Name
@@ -129,7 +132,12 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	}
 	if i.stopped.Load() {
 		i.mu.Unlock()
-		return nil, fmt.Errorf("handler %s was not added because the informer has stopped", name)
+		// client-go's wording, which callers match on.
+		return nil, fmt.Errorf("handler %s was not added to the informer because it has stopped already", name)
+	}
+	if err := validateHandlerOptions(h, opts); err != nil {
+		i.mu.Unlock()
+		return nil, fmt.Errorf("handler %s was not added: %w", name, err)
 	}
 	logger := klog.Background()
 	if opts.Logger != nil {
@@ -139,7 +147,11 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	if opts.ResyncPeriod != nil {
 		requested = *opts.ResyncPeriod
 	}
-	requested = i.adjustResyncPeriod(logger, requested)
+	requested, err := i.adjustResyncPeriod(logger, requested)
+	if err != nil {
+		i.mu.Unlock()
+		return nil, fmt.Errorf("handler %s was not added: %w", name, err)
+	}
 
 	l := newListener(h, name, opts, i.queue.hasSynced)
 	i.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.resyncCheckPeriod))
@@ -207,27 +219,51 @@ func (i *Informer[T]) admitJoiners() {
 	}
 }
 
+// validateHandlerOptions rejects a handler or options that could only fail.
+func validateHandlerOptions[T Object](h ResourceEventHandler[T], opts HandlerOptions) error {
+	if err := validateHandler(h); err != nil {
+		return err
+	}
+	if opts.ResyncPeriod != nil {
+		if err := validateResync("HandlerOptions.ResyncPeriod", *opts.ResyncPeriod); err != nil {
+			return err
+		}
+	}
+	if opts.MaxPending < 0 {
+		return fmt.Errorf("HandlerOptions.MaxPending is negative (%d): use 0 for no bound", opts.MaxPending)
+	}
+	if opts.Overflow != OverflowBlock && opts.Overflow != OverflowCoalesce {
+		return fmt.Errorf("HandlerOptions.Overflow is %d, neither OverflowBlock nor OverflowCoalesce", opts.Overflow)
+	}
+	return nil
+}
+
 // adjustResyncPeriod applies client-go's rules to a handler's requested
 // resync period: at least one second; below the informer's check period it
-// lowers the check period before Run and is raised to it after. i.mu must be
-// held.
-func (i *Informer[T]) adjustResyncPeriod(logger klog.Logger, requested time.Duration) time.Duration {
+// lowers the check period before Run and is raised to it after. Unlike
+// client-go, which then ignores the handler's period, an informer without
+// resync gets the handler's period as its check period before Run, and
+// rejects it after. i.mu must be held.
+func (i *Informer[T]) adjustResyncPeriod(logger klog.Logger, requested time.Duration) (time.Duration, error) {
 	if requested <= 0 {
-		return 0
+		return 0, nil
 	}
 	if requested < minimumResyncPeriod {
 		logger.Info("Warning: resync period is too small, raising it to the minimum", "resyncPeriod", requested, "minimumResyncPeriod", minimumResyncPeriod)
 		requested = minimumResyncPeriod
 	}
-	if requested < i.resyncCheckPeriod {
+	if requested < i.resyncCheckPeriod || i.resyncCheckPeriod == 0 {
 		if i.started {
+			if i.resyncCheckPeriod == 0 {
+				return 0, fmt.Errorf("resync period %v asked of %s, which runs without resync: give the informer a resync period (InformerOptions.ResyncPeriod, or FactoryOptions.ResyncPeriod in a factory), or add the handler before the informer starts", requested, informerName(i))
+			}
 			logger.Info("Warning: resync period is below the resync check period of the running informer, raising it", "resyncPeriod", requested, "resyncCheckPeriod", i.resyncCheckPeriod)
-			return i.resyncCheckPeriod
+			return i.resyncCheckPeriod, nil
 		}
 		i.resyncCheckPeriod = requested
 		i.proc.setResyncCheckPeriod(logger, requested)
 	}
-	return requested
+	return requested, nil
 }
 
 // RemoveEventHandler stops the deliveries of a handler: notifications not yet

@@ -1,0 +1,134 @@
+package informer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+)
+
+// Invalid input is rejected by the call that receives it, with an error
+// that says what is wrong and how to fix it.
+
+// errText returns err's message, or "<nil>".
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func TestAddEventHandlerRejectsInvalidHandlersAndOptions(t *testing.T) {
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	accept := func(*corev1.Pod) bool { return true }
+	var funcs ResourceEventHandlerFuncs[*corev1.Pod]
+	negative := -time.Second
+	cases := []struct {
+		name    string
+		handler ResourceEventHandler[*corev1.Pod]
+		opts    HandlerOptions
+		want    string
+	}{{
+		name:    "zero filtering handler",
+		handler: FilteringResourceEventHandler[*corev1.Pod]{},
+		want:    "handler h was not added: the FilteringResourceEventHandler has neither a FilterFunc nor a Handler",
+	}, {
+		name:    "no filter",
+		handler: FilteringResourceEventHandler[*corev1.Pod]{Handler: funcs},
+		want:    "handler h was not added: the FilteringResourceEventHandler has no FilterFunc",
+	}, {
+		name:    "no inner handler, by pointer",
+		handler: &FilteringResourceEventHandler[*corev1.Pod]{FilterFunc: accept},
+		want:    "handler h was not added: the FilteringResourceEventHandler has no Handler",
+	}, {
+		name:    "nested zero filtering handler",
+		handler: FilteringResourceEventHandler[*corev1.Pod]{FilterFunc: accept, Handler: FilteringResourceEventHandler[*corev1.Pod]{}},
+		want:    "handler h was not added: the FilteringResourceEventHandler has neither a FilterFunc nor a Handler",
+	}, {
+		name:    "negative resync",
+		handler: funcs,
+		opts:    HandlerOptions{ResyncPeriod: &negative},
+		want:    "handler h was not added: HandlerOptions.ResyncPeriod is negative (-1s): use 0 for no resync",
+	}, {
+		name:    "negative bound",
+		handler: funcs,
+		opts:    HandlerOptions{MaxPending: -1},
+		want:    "handler h was not added: HandlerOptions.MaxPending is negative (-1): use 0 for no bound",
+	}, {
+		name:    "unknown overflow policy",
+		handler: funcs,
+		opts:    HandlerOptions{MaxPending: 1, Overflow: 7},
+		want:    "handler h was not added: HandlerOptions.Overflow is 7, neither OverflowBlock nor OverflowCoalesce",
+	}}
+	for _, tc := range cases {
+		tc.opts.Name = "h"
+		reg, err := inf.AddEventHandlerWithOptions(tc.handler, tc.opts)
+		if got := errText(err); got != tc.want || reg != nil {
+			t.Errorf("%s: got %v, %q; want no registration and %q", tc.name, reg, got, tc.want)
+		}
+	}
+	// A complete filtering handler is accepted.
+	_, err := inf.AddEventHandler(FilteringResourceEventHandler[*corev1.Pod]{FilterFunc: accept, Handler: funcs})
+	plMust(t, err)
+}
+
+func TestNegativeInformerResyncIsRejected(t *testing.T) {
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{Name: "pods", ResyncPeriod: -time.Minute})
+	want := "Informer pods: invalid options: InformerOptions.ResyncPeriod is negative (-1m0s): use 0 for no resync"
+	_, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{})
+	got := []string{errText(err)}
+	got = append(got, errText(inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"x": MetaNamespaceIndexFunc[*corev1.Pod]})))
+	got = append(got, errText(inf.setTransform(nil)))
+	got = append(got, errText(inf.setWatchErrorHandler(nil)))
+	if diff := cmp.Diff([]string{want, want, want, want}, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.Run(plCtx(t))
+	}()
+	select {
+	case <-done:
+	case <-time.After(plTimeout):
+		t.Fatal("Run of an informer with invalid options did not return")
+	}
+	if !inf.IsStopped() || inf.HasSynced() {
+		t.Errorf("after Run: IsStopped %v, HasSynced %v; want true, false", inf.IsStopped(), inf.HasSynced())
+	}
+}
+
+func TestNegativeFactoryResyncIsRejected(t *testing.T) {
+	_, err := NewFactory(&rest.Config{Host: "http://localhost:1"}, FactoryOptions{ResyncPeriod: -time.Second})
+	if want := "informer factory: FactoryOptions.ResyncPeriod is negative (-1s): use 0 for no resync"; errText(err) != want {
+		t.Errorf("NewFactory: got %q, want %q", errText(err), want)
+	}
+	f, err := NewFactory(&rest.Config{Host: "http://localhost:1"}, FactoryOptions{})
+	plMust(t, err)
+	defer f.Shutdown()
+	_, err = For(f, InformerOptions[*corev1.Pod]{ResyncPeriod: -time.Second})
+	if want := "informer for *v1.Pod: InformerOptions.ResyncPeriod is negative (-1s): use 0 for no resync"; errText(err) != want {
+		t.Errorf("For: got %q, want %q", errText(err), want)
+	}
+	// The rejected call created nothing: a valid one creates the informer.
+	_, err = For(f, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Minute})
+	plMust(t, err)
+}
+
+func TestAddingToAStoppedInformerKeepsClientGoWording(t *testing.T) {
+	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	inf.Run(ctx)
+	_, err := inf.AddEventHandlerWithOptions(ResourceEventHandlerFuncs[*corev1.Pod]{}, HandlerOptions{Name: "late"})
+	if want := "handler late was not added to the informer because it has stopped already"; errText(err) != want {
+		t.Errorf("AddEventHandler: got %q, want %q", errText(err), want)
+	}
+	err = inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"x": MetaNamespaceIndexFunc[*corev1.Pod]})
+	if want := "indexers were not added because the informer has stopped already"; errText(err) != want {
+		t.Errorf("AddIndexers: got %q, want %q", errText(err), want)
+	}
+}
