@@ -277,7 +277,10 @@ func reuseInformer[T Object](entry *factoryEntry, opts InformerOptions[T]) (*Inf
 		if len(set) > 1 {
 			verb = "apply"
 		}
-		return nil, fmt.Errorf("informer for %v already exists: InformerOptions.%s only %s when the informer is created", entry.key, strings.Join(set, ", InformerOptions."), verb)
+		for k := range set {
+			set[k] = "InformerOptions." + set[k]
+		}
+		return nil, fmt.Errorf("informer for %v already exists: %s %s only when the informer is created", entry.key, joinAnd(set), verb)
 	}
 	if len(opts.Indexers) > 0 {
 		if err := inf.AddIndexers(opts.Indexers); err != nil {
@@ -395,4 +398,13 @@ func (f *Factory) Shutdown() {
 	if f.ownHTTPClient {
 		f.httpClient.CloseIdleConnections()
 	}
+}
+
+// joinAnd joins names as in an English sentence: "a", "a and b",
+// "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -125,7 +125,14 @@ func TestFactoryRejectsAtCreation(t *testing.T) {
 			_, err := informer.For(f, informer.InformerOptions[*corev1.Node]{ResyncPeriod: time.Minute, ClusterScoped: true})
 			return err
 		},
-		want: "informer for *v1.Node v1/nodes already exists: InformerOptions.ClusterScoped, InformerOptions.ResyncPeriod only apply when the informer is created",
+		want: "informer for *v1.Node v1/nodes already exists: InformerOptions.ClusterScoped and InformerOptions.ResyncPeriod apply only when the informer is created",
+	}, {
+		name: "one creation option on an existing informer",
+		new: func() error {
+			_, err := informer.For(f, informer.InformerOptions[*corev1.Node]{ResyncPeriod: time.Minute})
+			return err
+		},
+		want: "informer for *v1.Node v1/nodes already exists: InformerOptions.ResyncPeriod applies only when the informer is created",
 	}, {
 		name: "after shutdown",
 		new:  func() error { _, err := informer.For(stopped, informer.InformerOptions[*corev1.Pod]{}); return err },

@@ -124,6 +124,14 @@ func (s *Indexer[T]) List() []T {
 	return s.c.all.appendObjects(make([]T, 0, len(s.c.all.items)))
 }
 
+// holdsNamespaced reports whether some stored object has a namespace.
+func (s *Indexer[T]) holdsNamespaced() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := len(s.c.namespaces)
+	return n > 1 || n == 1 && s.c.namespaces[""] == nil
+}
+
 // ListKeys returns the key of every stored object, in no particular order.
 func (s *Indexer[T]) ListKeys() []string {
 	s.mu.RLock()

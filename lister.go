@@ -1,6 +1,9 @@
 package informer
 
 import (
+	"fmt"
+	"strings"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,11 +45,18 @@ func (l *Lister[T]) List(selector labels.Selector) ([]T, error) {
 // Get returns the object stored under key, which is "namespace/name" for a
 // namespaced object and "name" for a cluster-scoped one (as client-go's
 // generated listers of cluster-scoped resources take it). A missing object
-// yields an error for which apierrors.IsNotFound is true.
+// yields an error for which apierrors.IsNotFound is true; when key has no
+// namespace and the cache holds namespaced objects, its message says that
+// the key needs one.
 func (l *Lister[T]) Get(key string) (T, error) {
 	obj, exists, _ := l.indexer.GetByKey(key)
 	if !exists {
-		return obj, apierrors.NewNotFound(l.resource, key)
+		err := apierrors.NewNotFound(l.resource, key)
+		if !strings.Contains(key, "/") && l.indexer.holdsNamespaced() {
+			// The usual mistake: a name alone for a namespaced object.
+			err.ErrStatus.Message += fmt.Sprintf(`: the objects of this lister are namespaced, so the key is "namespace/name": use Get("<namespace>/%s") or Namespace("<namespace>").Get(%q)`, key, key)
+		}
+		return obj, err
 	}
 	return obj, nil
 }

@@ -7,6 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
 
@@ -130,5 +133,38 @@ func TestAddingToAStoppedInformerKeepsClientGoWording(t *testing.T) {
 	err = inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"x": MetaNamespaceIndexFunc[*corev1.Pod]})
 	if want := "indexers were not added because the informer has stopped already"; errText(err) != want {
 		t.Errorf("AddIndexers: got %q, want %q", errText(err), want)
+	}
+}
+
+func TestListerGetWithoutNamespaceSaysWhatTheKeyIs(t *testing.T) {
+	idx := NewIndexer[*corev1.Pod](nil)
+	plMust(t, idx.Add(NewPod("ns", "p1", "1")))
+	l := NewLister(idx, schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+	_, err := l.Get("p1")
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("Get(p1) = %v, want NotFound", err)
+	}
+	want := `pods "p1" not found: the objects of this lister are namespaced, so the key is "namespace/name": use Get("<namespace>/p1") or Namespace("<namespace>").Get("p1")`
+	if got := err.Error(); got != want {
+		t.Errorf("Get(p1) error:\n got %q\nwant %q", got, want)
+	}
+	if pod, err := l.Get("ns/p1"); err != nil || pod.Name != "p1" {
+		t.Errorf("Get(ns/p1) = %v, %v", pod, err)
+	}
+	// A plain NotFound for a complete key, and for cluster-scoped objects.
+	if _, err := l.Get("ns/p2"); errText(err) != `pods "ns/p2" not found` {
+		t.Errorf("Get(ns/p2) error = %v", err)
+	}
+	nodes := NewIndexer[*corev1.Node](nil)
+	plMust(t, nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}))
+	if _, err := NewLister(nodes, schema.GroupVersionResource{Version: "v1", Resource: "nodes"}).Get("n2"); errText(err) != `nodes "n2" not found` {
+		t.Errorf("nodes Get(n2) error = %v", err)
+	}
+}
+
+func TestJoinAnd(t *testing.T) {
+	got := []string{joinAnd([]string{"A"}), joinAnd([]string{"A", "B"}), joinAnd([]string{"A", "B", "C"})}
+	if diff := cmp.Diff([]string{"A", "A and B", "A, B and C"}, got); diff != "" {
+		t.Errorf("joinAnd (-want +got):\n%s", diff)
 	}
 }
