@@ -32,7 +32,10 @@ func diffGenInformerScenario(c diffChooser) diffInformerScenario {
 }
 
 // resyncPeriod picks a handler's requested resync period. 500ms is raised
-// to the one-second minimum (and, before Run, lowers the check period).
+// to the one-second minimum (and, before Run, lowers the check period). An
+// informer without resync gets no handler period: client-go ignores it,
+// where this one uses it or rejects it (a deliberate difference, see
+// TestHandlerResyncWorksOnAnInformerWithoutResync).
 func (gen *diffInformerGen) resyncPeriod() *time.Duration {
 	var d time.Duration
 	switch k := gen.c.intn(20); {
@@ -44,6 +47,9 @@ func (gen *diffInformerGen) resyncPeriod() *time.Duration {
 		d = 500 * time.Millisecond
 	default:
 		d = time.Duration(1+gen.c.intn(3)) * diffResyncUnit
+	}
+	if gen.sc.Config.ResyncPeriod == 0 {
+		d = 0
 	}
 	return &d
 }
