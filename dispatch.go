@@ -126,6 +126,9 @@ func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], 
 			// An index was added since refreshPrep: the caller calls
 			// again from this record.
 			i.indexer.endWrites()
+			if i.detector != nil {
+				i.detector.trackWrites(records[:n])
+			}
 			return n
 		case err != nil:
 			i.storeFailed(logger, err, rec.op, rec.obj)
@@ -139,6 +142,9 @@ func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], 
 		}
 	}
 	i.indexer.endWrites()
+	if i.detector != nil {
+		i.detector.trackWrites(records[:n])
+	}
 	return n
 }
 
@@ -150,6 +156,9 @@ func (i *Informer[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], init
 	if err != nil {
 		i.storeFailed(logger, err, opReplace, *new(T))
 		return
+	}
+	if i.detector != nil {
+		i.detector.track(bulk.list...)
 	}
 	for _, obj := range removed {
 		i.note(notification[T]{kind: notifyDelete, obj: obj, finalStateUnknown: true})

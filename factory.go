@@ -53,6 +53,9 @@ type FactoryOptions struct {
 	// makes, identified by the informer's name and resource (see
 	// [MetricsProvider] and [InformerID]). Nil means no metrics.
 	Metrics MetricsProvider
+	// DetectMutations enables the cache mutation detector of every informer
+	// (see InformerOptions.DetectMutations), for tests and CI.
+	DetectMutations bool
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -255,6 +258,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if opts.Metrics == nil {
 		opts.Metrics = f.opts.Metrics
 	}
+	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
 	opts.Resource = key.Resource
 	inf := NewInformer(lw, opts)
 	entry := &factoryEntry{key: key, name: opts.Name, informer: inf}
@@ -307,6 +311,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"Backoff", opts.Backoff != nil},
 		{"Clock", opts.Clock != nil},
 		{"Metrics", opts.Metrics != nil},
+		{"DetectMutations", opts.DetectMutations},
 	} {
 		if field.set {
 			set = append(set, field.name)

@@ -29,6 +29,9 @@ type Indexer[T Object] struct {
 	// published is a copy of indexes for prepareWrite, which takes no lock;
 	// replaced whenever indexes grows.
 	published atomic.Pointer[[]userIndex[T]]
+	// detector, set by the informer before the Indexer is shared, records
+	// what the Lister hands out; nil unless mutation detection is enabled.
+	detector *mutationDetector[T]
 }
 
 // NewIndexer returns an empty Indexer maintaining the given indexes.

@@ -59,6 +59,10 @@ type listener[T Object] struct {
 	// metrics, if set, times the handler's batches; set before the
 	// goroutine starts.
 	metrics HandlerMetrics
+	// detector, if set, records the objects handed to the handler, at the
+	// places handOuts; set before the goroutine starts.
+	detector *mutationDetector[T]
+	handOuts [notifyDelete + 1]handOutKey
 
 	pendingInitial atomic.Int64 // initial-list adds not yet delivered
 	delivered      atomic.Int64
@@ -281,6 +285,9 @@ func (l *listener[T]) run() {
 			batch = l.take(batch[:0])
 			if len(batch) == 0 {
 				break
+			}
+			if l.detector != nil {
+				l.detector.handedOutToHandler(&l.handOuts, batch)
 			}
 			if l.metrics == nil {
 				l.deliverAll(batch)

@@ -39,7 +39,11 @@ func NewLister[T Object](indexer *Indexer[T], resource schema.GroupVersionResour
 // (nil means everything), in no particular order; nil if none match. The
 // error is always nil; it exists for compatibility with client-go's listers.
 func (l *Lister[T]) List(selector labels.Selector) ([]T, error) {
-	return l.indexer.selectLabels("", selector), nil
+	objs := l.indexer.selectLabels("", selector)
+	if d := l.indexer.detector; d != nil {
+		d.handedOutToCaller("Lister.List", 1, objs...)
+	}
+	return objs, nil
 }
 
 // Get returns the object stored under key, which is "namespace/name" for a
@@ -50,6 +54,9 @@ func (l *Lister[T]) List(selector labels.Selector) ([]T, error) {
 // the key needs one.
 func (l *Lister[T]) Get(key string) (T, error) {
 	obj, exists, _ := l.indexer.GetByKey(key)
+	if d := l.indexer.detector; d != nil && exists {
+		d.handedOutToCaller("Lister.Get", 1, obj)
+	}
 	if !exists {
 		err := apierrors.NewNotFound(l.resource, key)
 		if !strings.Contains(key, "/") && l.indexer.holdsNamespaced() {
@@ -64,14 +71,22 @@ func (l *Lister[T]) Get(key string) (T, error) {
 // ByIndex returns the objects indexed under indexedValue in the named index,
 // in no particular order. It fails if the index does not exist.
 func (l *Lister[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
-	return l.indexer.ByIndex(indexName, indexedValue)
+	objs, err := l.indexer.ByIndex(indexName, indexedValue)
+	if d := l.indexer.detector; d != nil {
+		d.handedOutToCaller("Lister.ByIndex", 1, objs...)
+	}
+	return objs, err
 }
 
 // Index returns the objects that share at least one value of the named
 // index with obj, in no particular order. It fails if the index does not
 // exist or its function fails on obj.
 func (l *Lister[T]) Index(indexName string, obj T) ([]T, error) {
-	return l.indexer.Index(indexName, obj)
+	objs, err := l.indexer.Index(indexName, obj)
+	if d := l.indexer.detector; d != nil {
+		d.handedOutToCaller("Lister.Index", 1, objs...)
+	}
+	return objs, err
 }
 
 // IndexKeys returns the keys of the objects indexed under indexedValue in
@@ -106,7 +121,11 @@ type NamespaceLister[T Object] struct {
 // (nil means everything), in no particular order; nil if none match. The
 // error is always nil; it exists for compatibility with client-go's listers.
 func (l NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
-	return l.indexer.selectLabels(l.namespace, selector), nil
+	objs := l.indexer.selectLabels(l.namespace, selector)
+	if d := l.indexer.detector; d != nil {
+		d.handedOutToCaller("NamespaceLister.List", 1, objs...)
+	}
+	return objs, nil
 }
 
 // Get returns the object of the namespace called name. A missing object
@@ -114,6 +133,9 @@ func (l NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
 // string.
 func (l NamespaceLister[T]) Get(name string) (T, error) {
 	obj, exists := l.indexer.getByName(ObjectName{Namespace: l.namespace, Name: name})
+	if d := l.indexer.detector; d != nil && exists {
+		d.handedOutToCaller("NamespaceLister.Get", 1, obj)
+	}
 	if !exists {
 		return obj, apierrors.NewNotFound(l.resource, name)
 	}

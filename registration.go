@@ -154,6 +154,9 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	}
 
 	l := newListener(h, name, opts, i.queue.hasSynced)
+	if i.detector != nil {
+		l.detector, l.handOuts = i.detector, handlerHandOuts(name)
+	}
 	i.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.resyncCheckPeriod))
 	reg := &Registration{owner: i, target: l, informerName: informerName(i)}
 	if !i.started {
