@@ -386,7 +386,10 @@ wait:
 
 // Shutdown stops every informer the factory started and waits until every
 // goroutine it started has exited; then it closes the idle connections of
-// the HTTP client it owns. Afterwards Start does nothing and For fails. It may be called more than once, also concurrently.
+// the HTTP client it owns. Afterwards Start does nothing and For fails. It
+// may be called more than once, also concurrently. It waits for the event
+// handlers of its informers, so it must not be called from one of them: a
+// handler cancels the context given to Start instead.
 //
 // Unlike client-go's factory, which waits for the context given to Start to
 // end, Shutdown cancels the informers itself.

@@ -301,7 +301,9 @@ func (i *Informer[T]) RemoveEventHandler(r *Registration) error {
 // ShutDownEventHandler removes a handler like RemoveEventHandler, then waits
 // until its goroutine has exited, so that the handler is never called again.
 // It must not be called from the handler's own methods, which would wait
-// for themselves.
+// for themselves; from another handler it waits for this handler's current
+// call, so two handlers must not shut each other down. Handlers can always
+// use RemoveEventHandler.
 func (i *Informer[T]) ShutDownEventHandler(r *Registration) error {
 	if err := i.RemoveEventHandler(r); err != nil {
 		return err
