@@ -107,7 +107,9 @@ type Informer[T Object] struct {
 	optionsErr error
 
 	// mu guards the fields below and serializes handler registration. It is
-	// never held while waiting for anything, nor while calling user code.
+	// never held while waiting for anything, nor while calling handlers,
+	// transforms or index functions (only the MetricsProvider's
+	// registration, which must not call the informer).
 	mu                sync.Mutex
 	started           bool
 	resyncCheckPeriod time.Duration

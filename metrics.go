@@ -32,6 +32,9 @@ import (
 //
 // Concurrency: a provider given to several informers (as a factory does) is
 // called by all of them at once and must be safe for concurrent use.
+// AddInformer and AddHandler are called while the informer registers a
+// handler, so they must not call the informer's methods (read may be
+// called at any time).
 type MetricsProvider interface {
 	// AddInformer registers a running informer. read returns the informer's
 	// current values; it is safe for concurrent use, cheap (atomic loads and
