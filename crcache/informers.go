@@ -1,0 +1,388 @@
+package crcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// defaultSyncPeriod is controller-runtime's default resync period.
+const defaultSyncPeriod = 10 * time.Hour
+
+// shared is what every informer set of one cache shares.
+type shared struct {
+	config                      *rest.Config
+	httpClient                  *http.Client
+	scheme                      *runtime.Scheme
+	mapper                      meta.RESTMapper
+	codecs                      serializer.CodecFactory
+	paramCodec                  runtime.ParameterCodec
+	readerFailOnMissingInformer bool
+	watchErrorHandler           toolscache.WatchErrorHandlerWithContext
+	// newSource builds the ListerWatcher of an informer: newRESTSource,
+	// or a fake in tests and benchmarks.
+	newSource func(listWatchRequest) (source, error)
+}
+
+// selectors are the server-side selectors of an informer's lists and
+// watches.
+type selectors struct {
+	label labels.Selector
+	field fields.Selector
+}
+
+// applyTo sets the selectors on a list or watch request.
+func (s selectors) applyTo(opts *metav1.ListOptions) {
+	if s.label != nil {
+		opts.LabelSelector = s.label.String()
+	}
+	if s.field != nil {
+		opts.FieldSelector = s.field.String()
+	}
+}
+
+// formOf returns the form of informer that holds obj (an object or a list).
+func formOf(obj runtime.Object) objectForm {
+	switch obj.(type) {
+	case runtime.Unstructured:
+		return formUnstructured
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		return formMetadata
+	default:
+		return formTyped
+	}
+}
+
+// entryKey identifies an informer of an informerSet.
+type entryKey struct {
+	gvk  schema.GroupVersionKind
+	form objectForm
+}
+
+// informerSet is the informers of one namespace (or of all namespaces)
+// with one configuration: the counterpart of controller-runtime's
+// informerCache. It is a cache.Cache on its own; multiNamespaceCache and
+// byGVKCache combine several.
+type informerSet struct {
+	*shared
+	namespace string
+	config    cache.Config
+
+	mu        sync.Mutex
+	entries   map[entryKey]*entry
+	started   bool
+	startWait chan struct{} // closed by Start
+	ctx       context.Context
+	stopped   bool
+	wg        sync.WaitGroup // one per running informer
+}
+
+var _ cache.Cache = (*informerSet)(nil)
+
+func newInformerSet(s *shared, config cache.Config, namespace string) *informerSet {
+	return &informerSet{
+		shared:    s,
+		namespace: namespace,
+		config:    config,
+		entries:   map[entryKey]*entry{},
+		startWait: make(chan struct{}),
+	}
+}
+
+// entry is one informer of an informerSet and what reading from it needs.
+type entry struct {
+	key        entryKey
+	inf        *coreInformer
+	namespaced bool
+	// itemType is the pointer type of the cached objects; copyInto is its
+	// DeepCopyInto method.
+	itemType        reflect.Type
+	copyInto        reflect.Value
+	disableDeepCopy bool
+	cancel          context.CancelFunc // stops the informer; set once started
+	removed         bool
+
+	fieldsMu sync.RWMutex
+	fields   map[string]client.IndexerFunc // by field name, from IndexField
+}
+
+// Start runs every informer created so far, and from then on every new one
+// at once, until ctx is done; then it waits for them to stop. It fails if
+// the set was already started.
+func (s *informerSet) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("informer already started")
+	}
+	s.ctx = ctx
+	for _, e := range s.entries {
+		s.startLocked(e)
+	}
+	s.started = true
+	close(s.startWait)
+	s.mu.Unlock()
+
+	<-ctx.Done()
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// startLocked runs e's informer. Call with s.mu held, after Start.
+func (s *informerSet) startLocked(e *entry) {
+	if s.stopped || e.removed {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	e.cancel = cancel
+	s.wg.Go(func() {
+		defer cancel()
+		e.inf.run(ctx)
+	})
+}
+
+// WaitForCacheSync waits until Start was called and every informer created
+// so far has synced, or ctx is done; it reports whether they synced.
+func (s *informerSet) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-s.startWait:
+	case <-ctx.Done():
+		return false
+	}
+	s.mu.Lock()
+	entries := make([]*entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		entries = append(entries, e)
+	}
+	s.mu.Unlock()
+	for _, e := range entries {
+		select {
+		case <-e.inf.shared.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// entryFor returns the informer for gvk in obj's form, creating it (and
+// running it, once the set is started) unless failOnMissing. With block,
+// it waits for a started informer to sync. started reports whether Start
+// was called.
+func (s *informerSet) entryFor(ctx context.Context, gvk schema.GroupVersionKind, obj runtime.Object, failOnMissing, block bool) (started bool, e *entry, err error) {
+	key := entryKey{gvk: gvk, form: formOf(obj)}
+	s.mu.Lock()
+	e, ok := s.entries[key]
+	if !ok {
+		if failOnMissing {
+			s.mu.Unlock()
+			return false, nil, &cache.ErrResourceNotCached{GVK: gvk}
+		}
+		e, err = s.newEntry(key)
+		if err != nil {
+			s.mu.Unlock()
+			return false, nil, err
+		}
+		s.entries[key] = e
+		if s.started {
+			s.startLocked(e)
+		}
+	}
+	started = s.started
+	s.mu.Unlock()
+
+	if block && started && !e.inf.shared.HasSynced() {
+		select {
+		case <-e.inf.shared.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return started, nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %v informer to sync", gvk), 0)
+		}
+	}
+	return started, e, nil
+}
+
+// newEntry creates the informer for key. Call with s.mu held.
+func (s *informerSet) newEntry(key entryKey) (*entry, error) {
+	mapping, err := s.mapper.RESTMapping(key.gvk.GroupKind(), key.gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	var proto runtime.Object
+	switch key.form {
+	case formUnstructured:
+		proto = &unstructured.Unstructured{}
+	case formMetadata:
+		proto = &metav1.PartialObjectMetadata{}
+	default:
+		if proto, err = s.scheme.New(key.gvk); err != nil {
+			return nil, err
+		}
+	}
+	itemType := reflect.TypeOf(proto)
+	method, ok := itemType.MethodByName("DeepCopyInto")
+	if !ok || method.Type.NumIn() != 2 || method.Type.In(1) != itemType {
+		return nil, fmt.Errorf("type %v has no DeepCopyInto(%v) method", itemType, itemType)
+	}
+
+	req := listWatchRequest{
+		gvk:       key.gvk,
+		form:      key.form,
+		resource:  mapping.Resource.Resource,
+		selector:  selectors{label: s.config.LabelSelector, field: s.config.FieldSelector},
+		bookmarks: ptr.Deref(s.config.EnableWatchBookmarks, true),
+	}
+	if namespaced {
+		req.namespace = restrictNamespaceBySelector(s.namespace, s.config.FieldSelector)
+	}
+	src, err := s.newSource(req)
+	if err != nil {
+		return nil, err
+	}
+	name := mapping.Resource.GroupResource().String()
+	if key.form != formTyped {
+		name += " (" + key.form.String() + ")"
+	}
+	if s.namespace != "" {
+		name += " in " + s.namespace
+	}
+	inf, err := newCoreInformer(src, informerSettings{
+		name:              name,
+		resource:          mapping.Resource.GroupResource(),
+		resync:            jitter(ptr.Deref(s.config.SyncPeriod, defaultSyncPeriod)),
+		transform:         s.config.Transform,
+		watchErrorHandler: s.watchErrorHandler,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &entry{
+		key:             key,
+		inf:             inf,
+		namespaced:      namespaced,
+		itemType:        itemType,
+		copyInto:        method.Func,
+		disableDeepCopy: ptr.Deref(s.config.UnsafeDisableDeepCopy, false),
+		fields:          map[string]client.IndexerFunc{},
+	}, nil
+}
+
+// jitter spreads resyncs of informers created together over ±10% of
+// period, as controller-runtime does.
+func jitter(period time.Duration) time.Duration {
+	return time.Duration(float64(period) * (0.9 + rand.Float64()/5))
+}
+
+// restrictNamespaceBySelector narrows an all-namespaces informer to the
+// namespace its field selector requires, if any.
+func restrictNamespaceBySelector(namespace string, field fields.Selector) string {
+	if namespace != "" || field == nil {
+		return namespace
+	}
+	if ns, ok := field.RequiresExactMatch("metadata.namespace"); ok {
+		return ns
+	}
+	return ""
+}
+
+// GetInformer returns the informer for obj's kind, in obj's form, creating
+// it if needed; once the cache is started it waits for the informer to
+// sync unless told not to.
+func (s *informerSet) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	if err != nil {
+		return nil, err
+	}
+	_, e, err := s.entryFor(ctx, gvk, obj, false, blockUntilSynced(opts))
+	if err != nil {
+		return nil, err
+	}
+	return e.inf.shared, nil
+}
+
+// GetInformerForKind returns the typed informer for gvk, as GetInformer.
+func (s *informerSet) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	obj, err := s.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	_, e, err := s.entryFor(ctx, gvk, obj, false, blockUntilSynced(opts))
+	if err != nil {
+		return nil, err
+	}
+	return e.inf.shared, nil
+}
+
+// blockUntilSynced reads cache.BlockUntilSynced from opts; the default is
+// to block.
+func blockUntilSynced(opts []cache.InformerGetOption) bool {
+	var o cache.InformerGetOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return ptr.Deref(o.BlockUntilSynced, true)
+}
+
+// RemoveInformer stops the informer for obj's kind and form and forgets it.
+// Handlers registered on it stop receiving events.
+func (s *informerSet) RemoveInformer(_ context.Context, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	if err != nil {
+		return err
+	}
+	key := entryKey{gvk: gvk, form: formOf(obj)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok {
+		return nil
+	}
+	e.removed = true
+	if e.cancel != nil {
+		e.cancel()
+	}
+	delete(s.entries, key)
+	return nil
+}
+
+// IndexField adds an index over field to the informer for obj's kind and
+// form. The index serves field selectors on field in List, with namespaced
+// values as controller-runtime's cache stores them.
+func (s *informerSet) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	if err != nil {
+		return err
+	}
+	_, e, err := s.entryFor(ctx, gvk, obj, false, false)
+	if err != nil {
+		return err
+	}
+	return e.indexField(field, extractValue)
+}
+
+// NeedLeaderElection reports that the cache runs without the leader lock.
+func (s *informerSet) NeedLeaderElection() bool { return false }
