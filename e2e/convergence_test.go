@@ -197,10 +197,7 @@ func writePods(ctx context.Context, client kubernetes.Interface, namespaces []st
 		var err error
 		switch {
 		case !exists[i]:
-			_, err = pods.Create(ctx, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{genLabel: "0"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/none:latest"}}},
-			}, metav1.CreateOptions{})
+			_, err = pods.Create(ctx, newPod(name, "0"), metav1.CreateOptions{})
 			exists[i] = err == nil
 		case rng.IntN(3) == 0:
 			err = pods.Delete(ctx, name, metav1.DeleteOptions{})

@@ -50,17 +50,22 @@ func newNamespace(ctx context.Context, t *testing.T, client kubernetes.Interface
 	return ns.Name
 }
 
-// createPod creates a pod labelled gen=0 and returns it as stored. Nothing
-// schedules it; it stays pending, and a delete removes it at once.
-func createPod(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace, name string) *corev1.Pod {
-	t.Helper()
-	pod, err := client.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{genLabel: "0"}},
+// newPod returns a pod to create, labelled with gen. Nothing schedules it;
+// it stays pending, and a delete removes it at once.
+func newPod(name, gen string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{genLabel: gen}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name:  "main",
 			Image: "registry.invalid/none:latest",
 		}}},
-	}, metav1.CreateOptions{})
+	}
+}
+
+// createPod creates newPod(name, "0") and returns it as stored.
+func createPod(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace, name string) *corev1.Pod {
+	t.Helper()
+	pod, err := client.CoreV1().Pods(namespace).Create(ctx, newPod(name, "0"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create pod %s/%s: %v", namespace, name, err)
 	}
