@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"golang.org/x/sync/errgroup"
 )
 
 // multiNamespaceCache holds one informerSet per configured namespace (the
@@ -196,7 +196,11 @@ func (c *multiNamespaceCache) List(ctx context.Context, list client.ObjectList, 
 	if o.Continue != "" {
 		return errContinue
 	}
-	namespaced, err := c.isNamespaced(list)
+	gvk, proto, err := objectForList(c.scheme, list)
+	if err != nil {
+		return err
+	}
+	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.mapper)
 	if err != nil {
 		return err
 	}
@@ -213,10 +217,6 @@ func (c *multiNamespaceCache) List(ctx context.Context, list client.ObjectList, 
 			return err
 		}
 		return s.List(ctx, list, opts...)
-	}
-	gvk, proto, err := objectForList(c.scheme, list)
-	if err != nil {
-		return err
 	}
 	var parts []listPart
 	remaining := o.Limit
@@ -260,7 +260,9 @@ var _ cache.Informer = (*multiInformer)(nil)
 
 // AddEventHandler adds handler to every informer.
 func (m *multiInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return m.add(func(i cache.Informer) (toolscache.ResourceEventHandlerRegistration, error) { return i.AddEventHandler(handler) })
+	return m.add(func(i cache.Informer) (toolscache.ResourceEventHandlerRegistration, error) {
+		return i.AddEventHandler(handler)
+	})
 }
 
 // AddEventHandlerWithResyncPeriod adds handler to every informer.
