@@ -89,7 +89,7 @@ type informerSet struct {
 	namespace string
 	config    cache.Config
 
-	mu        sync.Mutex
+	mu        sync.RWMutex // readers take the read lock to find their entry
 	entries   map[entryKey]*entry
 	started   bool
 	startWait chan struct{} // closed by Start
@@ -173,12 +173,12 @@ func (s *informerSet) WaitForCacheSync(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
-	s.mu.Lock()
+	s.mu.RLock()
 	entries := make([]*entry, 0, len(s.entries))
 	for _, e := range s.entries {
 		entries = append(entries, e)
 	}
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	for _, e := range entries {
 		select {
 		case <-e.inf.shared.HasSyncedChecker().Done():
@@ -195,6 +195,29 @@ func (s *informerSet) WaitForCacheSync(ctx context.Context) bool {
 // was called.
 func (s *informerSet) entryFor(ctx context.Context, gvk schema.GroupVersionKind, obj runtime.Object, failOnMissing, block bool) (started bool, e *entry, err error) {
 	key := entryKey{gvk: gvk, form: formOf(obj)}
+	s.mu.RLock()
+	e, ok := s.entries[key]
+	started = s.started
+	s.mu.RUnlock()
+	if !ok {
+		started, e, err = s.addEntry(key, failOnMissing)
+		if err != nil {
+			return started, nil, err
+		}
+	}
+	if block && started && !e.inf.shared.HasSynced() {
+		select {
+		case <-e.inf.shared.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return started, nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %v informer to sync", gvk), 0)
+		}
+	}
+	return started, e, nil
+}
+
+// addEntry returns the informer for key, creating it unless failOnMissing.
+func (s *informerSet) addEntry(key entryKey, failOnMissing bool) (started bool, e *entry, err error) {
+	gvk := key.gvk
 	s.mu.Lock()
 	e, ok := s.entries[key]
 	if !ok {
@@ -214,14 +237,6 @@ func (s *informerSet) entryFor(ctx context.Context, gvk schema.GroupVersionKind,
 	}
 	started = s.started
 	s.mu.Unlock()
-
-	if block && started && !e.inf.shared.HasSynced() {
-		select {
-		case <-e.inf.shared.HasSyncedChecker().Done():
-		case <-ctx.Done():
-			return started, nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %v informer to sync", gvk), 0)
-		}
-	}
 	return started, e, nil
 }
 
