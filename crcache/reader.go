@@ -130,18 +130,22 @@ func (e *entry) getInto(key client.ObjectKey, out client.Object, deepCopy bool) 
 
 // collect returns the cached objects that o's namespace, label selector and
 // field selector select, in no particular order. Label selectors are
-// answered by the label index. An exact field requirement is answered by
-// its IndexField index, the other requirements (also "!=", which
-// controller-runtime's cache rejects) by evaluating the indexed field of
-// each candidate.
+// answered by the label index. An exact requirement on a field indexed with
+// IndexField is answered by the index; the other requirements (also "!=",
+// which controller-runtime's cache rejects, and requirements on
+// metadata.name and metadata.namespace, which need no index) by evaluating
+// the field of each candidate.
 func (e *entry) collect(o *client.ListOptions) ([]client.Object, error) {
 	if o.FieldSelector == nil || o.FieldSelector.Empty() {
 		return e.inf.list(o.Namespace, o.LabelSelector), nil
 	}
 	reqs := o.FieldSelector.Requirements()
+	e.fieldsMu.RLock()
 	exact := slices.IndexFunc(reqs, func(r fields.Requirement) bool {
-		return r.Operator == selection.Equals || r.Operator == selection.DoubleEquals
+		_, indexed := e.fields[r.Field]
+		return indexed && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals)
 	})
+	e.fieldsMu.RUnlock()
 	var candidates []client.Object
 	labelsDone := false
 	if exact >= 0 {

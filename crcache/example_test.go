@@ -1,0 +1,38 @@
+package crcache_test
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kubetyped/informer/crcache"
+)
+
+// newManager is a controller-runtime manager whose cache, and so whose
+// client's reads, are this package's.
+func newManager(config *rest.Config) (manager.Manager, error) {
+	return manager.New(config, manager.Options{NewCache: crcache.New})
+}
+
+// sandboxPods is a reconciler's read that controller-runtime's cache answers
+// by scanning every pod of the namespace, and crcache from its label index.
+func sandboxPods(ctx context.Context, c client.Reader, namespace, sandbox string) (*corev1.PodList, error) {
+	var pods corev1.PodList
+	err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"agents.x-k8s.io/sandbox-name-hash": sandbox})
+	return &pods, err
+}
+
+// The one-line switch: a manager built with crcache.New; controllers,
+// sources and reads stay as they are.
+func ExampleNew() {
+	mgr, err := newManager(ctrl.GetConfigOrDie())
+	if err != nil {
+		panic(err)
+	}
+	pods, err := sandboxPods(context.Background(), mgr.GetClient(), "default", "0a1b2c3d")
+	_, _ = pods, err
+}
