@@ -47,12 +47,16 @@ func printTable(rows []row) {
 		if r.ours > 0 {
 			ratio = fmt.Sprintf("%.1f×", r.theirs/r.ours)
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.workload, r.name, r.metric, format(r.theirs), format(r.ours), ratio)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.workload, r.name, r.metric, format(r.metric, r.theirs), format(r.metric, r.ours), ratio)
 	}
 }
 
-func format(v float64) string {
+// format prints a duration in nanoseconds with its unit, anything else as
+// a number.
+func format(metric string, v float64) string {
 	switch {
+	case metric == "allocs/op":
+		return fmt.Sprintf("%.0f", v)
 	case v >= 1e6:
 		return fmt.Sprintf("%.2f ms", v/1e6)
 	case v >= 1e3:
