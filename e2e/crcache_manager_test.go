@@ -13,8 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
@@ -36,6 +39,10 @@ const (
 	managerOps        = 100 // per writer
 	managerObjects    = 12  // names per writer and kind
 )
+
+// writerLabel is set on each object to the number of the writer that made
+// it, for Lists by label.
+const writerLabel = "e2e.kubetyped.io/writer"
 
 // versionRecorder is what a reconciler last found in the manager's cache,
 // by "namespace/name": the object's resource version, or no entry when the
@@ -78,7 +85,8 @@ func (r *versionRecorder) snapshot() resourceVersions {
 // that read through the manager's client: one typed on ConfigMaps, one on
 // Pods as *unstructured.Unstructured. Concurrent writers create, update
 // and delete both kinds; once they stop, what each reconciler last saw of
-// every object, and the cache's List, must equal a fresh LIST.
+// every object must equal a fresh LIST, and so must the cache's List of
+// each kind, of everything and by label.
 func TestManagerWithCacheConverges(t *testing.T) {
 	logger, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
@@ -172,19 +180,28 @@ func TestManagerWithCacheConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wantConfigMaps, wantPods := resourceVersions{}, resourceVersions{}
-	for _, ns := range namespaces {
-		cms, err := clientset.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("list configmaps: %v", err)
-		}
-		for i := range cms.Items {
-			wantConfigMaps.set(&cms.Items[i])
-		}
-		maps.Copy(wantPods, listPods(ctx, t, clientset, ns))
+	direct, err := client.New(restConfig, client.Options{})
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
 	}
-	t.Logf("%d configmaps and %d pods at the end", len(wantConfigMaps), len(wantPods))
+	// fromServer lists the kind in the watched namespaces from the server.
+	fromServer := func(newList func() client.ObjectList, sel labels.Selector) resourceVersions {
+		want := resourceVersions{}
+		for _, ns := range namespaces {
+			maps.Copy(want, listVersions(ctx, t, direct, newList(), client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}))
+		}
+		return want
+	}
+	newConfigMapList := func() client.ObjectList { return &corev1.ConfigMapList{} }
+	newPodList := func() client.ObjectList {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		return list
+	}
 
+	wantConfigMaps := fromServer(newConfigMapList, labels.Everything())
+	wantPods := fromServer(newPodList, labels.Everything())
+	t.Logf("%d configmaps and %d pods at the end", len(wantConfigMaps), len(wantPods))
 	for _, r := range []struct {
 		name string
 		want resourceVersions
@@ -198,35 +215,48 @@ func TestManagerWithCacheConverges(t *testing.T) {
 		}
 	}
 
-	// The reconcilers have seen the final state, so the cache holds it.
-	var cachedConfigMaps corev1.ConfigMapList
-	if err := mgr.GetCache().List(ctx, &cachedConfigMaps); err != nil {
-		t.Fatalf("cache List of configmaps: %v", err)
+	// The reconcilers have seen the final state, so the cache holds it:
+	// its List answers as the server's, for every object and by label.
+	selectors := map[string]labels.Selector{"everything": labels.Everything()}
+	for w := range managerWriters {
+		sel := labels.Set{writerLabel: strconv.Itoa(w)}
+		selectors[sel.String()] = sel.AsSelector()
 	}
-	gotConfigMaps := resourceVersions{}
-	for i := range cachedConfigMaps.Items {
-		gotConfigMaps.set(&cachedConfigMaps.Items[i])
-	}
-	if diff := cmp.Diff(wantConfigMaps, gotConfigMaps); diff != "" {
-		t.Errorf("cache List of configmaps (-list +cache):\n%s", diff)
-	}
-	cachedPods := &unstructured.UnstructuredList{}
-	cachedPods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := mgr.GetCache().List(ctx, cachedPods); err != nil {
-		t.Fatalf("cache List of pods: %v", err)
-	}
-	gotPods := resourceVersions{}
-	for i := range cachedPods.Items {
-		gotPods.set(&cachedPods.Items[i])
-	}
-	if diff := cmp.Diff(wantPods, gotPods); diff != "" {
-		t.Errorf("cache List of pods (-list +cache):\n%s", diff)
+	for name, sel := range selectors {
+		for kind, newList := range map[string]func() client.ObjectList{"configmaps": newConfigMapList, "pods (unstructured)": newPodList} {
+			got := listVersions(ctx, t, mgr.GetCache(), newList(), client.MatchingLabelsSelector{Selector: sel})
+			if diff := cmp.Diff(fromServer(newList, sel), got); diff != "" {
+				t.Errorf("cache List of %s, %s (-server +cache):\n%s", kind, name, diff)
+			}
+		}
 	}
 }
 
+// listVersions lists into list through r and returns the resource versions
+// of its items.
+func listVersions(ctx context.Context, t *testing.T, r client.Reader, list client.ObjectList, opts ...client.ListOption) resourceVersions {
+	t.Helper()
+	if err := r.List(ctx, list, opts...); err != nil {
+		t.Fatalf("list %T: %v", list, err)
+	}
+	got := resourceVersions{}
+	err := meta.EachListItem(list, func(obj runtime.Object) error {
+		item, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		got.set(item)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("items of %T: %v", list, err)
+	}
+	return got
+}
+
 // writeConfigMapsAndPods makes managerOps random changes to writer w's
-// configmaps and pods, spread over namespaces: a create while absent, then
-// a delete (one time in three) or an update.
+// configmaps and pods, spread over namespaces: a create (labelled with the
+// writer) while absent, then a delete (one time in three) or an update.
 func writeConfigMapsAndPods(ctx context.Context, clientset kubernetes.Interface, namespaces []string, w int) error {
 	rng := rand.New(rand.NewPCG(uint64(w), 2))
 	var cmExists, podExists [managerObjects]bool
@@ -241,7 +271,7 @@ func writeConfigMapsAndPods(ctx context.Context, clientset kubernetes.Interface,
 			switch {
 			case !cmExists[i]:
 				_, err = cms.Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: name},
+					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{writerLabel: strconv.Itoa(w)}},
 					Data:       map[string]string{"gen": gen},
 				}, metav1.CreateOptions{})
 				cmExists[i] = err == nil
@@ -261,7 +291,9 @@ func writeConfigMapsAndPods(ctx context.Context, clientset kubernetes.Interface,
 		pods := clientset.CoreV1().Pods(ns)
 		switch {
 		case !podExists[i]:
-			_, err = pods.Create(ctx, newPod(name, gen), metav1.CreateOptions{})
+			pod := newPod(name, gen)
+			pod.Labels[writerLabel] = strconv.Itoa(w)
+			_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
 			podExists[i] = err == nil
 		case rng.IntN(3) == 0:
 			err = pods.Delete(ctx, name, metav1.DeleteOptions{})
