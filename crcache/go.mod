@@ -7,6 +7,7 @@ replace github.com/kubetyped/informer => ../
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/kubetyped/informer v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.22.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
