@@ -206,11 +206,16 @@ func (s *informerSet) entryFor(ctx context.Context, gvk schema.GroupVersionKind,
 		}
 	}
 	if block && started && !e.inf.shared.HasSynced() {
-		select {
-		case <-e.inf.shared.HasSyncedChecker().Done():
-		case <-ctx.Done():
-			return started, nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %v informer to sync", gvk), 0)
+		// A context already done fails the read even if the informer
+		// syncs meanwhile: select would pick either case at random.
+		if ctx.Err() == nil {
+			select {
+			case <-e.inf.shared.HasSyncedChecker().Done():
+				return started, e, nil
+			case <-ctx.Done():
+			}
 		}
+		return started, nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %v informer to sync", gvk), 0)
 	}
 	return started, e, nil
 }
