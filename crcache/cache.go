@@ -19,8 +19,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -265,8 +265,8 @@ func (c *byGVKCache) cacheFor(obj runtime.Object) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, isList := obj.(client.ObjectList); isList || meta.IsListType(obj) {
-		gvk.Kind = trimList(gvk.Kind)
+	if _, isList := obj.(client.ObjectList); isList {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	}
 	return c.cacheForKind(gvk), nil
 }
@@ -276,13 +276,6 @@ func (c *byGVKCache) cacheForKind(gvk schema.GroupVersionKind) cache.Cache {
 		return cc
 	}
 	return c.defaultCache
-}
-
-func trimList(kind string) string {
-	if len(kind) > 4 && kind[len(kind)-4:] == "List" {
-		return kind[:len(kind)-4]
-	}
-	return kind
 }
 
 // Get reads from the cache of obj's kind.
