@@ -177,7 +177,7 @@ func TestReconcileLoop(t *testing.T) {
 	}
 	const (
 		workers    = 8
-		reconciles = 1000 // per round and cache
+		reconciles = 200 // per round and cache
 		sandboxKey = "agents.x-k8s.io/sandbox-name-hash"
 	)
 	var rows []row
