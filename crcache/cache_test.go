@@ -359,6 +359,18 @@ func TestNamespacesAndSelectors(t *testing.T) {
 	if len(pods.Items) != 20 {
 		t.Errorf("List over two namespaces: %d pods, want 20", len(pods.Items))
 	}
+	if err := c.List(ctx, &pods, client.Limit(25)); err != nil || len(pods.Items) != 25 {
+		t.Errorf("List with Limit(25) over two namespaces: %d pods, %v", len(pods.Items), err)
+	}
+	if err := c.IndexField(ctx, &corev1.Pod{}, "spec.nodeName", nodeNameIndex); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": "node-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ns-2/pod-2"}, names(t, &pods)); diff != "" {
+		t.Errorf("field index over two namespaces (-want +got):\n%s", diff)
+	}
 	if err := c.List(ctx, &pods, client.InNamespace("ns-3")); err == nil || !strings.Contains(err.Error(), "unknown namespace") {
 		t.Errorf("List in an unconfigured namespace: %v", err)
 	}
