@@ -120,8 +120,10 @@ type entry struct {
 	itemType        reflect.Type
 	copyInto        reflect.Value
 	disableDeepCopy bool
-	cancel          context.CancelFunc // stops the informer; set once started
-	removed         bool
+	// cancel stops the informer once it runs; removed is set by
+	// RemoveInformer. Both are guarded by the set's mu.
+	cancel  context.CancelFunc
+	removed bool
 
 	fieldsMu sync.RWMutex
 	fields   map[string]client.IndexerFunc // by field name, from IndexField
