@@ -35,7 +35,7 @@ type coreInformer struct {
 // informerSettings configures newCoreInformer.
 type informerSettings struct {
 	name      string
-	resource  schema.GroupResource
+	resource  schema.GroupVersionResource
 	resync    time.Duration
 	transform toolscache.TransformFunc
 	// watchErrorHandler, if set, is called with every list or watch error.
@@ -96,10 +96,10 @@ func (c *coreInformer) list(namespace string, selector labels.Selector) []client
 // byIndex returns the cached objects whose index values under index
 // include value.
 func (c *coreInformer) byIndex(index, value string) ([]client.Object, error) {
-	return c.inf.Indexer().ByIndex(index, value)
+	return c.inf.Lister().ByIndex(index, value)
 }
 
 // addIndex adds the index named name.
 func (c *coreInformer) addIndex(name string, fn func(obj client.Object) ([]string, error)) error {
-	return c.inf.AddIndexers(informer.Indexers[client.Object]{name: fn})
+	return c.inf.AddIndexers(map[string]informer.IndexFunc[client.Object]{name: fn})
 }

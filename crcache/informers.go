@@ -294,7 +294,7 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 	}
 	inf, err := newCoreInformer(src, informerSettings{
 		name:              name,
-		resource:          mapping.Resource.GroupResource(),
+		resource:          mapping.Resource,
 		resync:            jitter(ptr.Deref(s.config.SyncPeriod, defaultSyncPeriod)),
 		transform:         s.config.Transform,
 		watchErrorHandler: s.watchErrorHandler,
