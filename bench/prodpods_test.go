@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func TestProdPodsFollowTheSpec(t *testing.T) {
+	pods := newProdPods(2000)
+	if len(pods) != 2000 {
+		t.Fatalf("%d pods, want 2000", len(pods))
+	}
+	keys := map[string]bool{}
+	uids := map[string]bool{}
+	replicas := map[string]int{}
+	for i := range pods {
+		p := &pods[i]
+		keys[p.Namespace+"/"+p.Name] = true
+		uids[string(p.UID)] = true
+		replicas[p.OwnerReferences[0].Name]++
+		env := len(p.Spec.Containers[0].Env) + len(p.Spec.Containers[1].Env)
+		var managers []string
+		for _, m := range p.ManagedFields {
+			managers = append(managers, m.Manager)
+		}
+		type shape struct {
+			Containers, Conditions, Statuses, Owners, Tolerations int
+			EnvInRange, Projected, Probes, Security               bool
+			Managers                                              []string
+		}
+		got := shape{
+			Containers: len(p.Spec.Containers), Conditions: len(p.Status.Conditions), Statuses: len(p.Status.ContainerStatuses),
+			Owners: len(p.OwnerReferences), Tolerations: len(p.Spec.Tolerations),
+			EnvInRange: env >= 10 && env <= 20,
+			Projected:  p.Spec.Volumes[2].Projected != nil && p.Spec.Volumes[2].Projected.Sources[0].ServiceAccountToken != nil,
+			Probes:     p.Spec.Containers[0].LivenessProbe != nil && p.Spec.Containers[0].ReadinessProbe != nil,
+			Security:   p.Spec.SecurityContext != nil && p.Spec.Containers[0].SecurityContext != nil,
+			Managers:   managers,
+		}
+		want := shape{
+			Containers: 2, Conditions: 5, Statuses: 2, Owners: 1, Tolerations: 2,
+			EnvInRange: true, Projected: true, Probes: true, Security: true,
+			Managers: []string{"kube-controller-manager", "kube-scheduler", "kubelet"},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("pod %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if len(keys) != len(pods) || len(uids) != len(pods) {
+		t.Errorf("%d distinct names and %d distinct UIDs among %d pods", len(keys), len(uids), len(pods))
+	}
+	for rs, n := range replicas {
+		// The last Deployment may be cut short to make 2,000.
+		if (n < 10 || n > 50) && rs != pods[len(pods)-1].OwnerReferences[0].Name {
+			t.Errorf("ReplicaSet %s has %d replicas, want 10 to 50", rs, n)
+		}
+	}
+	// Replicas share their template but not their identity.
+	a, b := pods[0], pods[1]
+	if a.OwnerReferences[0].UID != b.OwnerReferences[0].UID {
+		t.Fatal("pods 0 and 1 belong to different Deployments")
+	}
+	if diff := cmp.Diff(a.Spec.Containers[0].Env, b.Spec.Containers[0].Env); diff != "" {
+		t.Errorf("replicas' env differ:\n%s", diff)
+	}
+	if a.Name == b.Name || a.Status.PodIP == b.Status.PodIP || a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		t.Errorf("replicas share a name, an IP or a creation time: %s %s %s", a.Name, a.Status.PodIP, a.CreationTimestamp)
+	}
+	if _, ok := pods[0].Annotations["kubectl.kubernetes.io/last-applied-configuration"]; !ok {
+		t.Error("Deployment 0 has no last-applied configuration")
+	}
+}
+
+func TestProdPodSizesMatchTheSpec(t *testing.T) {
+	protoBytes, heapBytes, err := prodPodSizes(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("production-like pod: %.0f B as protobuf, %.0f B on the heap once decoded", protoBytes, heapBytes)
+	// The spec asks for about 9 KB as protobuf.
+	if protoBytes < 8000 || protoBytes > 10500 {
+		t.Errorf("pod is %.0f B as protobuf, want about 9,000", protoBytes)
+	}
+	if heapBytes < protoBytes {
+		t.Errorf("a decoded pod takes %.0f B on the heap, less than its %.0f B of protobuf", heapBytes, protoBytes)
+	}
+}
+
+func TestProdPodListIsDeterministicAndRoundTrips(t *testing.T) {
+	first, err := encodeProdPodList(newProdPods(300), "77")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := encodeProdPodList(newProdPods(300), "77")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Fatal("two encodings of the same fixtures differ")
+	}
+	list, err := decodeProdPodList(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.ResourceVersion != "77" {
+		t.Errorf("list resource version %q, want 77", list.ResourceVersion)
+	}
+	if diff := cmp.Diff(newProdPods(300), list.Items); diff != "" {
+		t.Fatalf("decoded list (-generated +decoded):\n%s", diff)
+	}
+	again, err := decodeProdPodList(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &again.Items[0] == &list.Items[0] || &again.Items[0].Labels == &list.Items[0].Labels {
+		t.Fatal("two decodings share memory")
+	}
+}
+
+func TestProdWatchDecodesEveryEvent(t *testing.T) {
+	pods := newProdPods(60)
+	body, err := encodeProdWatch(pods, watch.Modified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := newProdWatch(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var got []corev1.Pod
+	for e := range w.ResultChan() { // closed at the end of the body
+		pod, ok := e.Object.(*corev1.Pod)
+		if e.Type != watch.Modified || !ok {
+			t.Fatalf("event %d: %s of a %T, want Modified of a *v1.Pod", len(got), e.Type, e.Object)
+		}
+		got = append(got, *pod)
+	}
+	if diff := cmp.Diff(pods, got); diff != "" {
+		t.Fatalf("watched pods (-generated +decoded):\n%s", diff)
+	}
+}
