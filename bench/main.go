@@ -1,4 +1,4 @@
-// Command bench runs the workloads of shared/benchmarks.md (W1–W5) on
+// Command bench runs the workloads of shared/benchmarks.md (W1–W6) on
 // client-go's informer machinery and on this module's, side by side in one
 // process, and prints one table of client-go ÷ ours ratios.
 //
@@ -29,11 +29,13 @@ type config struct {
 	dispatchPods int
 	// opTime is how long one measured batch of a W3–W5 operation lasts.
 	opTime time.Duration
+	// prodPods is the number of production-like pods W6 caches.
+	prodPods int
 }
 
 var (
-	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond}
-	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond}
+	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000}
+	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000}
 )
 
 // workload is one entry of the benchmark menu.
@@ -49,6 +51,7 @@ var workloads = []workload{
 	{"W3", runList},
 	{"W4", runIndex},
 	{"W5", runGet},
+	{"W6", runMemory},
 }
 
 func main() { os.Exit(benchMain()) }
@@ -58,7 +61,7 @@ func main() { os.Exit(benchMain()) }
 // 2 for bad flags.
 func benchMain() int {
 	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
-	runList := flag.String("run", "", "comma-separated workloads to run (default: all of W1,W2,W3,W4,W5)")
+	runList := flag.String("run", "", "comma-separated workloads to run (default: all of W1,W2,W3,W4,W5,W6)")
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
@@ -112,7 +115,7 @@ func selectWorkloads(list string) ([]workload, error) {
 	}
 	for _, id := range ids {
 		if !slices.ContainsFunc(workloads, func(w workload) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
-			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5)", id)
+			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,W6)", id)
 		}
 	}
 	return out, nil

@@ -59,6 +59,9 @@ type prodDeployment struct {
 	rsUID     types.UID
 	created   time.Time
 	template  corev1.Pod // metadata and spec shared by every replica
+	// fields holds the FieldsV1 JSON of the three managers' entries, with
+	// placeholders for what differs between replicas (prodFieldSets).
+	fields [3][]byte
 }
 
 // prodDeployments returns the Deployments holding n pods in total: each has
@@ -102,6 +105,9 @@ func newProdDeployment(d, replicas int) prodDeployment {
 		created:   podEpoch.Add(time.Duration(d) * time.Minute),
 	}
 	dep.template = newProdTemplate(dep)
+	sample := dep.template
+	sample.Spec.Volumes = renameVolume(sample.Spec.Volumes, "kube-api-access", "kube-api-access-"+suffixMark)
+	dep.fields = prodFieldSets(&sample)
 	return dep
 }
 
@@ -338,7 +344,7 @@ func (dep prodDeployment) replica(r, i int) corev1.Pod {
 		ContainerStatuses: statuses,
 		QOSClass:          corev1.PodQOSBurstable,
 	}
-	pod.ManagedFields = prodManagedFields(&pod, pod.CreationTimestamp, ready)
+	pod.ManagedFields = dep.managedFields(suffix, podIP, pod.CreationTimestamp, ready)
 	return pod
 }
 
@@ -385,10 +391,38 @@ func renameMount(mounts []corev1.VolumeMount, from, to string) []corev1.VolumeMo
 // fieldSet is a managed-fields set in the FieldsV1 JSON form.
 type fieldSet map[string]any
 
-// prodManagedFields returns pod's managed fields from three managers, in
-// the FieldsV1 form the server writes: kube-controller-manager (it created
-// the pod from the template), kube-scheduler and kubelet (status).
-func prodManagedFields(pod *corev1.Pod, created, ready metav1.Time) []metav1.ManagedFieldsEntry {
+// Placeholders in a Deployment's managed-fields JSON for what differs
+// between its replicas: the name suffix of the projected volume, and the
+// pod IP.
+const (
+	suffixMark = "@suffix@"
+	podIPMark  = "@pod-ip@"
+)
+
+// managedFields returns the managed fields of dep's replica with the given
+// name suffix and pod IP. Filling placeholders in JSON built once per
+// Deployment instead of encoding three field sets per pod makes generating
+// 100,000 pods take seconds instead of a minute (0.7 ms a pod on a loaded
+// machine, nearly all in encoding/json).
+func (dep prodDeployment) managedFields(suffix, podIP string, created, ready metav1.Time) []metav1.ManagedFieldsEntry {
+	entry := func(manager, subresource string, at metav1.Time, raw []byte) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{
+			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &at,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}, Subresource: subresource,
+		}
+	}
+	return []metav1.ManagedFieldsEntry{
+		entry("kube-controller-manager", "", created, bytes.Replace(dep.fields[0], []byte(suffixMark), []byte(suffix), 1)),
+		entry("kube-scheduler", "status", created, dep.fields[1]),
+		entry("kubelet", "status", ready, bytes.Replace(dep.fields[2], []byte(podIPMark), []byte(podIP), 1)),
+	}
+}
+
+// prodFieldSets returns, in the FieldsV1 JSON form the server writes, the
+// fields of pod that three managers own: kube-controller-manager (it
+// created the pod from the template), kube-scheduler and kubelet (status).
+// The kubelet's set names the pod IP by podIPMark.
+func prodFieldSets(pod *corev1.Pod) [3][]byte {
 	keys := func(m map[string]string) fieldSet {
 		s := fieldSet{".": fieldSet{}}
 		for k := range m {
@@ -463,32 +497,24 @@ func prodManagedFields(pod *corev1.Pod, created, ready metav1.Time) []metav1.Man
 	}
 	condition := fieldSet{".": fieldSet{}, "f:lastProbeTime": fieldSet{}, "f:lastTransitionTime": fieldSet{}, "f:status": fieldSet{}, "f:type": fieldSet{}}
 	conditions := fieldSet{}
-	for _, c := range pod.Status.Conditions {
-		if c.Type != corev1.PodScheduled {
-			conditions[named("type", string(c.Type))] = condition
-		}
+	for _, c := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady} {
+		conditions[named("type", string(c))] = condition
 	}
 	kubelet := fieldSet{"f:status": fieldSet{
 		"f:conditions": conditions, "f:containerStatuses": fieldSet{}, "f:hostIP": fieldSet{},
 		"f:hostIPs": fieldSet{}, "f:phase": fieldSet{}, "f:podIP": fieldSet{}, "f:startTime": fieldSet{},
-		"f:podIPs": fieldSet{".": fieldSet{}, named("ip", pod.Status.PodIP): fieldSet{".": fieldSet{}, "f:ip": fieldSet{}}},
+		"f:podIPs": fieldSet{".": fieldSet{}, named("ip", podIPMark): fieldSet{".": fieldSet{}, "f:ip": fieldSet{}}},
 	}}
 	scheduler := fieldSet{"f:status": fieldSet{"f:conditions": fieldSet{".": fieldSet{}, named("type", string(corev1.PodScheduled)): condition}}}
-	entry := func(manager, subresource string, at metav1.Time, set fieldSet) metav1.ManagedFieldsEntry {
+	var out [3][]byte
+	for i, set := range []fieldSet{controller, scheduler, kubelet} {
 		raw, err := json.Marshal(set)
 		if err != nil {
 			panic(fmt.Sprintf("bench: encoding a fixture's managed fields: %v", err))
 		}
-		return metav1.ManagedFieldsEntry{
-			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &at,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}, Subresource: subresource,
-		}
+		out[i] = raw
 	}
-	return []metav1.ManagedFieldsEntry{
-		entry("kube-controller-manager", "", created, controller),
-		entry("kube-scheduler", "status", created, scheduler),
-		entry("kubelet", "status", ready, kubelet),
-	}
+	return out
 }
 
 // protoContentType is the media type of Kubernetes' protobuf encoding.

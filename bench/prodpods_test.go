@@ -70,6 +70,13 @@ func TestProdPodsFollowTheSpec(t *testing.T) {
 	if a.Name == b.Name || a.Status.PodIP == b.Status.PodIP || a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		t.Errorf("replicas share a name, an IP or a creation time: %s %s %s", a.Name, a.Status.PodIP, a.CreationTimestamp)
 	}
+	// Managed fields name each replica's own volume and IP.
+	if volume := a.Spec.Volumes[2].Name; !bytes.Contains(a.ManagedFields[0].FieldsV1.Raw, []byte(`\"`+volume+`\"`)) {
+		t.Errorf("kube-controller-manager's fields do not name volume %s: %s", volume, a.ManagedFields[0].FieldsV1.Raw)
+	}
+	if !bytes.Contains(a.ManagedFields[2].FieldsV1.Raw, []byte(`\"`+a.Status.PodIP+`\"`)) {
+		t.Errorf("kubelet's fields do not name IP %s: %s", a.Status.PodIP, a.ManagedFields[2].FieldsV1.Raw)
+	}
 	if _, ok := pods[0].Annotations["kubectl.kubernetes.io/last-applied-configuration"]; !ok {
 		t.Error("Deployment 0 has no last-applied configuration")
 	}
