@@ -59,9 +59,20 @@ func waitFor(what string, cond func() bool, timeout time.Duration) error {
 // newClientGoInformer builds client-go's shared index informer.
 func newClientGoInformer(listPods int, listRV string, events []watch.Event, handlers []*countingHandler) (*informerUnderTest, error) {
 	watches := newWatchScript(events)
-	lw := newClientGoListerWatcher(newPodList(listPods, listRV), watches)
+	return buildClientGoInformer(newClientGoListerWatcher(newPodList(listPods, listRV), watches), watches, nil, handlers)
+}
+
+// buildClientGoInformer builds client-go's shared index informer over lw,
+// whose watches come from watches, with the namespace index, transform
+// (when not nil) and handlers.
+func buildClientGoInformer(lw cache.ListerWatcher, watches *watchScript, transform cache.TransformFunc, handlers []*countingHandler) (*informerUnderTest, error) {
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if transform != nil {
+		if err := inf.SetTransform(transform); err != nil {
+			return nil, fmt.Errorf("client-go: setting the transform: %w", err)
+		}
+	}
 	for _, h := range handlers {
 		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { h.onAdd() },
@@ -83,10 +94,16 @@ func newClientGoInformer(listPods int, listRV string, events []watch.Event, hand
 // newOurInformer builds our informer.
 func newOurInformer(listPods int, listRV string, events []watch.Event, handlers []*countingHandler) (*informerUnderTest, error) {
 	watches := newWatchScript(events)
-	lw := newOurListerWatcher(newPods(listPods), listRV, watches)
+	return buildOurInformer(newOurListerWatcher(newPods(listPods), listRV, watches), watches, nil, handlers)
+}
+
+// buildOurInformer builds our informer over lw, whose watches come from
+// watches, with the namespace index, transform (when not nil) and handlers.
+func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScript, transform informer.TransformFunc[*corev1.Pod], handlers []*countingHandler) (*informerUnderTest, error) {
 	inf := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
-		Indexers: map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
-		Resource: corev1.SchemeGroupVersion.WithResource("pods"),
+		Indexers:  map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+		Resource:  corev1.SchemeGroupVersion.WithResource("pods"),
+		Transform: transform,
 	})
 	for _, h := range handlers {
 		_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{

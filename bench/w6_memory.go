@@ -122,58 +122,21 @@ func clientGoStripManagedFields(obj any) (any, error) {
 
 // newClientGoProdInformer builds client-go's shared index informer over src.
 func newClientGoProdInformer(src *prodSource, strip bool, handlers []*countingHandler) (*informerUnderTest, error) {
-	inf := cache.NewSharedIndexInformer(clientGoProdListerWatcher{src}, &corev1.Pod{}, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	var transform cache.TransformFunc
 	if strip {
-		if err := inf.SetTransform(clientGoStripManagedFields); err != nil {
-			return nil, fmt.Errorf("client-go: setting the transform: %w", err)
-		}
+		transform = clientGoStripManagedFields
 	}
-	for _, h := range handlers {
-		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { h.onAdd() },
-			UpdateFunc: func(_, _ any) { h.onUpdate() },
-			DeleteFunc: func(any) { h.onDelete() },
-		})
-		if err != nil {
-			return nil, fmt.Errorf("client-go: adding a handler: %w", err)
-		}
-	}
-	return &informerUnderTest{
-		watches:   src.watches,
-		run:       inf.RunWithContext,
-		hasSynced: inf.HasSynced,
-		storeLen:  func() int { return len(inf.GetStore().ListKeys()) },
-	}, nil
+	return buildClientGoInformer(clientGoProdListerWatcher{src}, src.watches, transform, handlers)
 }
 
 // newOurProdInformer builds our informer over src; it drops managed fields
 // with the library's StripManagedFields transform.
 func newOurProdInformer(src *prodSource, strip bool, handlers []*countingHandler) (*informerUnderTest, error) {
-	opts := informer.InformerOptions[*corev1.Pod]{
-		Indexers: informer.Indexers[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
-		Resource: corev1.SchemeGroupVersion.WithResource("pods"),
-	}
+	var transform informer.TransformFunc[*corev1.Pod]
 	if strip {
-		opts.Transform = informer.StripManagedFields[*corev1.Pod]
+		transform = informer.StripManagedFields[*corev1.Pod]
 	}
-	inf := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, opts)
-	for _, h := range handlers {
-		_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
-			AddFunc:    func(*corev1.Pod, bool) { h.onAdd() },
-			UpdateFunc: func(_, _ *corev1.Pod) { h.onUpdate() },
-			DeleteFunc: func(informer.DeletedObject[*corev1.Pod]) { h.onDelete() },
-		})
-		if err != nil {
-			return nil, fmt.Errorf("ours: adding a handler: %w", err)
-		}
-	}
-	return &informerUnderTest{
-		watches:   src.watches,
-		run:       inf.Run,
-		hasSynced: inf.HasSynced,
-		storeLen:  func() int { return len(inf.Indexer().ListKeys()) },
-	}, nil
+	return buildOurInformer(ourProdListerWatcher{src}, src.watches, transform, handlers)
 }
 
 // cacheResult is the cost of one W6 (a)/(b)/(d) run.
