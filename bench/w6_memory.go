@@ -39,8 +39,8 @@ const relistGCPercent = 10
 const prodListRV = "20000000"
 
 // prodSource serves one informer's lists and watches. Every List call
-// decodes list anew; the first Watch call waits until the harness releases
-// watches and then returns first, later ones an idle watch.
+// decodes list (a PodList body) anew and counts itself in lists; watches
+// come from the script (the first once the harness releases it).
 type prodSource struct {
 	list    []byte
 	watches *watchScript
