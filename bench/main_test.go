@@ -18,8 +18,16 @@ func TestSelectWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"W1", "W2", "W3", "W4", "W5", "W6"}, ids(all)); diff != "" {
+	if diff := cmp.Diff([]string{"W1", "W2", "W3", "W4", "W5"}, ids(all)); diff != "" {
 		t.Errorf("default (-want +got):\n%s", diff)
+	}
+	// W6 runs when named.
+	w6, err := selectWorkloads("W6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"W6"}, ids(w6)); diff != "" {
+		t.Errorf("-run W6 (-want +got):\n%s", diff)
 	}
 	// Table order is kept whatever the order asked for.
 	some, err := selectWorkloads("w3, W1")
