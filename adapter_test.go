@@ -193,9 +193,10 @@ func TestSharedIndexInformerAdapterDeliversAsClientGo(t *testing.T) {
 	if cached != any(a3) {
 		t.Errorf("GetStore().GetByKey(ns/a) = %p, want the object sent, %p", cached, a3)
 	}
-	if got := sii.LastSyncResourceVersion(); got != "20" {
-		t.Errorf("LastSyncResourceVersion() = %q, want 20", got)
-	}
+	// The reflector records the relist's resource version after it has
+	// handed the relist to the informer, so the handler may see the relist
+	// first: wait for it.
+	Eventually(t, `LastSyncResourceVersion() == "20"`, func() bool { return sii.LastSyncResourceVersion() == "20" })
 	if got := sii.GetController().LastSyncResourceVersion(); got != "20" {
 		t.Errorf("GetController().LastSyncResourceVersion() = %q, want 20", got)
 	}

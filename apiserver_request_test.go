@@ -3,6 +3,7 @@ package informer_test
 import (
 	"mime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,6 +38,24 @@ func (c *fakeCollection) matching(w *fakeWatch) []k8sruntime.Object {
 		m, _ := meta.Accessor(c.objects[key])
 		if w.matches(m) {
 			out = append(out, c.objects[key].DeepCopyObject())
+		}
+	}
+	return out
+}
+
+// changesAfter returns copies of the changes w selects made after
+// resourceVersion, none for "" or "0" (which ask for the latest state). Call
+// with s.mu held.
+func (c *fakeCollection) changesAfter(w *fakeWatch, resourceVersion string) []watch.Event {
+	after, err := strconv.Atoi(resourceVersion)
+	if err != nil || after == 0 {
+		return nil
+	}
+	var out []watch.Event
+	for _, ev := range c.history {
+		m, _ := meta.Accessor(ev.Object)
+		if rv, _ := strconv.Atoi(m.GetResourceVersion()); rv > after && w.matches(m) {
+			out = append(out, watch.Event{Type: ev.Type, Object: ev.Object.DeepCopyObject()})
 		}
 	}
 	return out

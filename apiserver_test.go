@@ -29,7 +29,10 @@ import (
 // events) of the collections it is told about, answering in protobuf or JSON
 // as the request's Accept header asks, and metadata-only
 // (as=PartialObjectMetadata[List]) like the real server. Watch streams are
-// framed as the real server frames them. It records every request.
+// framed as the real server frames them, and a watch from a resource version
+// first gets the changes made since, even before the watch was open, so that
+// a test need not wait for a watch before it writes. It records every
+// request.
 type fakeAPIServer struct {
 	server *httptest.Server
 	scheme *k8sruntime.Scheme
@@ -49,6 +52,10 @@ type fakeCollection struct {
 	protobuf bool // whether the server may answer with protobuf, as for built-ins
 	objects  map[string]k8sruntime.Object
 	watchers map[*fakeWatch]struct{}
+	// history holds every change, in order, so that a watch from a
+	// resource version gets the changes made after it even if they were
+	// made before the watch was open, as from the real server's watch cache.
+	history []watch.Event
 }
 
 // fakeWatch is one open watch request.
@@ -158,6 +165,7 @@ func (s *fakeAPIServer) write(resource schema.GroupVersionResource, typ watch.Ev
 	} else {
 		c.objects[key] = obj
 	}
+	c.history = append(c.history, watch.Event{Type: typ, Object: obj.DeepCopyObject()})
 	for w := range c.watchers {
 		if w.matches(m) {
 			// A copy: encoding sets apiVersion and kind for a moment.
@@ -253,7 +261,7 @@ func (s *fakeAPIServer) handle(rw http.ResponseWriter, req *http.Request) {
 		s.serveList(rw, c, filter, asMetadata, encoder)
 		return
 	}
-	s.serveWatch(rw, req, c, filter, query.Get("sendInitialEvents") == "true", asMetadata, info, encoder)
+	s.serveWatch(rw, req, c, filter, query.Get("sendInitialEvents") == "true", query.Get("resourceVersion"), asMetadata, info, encoder)
 }
 
 func (s *fakeAPIServer) record(r fakeRequest) {
@@ -305,11 +313,18 @@ func (s *fakeAPIServer) serveList(rw http.ResponseWriter, c *fakeCollection, fil
 	}
 }
 
-func (s *fakeAPIServer) serveWatch(rw http.ResponseWriter, req *http.Request, c *fakeCollection, w *fakeWatch, initialEvents, asMetadata bool, info k8sruntime.SerializerInfo, encoder k8sruntime.Encoder) {
+// serveWatch streams the changes w selects. With initialEvents it first
+// sends the current objects and the bookmark that ends them; otherwise,
+// from a resource version other than "" and "0", it first sends the
+// changes made after that version.
+func (s *fakeAPIServer) serveWatch(rw http.ResponseWriter, req *http.Request, c *fakeCollection, w *fakeWatch, initialEvents bool, resourceVersion string, asMetadata bool, info k8sruntime.SerializerInfo, encoder k8sruntime.Encoder) {
 	s.mu.Lock()
 	var initial []k8sruntime.Object
+	var missed []watch.Event
 	if initialEvents {
 		initial = c.matching(w)
+	} else {
+		missed = c.changesAfter(w, resourceVersion)
 	}
 	rv := strconv.Itoa(s.rv)
 	c.watchers[w] = struct{}{}
@@ -337,6 +352,11 @@ func (s *fakeAPIServer) serveWatch(rw http.ResponseWriter, req *http.Request, c 
 	}
 	for _, obj := range initial {
 		if !send(watch.Event{Type: watch.Added, Object: obj}) {
+			return
+		}
+	}
+	for _, ev := range missed {
+		if !send(ev) {
 			return
 		}
 	}

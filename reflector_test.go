@@ -330,9 +330,9 @@ func TestReflectorListThenWatch(t *testing.T) {
 		{Op: "bookmark", RV: "16"},
 	}, got)
 	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("12")}, h.calls(2))
-	if rv := h.r.LastSyncResourceVersion(); rv != "16" {
-		t.Errorf("LastSyncResourceVersion = %q, want 16", rv)
-	}
+	// The reflector records a resource version once the store has taken
+	// the event: wait for it.
+	Eventually(t, `LastSyncResourceVersion() == "16"`, func() bool { return h.r.LastSyncResourceVersion() == "16" })
 	h.stop()
 	diffOrFail(t, "stats", ReflectorStats{}, h.r.Stats())
 }

@@ -27,9 +27,9 @@ func TestStreamingListThenWatchOnTheSameStream(t *testing.T) {
 		{Op: "bookmark", RV: "7"},
 	}, h.store.waitFor(t, 3))
 	diffOrFail(t, "calls", []informertest.FakeCall{streamCall("")}, h.calls(1))
-	if rv := h.r.LastSyncResourceVersion(); rv != "7" {
-		t.Errorf("LastSyncResourceVersion = %q, want 7", rv)
-	}
+	// The reflector records a resource version once the store has taken
+	// the event: wait for it.
+	Eventually(t, `LastSyncResourceVersion() == "7"`, func() bool { return h.r.LastSyncResourceVersion() == "7" })
 	// The watch ends normally: re-watch (not stream) from the last version.
 	h.must(h.lw.CloseWatch(h.ctx))
 	h.must(h.lw.Add(h.ctx, NewPod("ns", "d", "8")))
