@@ -145,6 +145,9 @@ type Reflector[T Object] struct {
 	// nextListReason is why the next request for the full state is made
 	// (see countFullStateRequest). Only Run's goroutine uses it.
 	nextListReason listReason
+	// failures tracks failed requests (see reflector_failures.go). Only
+	// Run's goroutine uses it.
+	failures failures
 
 	mu sync.RWMutex
 	// lastSyncResourceVersion is the last resource version seen.
@@ -153,6 +156,9 @@ type Reflector[T Object] struct {
 	// lastSyncResourceVersion failed as expired or too large; the next one
 	// then asks for the latest data (resource version "").
 	resourceVersionUnavailable bool
+	// lastErr is the last failure since the store last got the full state
+	// (see lastError).
+	lastErr error
 }
 
 // watchListSemanticsDeclarer is implemented by lister-watchers that can say
@@ -212,6 +218,7 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 	defer logger.V(3).Info("Stopping reflector")
 	for ctx.Err() == nil {
 		if err := r.listAndWatch(ctx); err != nil {
+			r.noteFailure(err)
 			r.watchErrorHandler(ctx, err)
 		}
 		if r.sleep(ctx, r.delay(), nil) != nil {

@@ -39,11 +39,13 @@ func (r *Reflector[T]) list(ctx context.Context) error {
 	if options.ResourceVersion == "0" && paginated {
 		r.paginatedResult = true
 	}
+	r.noteAnswered(ctx)
 	r.setResourceVersionUnavailable(false)
 	if err := r.store.Replace(items, rv); err != nil {
 		return fmt.Errorf("unable to sync list result: %w", err)
 	}
 	r.setLastSyncResourceVersion(rv)
+	r.noteSynced()
 	return nil
 }
 

@@ -68,11 +68,13 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 					return err
 				}
 				logger.V(4).Info("Watch failed, backing off", "err", err)
+				r.noteUnreachable(ctx, err)
 				if !r.backOff(ctx, resync) {
 					return nil
 				}
 				continue
 			}
+			r.noteAnswered(ctx)
 		}
 		_, err := r.handleEvents(ctx, w, start, r.store, func(rv string, pastInitialEvents bool) {
 			if fromKnownVersion || pastInitialEvents {

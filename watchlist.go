@@ -43,6 +43,7 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 			}
 			return nil, err
 		}
+		r.noteAnswered(ctx)
 		collected := newInitialObjects[T]()
 		var listRV string
 		ended, err := r.handleEvents(ctx, w, start, collected, func(rv string, pastInitialEvents bool) {
@@ -71,6 +72,7 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 			return nil, fmt.Errorf("unable to sync streaming list result: %w", err)
 		}
 		r.setLastSyncResourceVersion(listRV)
+		r.noteSynced()
 		return w, nil
 	}
 	return nil, nil
@@ -84,12 +86,14 @@ func (r *Reflector[T]) retryStreamList(ctx context.Context, err error) bool {
 	switch {
 	case isRetriableWatchError(err):
 		klog.FromContext(ctx).V(2).Info("Streaming list failed, backing off", "err", err)
+		r.noteUnreachable(ctx, err)
 		return r.sleep(ctx, r.delay(), nil) == nil
 	case isExpiredError(err) || isTooLargeResourceVersionError(err):
 		r.setResourceVersionUnavailable(true)
 		r.relistAfter(err)
 		return true
 	default:
+		// The list the caller falls back to records its own failure.
 		return false
 	}
 }

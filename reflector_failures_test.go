@@ -1,0 +1,78 @@
+package informer
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2/ktesting"
+)
+
+// failureLog is a log entry about reaching the API server, comparable with
+// cmp.Diff.
+type failureLog struct {
+	Message        string
+	Verbosity      int
+	FailedAttempts any
+}
+
+// failureLogs returns what h's reflector logged about reaching the server.
+func (h *reflectorHarness) failureLogs() []failureLog {
+	var logs []failureLog
+	for _, entry := range h.logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		kv := entry.ParameterKVList
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == "failedAttempts" {
+				logs = append(logs, failureLog{Message: entry.Message, Verbosity: entry.Verbosity, FailedAttempts: kv[i+1]})
+			}
+		}
+	}
+	return logs
+}
+
+func TestReflectorWarnsOfAnUnreachableServerAfterRepeatedFailures(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	h := newReflectorHarness(t, ReflectorOptions{})
+	h.lw.SetList("5")
+	h.lw.FailNextWatch(refused, refused, refused, refused, refused, refused)
+	h.start()
+	for attempt := 1; attempt <= 6; attempt++ {
+		h.calls(attempt)
+		h.waitForTimers(1) // backing off after the failed attempt
+		if err := h.r.lastError(); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("after %d failed attempts, lastError() = %v, want connection refused", attempt, err)
+		}
+		h.clock.Step(time.Minute)
+	}
+	h.store.waitFor(t, 1)
+	plEventually(t, "lastError() cleared by the streaming list", func() bool { return h.r.lastError() == nil })
+	// Warned at default verbosity after 3 failures in a row, again once
+	// their number doubled, then told that the server answers again: not a
+	// line per retry.
+	diffOrFail(t, "logs about reaching the server", []failureLog{
+		{Message: "Warning: the API server cannot be reached; retrying with backoff", FailedAttempts: 3},
+		{Message: "Warning: the API server cannot be reached; retrying with backoff", FailedAttempts: 6},
+		{Message: "The API server can be reached again", FailedAttempts: 6},
+	}, h.failureLogs())
+	h.noHandledErrors()
+}
+
+func TestReflectorLastErrorIsTheLastFailedList(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("5")
+	listFailed := errors.New("list failed")
+	h.lw.FailNextList(listFailed)
+	h.start()
+	if err := h.handledError(); !errors.Is(err, listFailed) {
+		t.Fatalf("handled error = %v, want %v", err, listFailed)
+	}
+	if err := h.r.lastError(); !errors.Is(err, listFailed) {
+		t.Errorf("lastError() = %v, want %v", err, listFailed)
+	}
+	h.skipBackoff()
+	h.store.waitFor(t, 1)
+	plEventually(t, "lastError() cleared by the list", func() bool { return h.r.lastError() == nil })
+}
