@@ -41,6 +41,7 @@ type fakeAPIServer struct {
 
 	mu              sync.Mutex
 	rejectWatchList bool
+	forbidden       map[schema.GroupVersionResource]bool
 	rv              int
 	collections     map[schema.GroupVersionResource]*fakeCollection
 	requests        []fakeRequest
@@ -184,6 +185,17 @@ func (s *fakeAPIServer) RejectStreamingLists() {
 	s.rejectWatchList = true
 }
 
+// Forbid makes the server answer every request for resource with "403
+// Forbidden", as the real server does for a user RBAC does not allow.
+func (s *fakeAPIServer) Forbid(resource schema.GroupVersionResource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.forbidden == nil {
+		s.forbidden = map[schema.GroupVersionResource]bool{}
+	}
+	s.forbidden[resource] = true
+}
+
 // SendError sends an Error event carrying status to every watch of
 // resource, as the server does when a watch cannot go on (410 Gone, ...).
 func (s *fakeAPIServer) SendError(resource schema.GroupVersionResource, status *metav1.Status) {
@@ -226,9 +238,18 @@ func (s *fakeAPIServer) handle(rw http.ResponseWriter, req *http.Request) {
 	s.mu.Lock()
 	c := s.collections[resource]
 	rejectWatchList := s.rejectWatchList
+	forbidden := s.forbidden[resource]
 	s.mu.Unlock()
 	if !ok || c == nil || req.Method != http.MethodGet {
 		fail(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+		return
+	}
+	if forbidden {
+		verb := "list"
+		if isWatch {
+			verb = "watch"
+		}
+		fail(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf("%s is forbidden: User \"test\" cannot %s resource %q in API group %q", resource.Resource, verb, resource.Resource, resource.Group))
 		return
 	}
 	mediaType, asMetadata, ok := negotiate(record.Accept, c.protobuf)

@@ -133,7 +133,7 @@ func syncPods(ctx context.Context, factory *informer.Factory, handler informer.R
 
 // Once the functions of use 5 return, each handler has returned from its
 // four initial adds. When the context ends first, our factory's error names
-// the informers that did not sync.
+// the informers that did not sync, each with its last error.
 func Example_migrateWaitForSync() {
 	srv := docsCluster()
 	defer srv.Close()
@@ -155,19 +155,24 @@ func Example_migrateWaitForSync() {
 	fmt.Println("ours:", ourAdds.Load(), err)
 
 	// The fake API server does not serve secrets: that informer never syncs.
-	if _, err := informer.For(f.ours, informer.InformerOptions[*corev1.Secret]{}); err != nil {
+	// Give up once its first list has failed.
+	ctx, cancel := context.WithCancelCause(f.ctx)
+	_, err = informer.For(f.ours, informer.InformerOptions[*corev1.Secret]{
+		WatchErrorHandler: func(context.Context, error) { cancel(errors.New("gave up")) },
+	})
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	f.ours.Start(f.ctx)
-	ctx, cancel := context.WithCancelCause(f.ctx)
-	cancel(errors.New("gave up"))
 	_, err = f.ours.WaitForCacheSync(ctx)
 	fmt.Println(err)
+	fmt.Println("not found:", apierrors.IsNotFound(err))
 	// Output:
 	// client-go: 4 <nil>
 	// ours: 4 <nil>
-	// informers not synced: *v1.Secret v1/secrets: gave up
+	// informers not synced: *v1.Secret v1/secrets (last error: failed to list *v1.Secret: list secrets: the server could not find the requested resource; the server does not serve v1/secrets: if it is a custom resource, check that its CRD is installed): gave up
+	// not found: true
 }
 
 // Use 6: a custom index and ByIndex.

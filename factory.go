@@ -2,7 +2,9 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -90,8 +93,11 @@ type Factory struct {
 	informers map[InformerKey]*factoryEntry
 	byType    map[reflect.Type]*factoryEntry // typed informers
 	cancels   []context.CancelFunc           // of every Start that started something
-	shutDown  bool
-	wg        sync.WaitGroup // one per running informer
+	// startCalled records that Start has been called.
+	startCalled bool
+	shutDown    bool
+	done        chan struct{}  // closed by Shutdown
+	wg          sync.WaitGroup // one per running informer
 }
 
 // factoryInformer is what the factory needs of an *Informer[T].
@@ -99,13 +105,16 @@ type factoryInformer interface {
 	Run(ctx context.Context)
 	HasSynced() bool
 	HasSyncedChecker() cache.DoneChecker
+	lastError() error
+	stopUnstarted()
 }
 
 type factoryEntry struct {
-	key      InformerKey
-	name     string // the informer's name in logs
-	informer factoryInformer
-	started  bool
+	key       InformerKey
+	name      string // the informer's name in logs
+	namespace string // the namespace it lists and watches, "" for all
+	informer  factoryInformer
+	started   bool
 }
 
 // NewFactory returns a factory for the cluster config points to. It makes no
@@ -132,6 +141,7 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 		httpClient: opts.HTTPClient,
 		informers:  map[InformerKey]*factoryEntry{},
 		byType:     map[reflect.Type]*factoryEntry{},
+		done:       make(chan struct{}),
 	}
 	if f.httpClient == nil {
 		client, err := rest.HTTPClientFor(f.config)
@@ -261,7 +271,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
 	opts.Resource = key.Resource
 	inf := NewInformer(lw, opts)
-	entry := &factoryEntry{key: key, name: opts.Name, informer: inf}
+	entry := &factoryEntry{key: key, name: opts.Name, namespace: f.namespaceFor(opts.ClusterScoped), informer: inf}
 	f.informers[key] = entry
 	return inf, entry
 }
@@ -322,14 +332,16 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 
 // Start runs every informer created so far and not yet started, each in its
 // own goroutine, until ctx is done or Shutdown is called. It does not block.
-// Calling it again starts the informers created since; it does nothing after
-// Shutdown. Informers log through the logger of ctx.
+// Calling it again starts the informers created since: until then
+// WaitForCacheSync fails naming them. It does nothing after Shutdown.
+// Informers log through the logger of ctx.
 func (f *Factory) Start(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutDown {
 		return
 	}
+	f.startCalled = true
 	var runCtx context.Context
 	for _, entry := range f.informers {
 		if entry.started {
@@ -346,59 +358,145 @@ func (f *Factory) Start(ctx context.Context) {
 	}
 }
 
-// WaitForCacheSync waits until every started informer has synced (its first
-// list is in its cache) or ctx is done, and reports for each started
-// informer whether it synced. The error is nil when all synced; otherwise it
-// names the informers that did not and wraps context.Cause(ctx).
+// WaitForCacheSync waits until every informer of the factory has synced
+// (its first list is in its cache), or ctx is done, or the factory is shut
+// down, and reports for each informer whether it synced. The error is nil
+// when all synced. Otherwise it names each informer that did not, with the
+// error of its last failed list or watch if there was one (and a hint for a
+// resource the server does not serve), and wraps those errors and
+// context.Cause(ctx): errors.Is, errors.As and apierrors.IsForbidden and
+// the like see through it.
+//
+// It fails at once, without waiting, when Start was never called, or when
+// an informer was created after the last Start (call Start again): such an
+// informer would never sync.
 func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, error) {
 	f.mu.Lock()
-	var started []*factoryEntry
-	for _, entry := range f.informers {
-		if entry.started {
-			started = append(started, entry)
+	entries := slices.Collect(maps.Values(f.informers))
+	startCalled, shutDown := f.startCalled, f.shutDown
+	unstarted := map[*factoryEntry]bool{}
+	for _, entry := range entries {
+		if !entry.started {
+			unstarted[entry] = true
 		}
 	}
 	f.mu.Unlock()
+	slices.SortFunc(entries, func(a, b *factoryEntry) int { return strings.Compare(a.key.String(), b.key.String()) })
 
-wait:
-	for _, entry := range started {
-		select {
-		case <-entry.informer.HasSyncedChecker().Done():
-		case <-ctx.Done():
-			break wait
+	var cause error
+	switch {
+	case shutDown:
+		cause = errFactoryShutDown
+	case !startCalled:
+		cause = errors.New("the factory was never started: call Start before WaitForCacheSync")
+	case len(unstarted) > 0:
+		cause = errors.New("not every informer is running")
+	default:
+	wait:
+		for _, entry := range entries {
+			select {
+			case <-entry.informer.HasSyncedChecker().Done():
+			case <-ctx.Done():
+				cause = context.Cause(ctx)
+				break wait
+			case <-f.done:
+				cause = errFactoryShutDown
+				break wait
+			}
 		}
 	}
-	synced := make(map[InformerKey]bool, len(started))
+	synced := make(map[InformerKey]bool, len(entries))
 	var missing []string
-	for _, entry := range started {
+	var causes []error
+	for _, entry := range entries {
 		ok := entry.informer.HasSynced()
 		synced[entry.key] = ok
-		if !ok {
+		if ok {
+			continue
+		}
+		err := entry.informer.lastError()
+		switch {
+		case err != nil:
+			missing = append(missing, fmt.Sprintf("%s (last error: %v%s)", entry.key, err, f.hintFor(entry, err)))
+			causes = append(causes, err)
+		case unstarted[entry] && startCalled && !shutDown:
+			missing = append(missing, fmt.Sprintf("%s (created after the last Start: call Start again to run it)", entry.key))
+		default:
 			missing = append(missing, entry.key.String())
 		}
 	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return synced, fmt.Errorf("informers not synced: %s: %w", strings.Join(missing, ", "), context.Cause(ctx))
+	if len(missing) == 0 {
+		return synced, nil
 	}
-	return synced, nil
+	return synced, &syncError{
+		msg:    fmt.Sprintf("informers not synced: %s: %v", strings.Join(missing, ", "), cause),
+		causes: append(causes, cause),
+	}
+}
+
+// errFactoryShutDown is the cause of a WaitForCacheSync that ended because
+// the factory was shut down.
+var errFactoryShutDown = errors.New("the factory is shut down")
+
+// syncError is the error of WaitForCacheSync: its message names every
+// informer that did not sync, and it wraps each one's last error and the
+// reason the wait ended.
+type syncError struct {
+	msg    string
+	causes []error
+}
+
+func (e *syncError) Error() string   { return e.msg }
+func (e *syncError) Unwrap() []error { return e.causes }
+
+// hintFor explains the likely mistake behind err, the last error of the
+// informer of entry, or returns "". A list the server answers with "404 Not
+// Found" means it does not serve the resource: a CRD that is not installed,
+// or a cluster-scoped resource asked for in a namespace.
+func (f *Factory) hintFor(entry *factoryEntry, err error) string {
+	if !apierrors.IsNotFound(err) {
+		return ""
+	}
+	resource := resourcePath(entry.key.Resource)
+	if entry.namespace != "" {
+		return fmt.Sprintf("; the server does not serve %s in namespace %q: if %s is cluster-scoped, create its informer with InformerOptions.ClusterScoped; if it is a custom resource, check that its CRD is installed",
+			resource, entry.namespace, entry.key.Resource.Resource)
+	}
+	return fmt.Sprintf("; the server does not serve %s: if it is a custom resource, check that its CRD is installed", resource)
 }
 
 // Shutdown stops every informer the factory started and waits until every
 // goroutine it started has exited; then it closes the idle connections of
-// the HTTP client it owns. Afterwards Start does nothing and For fails. It
-// may be called more than once, also concurrently. It waits for the event
-// handlers of its informers, so it must not be called from one of them: a
-// handler cancels the context given to Start instead.
+// the HTTP client it owns. Informers never started are stopped too: they
+// refuse handlers, which they could never notify, and report IsStopped.
+// Afterwards Start does nothing, For fails, and WaitForCacheSync returns at
+// once. It may be called more than once, also concurrently. It waits for
+// the event handlers of its informers, so it must not be called from one of
+// them: a handler cancels the context given to Start instead.
 //
 // Unlike client-go's factory, which waits for the context given to Start to
 // end, Shutdown cancels the informers itself.
 func (f *Factory) Shutdown() {
 	f.mu.Lock()
-	f.shutDown = true
+	if !f.shutDown {
+		f.shutDown = true
+		close(f.done)
+	}
+	var unstarted []factoryInformer
+	for _, entry := range f.informers {
+		if !entry.started {
+			unstarted = append(unstarted, entry.informer)
+		}
+	}
 	cancels := f.cancels
 	f.cancels = nil
 	f.mu.Unlock()
+	// Not under f.mu: stopping takes each informer's lock, under which user
+	// code (a MetricsProvider) may run. Start, which would start them, does
+	// nothing from now on.
+	for _, inf := range unstarted {
+		inf.stopUnstarted()
+	}
 	for _, cancel := range cancels {
 		cancel()
 	}

@@ -318,15 +318,20 @@ func TestFactoryStartsLateInformersOnTheNextStart(t *testing.T) {
 
 	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
 	f.Start(ctx)
-	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
-	synced, err := f.WaitForCacheSync(ctx)
-	if err != nil {
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	podKey := informer.InformerKey{Type: podType, Resource: podsResource}
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
+	// The node informer would never sync: WaitForCacheSync says so at once
+	// rather than waiting, or leaving it out.
+	synced, err := f.WaitForCacheSync(ctx)
 	nodeKey := informer.InformerKey{Type: nodeType, Resource: corev1.SchemeGroupVersion.WithResource("nodes")}
-	if diff := cmp.Diff(map[informer.InformerKey]bool{podKey: true}, synced); diff != "" {
+	if diff := cmp.Diff(map[informer.InformerKey]bool{podKey: true, nodeKey: false}, synced); diff != "" {
 		t.Errorf("before the second Start (-want +got):\n%s", diff)
+	}
+	wantErr := "informers not synced: *v1.Node v1/nodes (created after the last Start: call Start again to run it): not every informer is running"
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("WaitForCacheSync before the second Start: error %v, want %s", err, wantErr)
 	}
 	if nodes.HasSynced() {
 		t.Error("an informer created after Start runs before the next Start")
@@ -361,17 +366,14 @@ func TestFactoryWaitForCacheSyncHonoursContext(t *testing.T) {
 	if _, err := f.WaitForCacheSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
-	f.Start(ctx)
-
-	errGaveUp := errors.New("gave up")
+	// Stop waiting once the node informer's first list has failed (then its
+	// error is known: the message below does not depend on timing).
 	waitCtx, stopWaiting := context.WithCancelCause(ctx)
-	var wg sync.WaitGroup
-	var synced map[informer.InformerKey]bool
-	var err error
-	wg.Go(func() { synced, err = f.WaitForCacheSync(waitCtx) })
-	stopWaiting(errGaveUp)
-	wg.Wait()
+	must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{
+		WatchErrorHandler: func(context.Context, error) { stopWaiting(errGaveUp) },
+	}))
+	f.Start(ctx)
+	synced, err := f.WaitForCacheSync(waitCtx)
 
 	want := map[informer.InformerKey]bool{
 		{Type: podType, Resource: podsResource}:                                     true,
@@ -383,7 +385,9 @@ func TestFactoryWaitForCacheSyncHonoursContext(t *testing.T) {
 	if !errors.Is(err, errGaveUp) {
 		t.Errorf("error %v does not wrap the context's cause", err)
 	}
-	if diff := cmp.Diff("informers not synced: *v1.Node v1/nodes: gave up", err.Error()); diff != "" {
+	wantErr := "informers not synced: *v1.Node v1/nodes (last error: failed to list *v1.Node: list nodes: the server could not find the requested resource; " +
+		"the server does not serve v1/nodes: if it is a custom resource, check that its CRD is installed): gave up"
+	if diff := cmp.Diff(wantErr, err.Error()); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}
 

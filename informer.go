@@ -200,7 +200,11 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	i.mu.Lock()
 	if i.started {
 		i.mu.Unlock()
-		logger.Info("Warning: the informer has already been started, ignoring Run")
+		if i.stopped.Load() {
+			logger.Info("Warning: the informer was stopped before it ran (its factory was shut down), ignoring Run")
+		} else {
+			logger.Info("Warning: the informer has already been started, ignoring Run")
+		}
 		return
 	}
 	if i.optionsErr != nil {
@@ -308,9 +312,31 @@ func (i *Informer[T]) LastSyncResourceVersion() string {
 	return ""
 }
 
-// IsStopped reports whether Run has stopped (or is stopping) the informer.
-// A stopped informer accepts no handlers and is never started again.
+// IsStopped reports whether Run has stopped (or is stopping) the informer,
+// or its [Factory] was shut down before starting it. A stopped informer
+// accepts no handlers and is never started again.
 func (i *Informer[T]) IsStopped() bool { return i.stopped.Load() }
+
+// stopUnstarted stops an informer that has not been started, so that it
+// never runs and refuses handlers, which it could never notify. A started
+// informer is left to its Run.
+func (i *Informer[T]) stopUnstarted() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.started {
+		i.started = true
+		i.stopped.Store(true)
+	}
+}
+
+// lastError returns the error of the last failed list or watch since the
+// cache last received the server's full state, or nil (also before Run).
+func (i *Informer[T]) lastError() error {
+	if r := i.reflector.Load(); r != nil {
+		return r.lastError()
+	}
+	return nil
+}
 
 // errStarted is returned by setters that only work before Run.
 var errStarted = errors.New("informer has already started")

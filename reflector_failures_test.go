@@ -48,7 +48,7 @@ func TestReflectorWarnsOfAnUnreachableServerAfterRepeatedFailures(t *testing.T) 
 		h.clock.Step(time.Minute)
 	}
 	h.store.waitFor(t, 1)
-	plEventually(t, "lastError() cleared by the streaming list", func() bool { return h.r.lastError() == nil })
+	Eventually(t, "lastError() cleared by the streaming list", func() bool { return h.r.lastError() == nil })
 	// Warned at default verbosity after 3 failures in a row, again once
 	// their number doubled, then told that the server answers again: not a
 	// line per retry.
@@ -74,5 +74,5 @@ func TestReflectorLastErrorIsTheLastFailedList(t *testing.T) {
 	}
 	h.skipBackoff()
 	h.store.waitFor(t, 1)
-	plEventually(t, "lastError() cleared by the list", func() bool { return h.r.lastError() == nil })
+	Eventually(t, "lastError() cleared by the list", func() bool { return h.r.lastError() == nil })
 }
