@@ -23,6 +23,7 @@ import (
 // docSnippetFiles are the test files the documentation may quote.
 var docSnippetFiles = []string{
 	"docsnippets_test.go",
+	"readme_main_test.go",
 	"example_migration_test.go",
 	"example_migration_cache_test.go",
 	"example_migration_scope_test.go",

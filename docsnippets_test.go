@@ -4,13 +4,22 @@ package informer_test
 // README appears in this file or in the migration examples.
 
 import (
+	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/kubetyped/informer"
@@ -50,4 +59,71 @@ func Example_readme() {
 	fmt.Println(podNames(web), err)
 	// Output:
 	// [default/web-1 default/web-2] <nil>
+}
+
+// readmeKubeconfig points TestReadmeMain at a cluster, such as the one
+// hack/cluster-up.sh starts (see README.md), instead of a fake API server.
+var readmeKubeconfig = flag.String("kubeconfig", "", "run TestReadmeMain against the cluster of this kubeconfig file")
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestReadmeMain runs the README's program (readme_main_test.go): against
+// the fake API server of the migration examples, it prints the pods, then a
+// change, and returns once its context ends.
+func TestReadmeMain(t *testing.T) {
+	var srv *fakeAPIServer
+	var config *rest.Config
+	if *readmeKubeconfig != "" {
+		var err error
+		if config, err = clientcmd.BuildConfigFromFlags("", *readmeKubeconfig); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		srv = docsCluster()
+		t.Cleanup(srv.Close)
+		config = srv.Config()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, config, out) }()
+	informer.Eventually(t, "the pods printed", func() bool { return strings.Contains(out.String(), " pods\n") })
+	if srv == nil {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("output:\n%s", out)
+		return
+	}
+	srv.Delete(podsResource, docsPod("default", "db-1", "db", "node-2"))
+	informer.Eventually(t, "the deletion printed", func() bool { return strings.Contains(out.String(), "deleted") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The lister's order is the cache's: compare the pod lines sorted.
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	slices.Sort(lines[1:5])
+	want := []string{"4 pods", "  default/db-1 Pending", "  default/web-1 Pending", "  default/web-2 Pending", "  shop/cart-1 Pending", "deleted default/db-1"}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
 }
