@@ -20,8 +20,13 @@ fi
 
 "$root/hack/build-assets.sh"
 
+if [[ -e $CLUSTER_DIR && ! -O $CLUSTER_DIR ]]; then
+	echo "cluster-up: $CLUSTER_DIR belongs to another user; set CLUSTER_DIR" >&2
+	exit 1
+fi
 rm -rf "$CLUSTER_DIR"
-mkdir -p "$CLUSTER_DIR"
+mkdir -p "$(dirname "$CLUSTER_DIR")"
+mkdir -m 700 "$CLUSTER_DIR"
 (cd "$root/e2e" && go build -o "$CLUSTER_DIR/e2e-cluster" ./cmd/e2e-cluster)
 
 # setsid: the cluster must not get the terminal's signals (a Ctrl-C in the

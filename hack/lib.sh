@@ -42,5 +42,9 @@ server_pids() {
 }
 
 # CLUSTER_DIR is where cluster-up.sh runs a cluster for use by hand: data,
-# logs, the kubeconfig and the pid file.
-CLUSTER_DIR=${CLUSTER_DIR:-${TMPDIR:-/tmp}/kubetyped-informer-cluster}
+# logs, the kubeconfig and the pid file. The default is per user, so that
+# users of one machine neither share a cluster nor trip over each other's
+# directory: under XDG_RUNTIME_DIR (private to the user) when it is set, else
+# under TMPDIR or /tmp with the user id in the name (cluster-up.sh refuses a
+# directory it does not own).
+CLUSTER_DIR=${CLUSTER_DIR:-${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/kubetyped-informer-cluster-$(id -u)}
