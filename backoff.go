@@ -31,8 +31,9 @@ var (
 	// an error.
 	errNilWatch = errors.New("watch returned no watch and no error")
 	// errVeryShortWatch reports a watch that ended within a second without
-	// delivering any event, which suggests a server or proxy problem.
-	errVeryShortWatch = errors.New("very short watch: watch ended within a second without any event")
+	// delivering any event other than bookmarks, which suggests a server or
+	// proxy problem.
+	errVeryShortWatch = errors.New("very short watch: watch ended within a second without any event other than bookmarks")
 )
 
 // newReflectorDelay returns the delay function shared by the list-and-watch

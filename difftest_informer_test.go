@@ -207,6 +207,12 @@ type diffWatchModel struct {
 	// fresh: the watch was opened at the current instant and has carried
 	// no event yet.
 	fresh bool
+	// bookmarksOnly: the watch was opened at the current instant and has
+	// carried bookmarks only. Closing it is a deliberate difference
+	// (docs/semantics.md): client-go watches again at once, this library
+	// backs off and relists as after a fresh watch. Scenarios never close
+	// such a watch; TestReflectorBookmarkOnlyShortWatchesBackOff covers it.
+	bookmarksOnly bool
 }
 
 // observe sets the model from what the runner saw a step do: whether a
@@ -216,15 +222,21 @@ func (m *diffWatchModel) observe(st diffStep, newWatch, waited bool) {
 	case diffStepAddHandler, diffStepRemoveHandler, diffStepArmGate, diffStepReleaseGate:
 		return // the watch is untouched
 	}
+	young := m.fresh || m.bookmarksOnly
 	m.fresh = newWatch && !waited
+	m.bookmarksOnly = st.Kind == diffStepBookmark && young && !newWatch && !waited
 }
 
 // apply updates the model after st and reports whether st relisted.
 func (m *diffWatchModel) apply(st diffStep) (relisted bool) {
 	switch st.Kind {
-	case diffStepEvent, diffStepBookmark, diffStepAdvance:
+	case diffStepBookmark:
+		m.bookmarksOnly = m.fresh || m.bookmarksOnly
 		m.fresh = false
+	case diffStepEvent, diffStepAdvance:
+		m.fresh, m.bookmarksOnly = false, false
 	case diffStepClose:
+		m.bookmarksOnly = false
 		// A close of a fresh watch relists after a backoff (and the
 		// harness waits it out); otherwise the reflector watches again at
 		// once, and the new watch is fresh. A failing watch request
@@ -235,13 +247,16 @@ func (m *diffWatchModel) apply(st diffStep) (relisted bool) {
 		// Every error ends in a backoff the harness waits out; 410 and 500
 		// relist, 429 re-watches.
 		relisted = st.Code != 429
-		m.fresh = false
+		m.fresh, m.bookmarksOnly = false, false
 	}
 	return relisted
 }
 
 // allowed reports whether st may run in a scenario of the given mode.
 func (m *diffWatchModel) allowed(st diffStep, resyncMode bool) bool {
+	if st.Kind == diffStepClose && m.bookmarksOnly {
+		return false
+	}
 	if !resyncMode {
 		return true
 	}

@@ -148,7 +148,9 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 		receiver = newEventReceiver[T](events, 1)
 	}
 	pastInitialEvents := false
-	count := 0
+	// count is the number of accepted events, changes the number of them
+	// that are not bookmarks.
+	count, changes := 0, 0
 	for {
 		ev, received := receiver.next()
 		if !received {
@@ -167,7 +169,11 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 			continue
 		}
 		if ev.closed {
-			if count == 0 && r.clock.Since(start) < time.Second {
+			// A watch that ends at once is broken whether or not it carried
+			// bookmarks: a server or proxy that sends a bookmark and closes,
+			// over and over, must meet the backoff, not an immediate
+			// re-watch (client-go re-watches in a hot loop then).
+			if changes == 0 && r.clock.Since(start) < time.Second {
 				return initialEventsEnded, errVeryShortWatch
 			}
 			klog.FromContext(ctx).V(4).Info("Watch closed", "events", count)
@@ -191,6 +197,9 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 		r.deliver(ctx, sink, event.Type, obj)
 		onResourceVersion(obj.GetResourceVersion(), pastInitialEvents)
 		count++
+		if event.Type != watch.Bookmark {
+			changes++
+		}
 		if watchdog != nil {
 			watchdog.observe(r.clock.Now())
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -229,6 +230,9 @@ func TestReflectorNormalWatchCloseRewatchesWithoutRelist(t *testing.T) {
 	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "8")))
 	h.must(h.lw.CloseWatch(h.ctx))
 	h.must(h.lw.Bookmark(h.ctx, "9"))
+	// A watch with only bookmarks is normal once it lasted a second (see
+	// TestReflectorBookmarkOnlyShortWatchesBackOff).
+	h.clock.Step(time.Second)
 	h.must(h.lw.CloseWatch(h.ctx))
 	h.must(h.lw.Delete(h.ctx, NewPod("ns", "a", "10")))
 	diffOrFail(t, "store calls", []storeCall{
@@ -251,6 +255,35 @@ func TestReflectorVeryShortWatchRelists(t *testing.T) {
 	h.must(h.lw.CloseWatch(h.ctx))
 	h.skipBackoff()
 	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("7"), listCall("7", 0, ""), watchCall("7")}, h.calls(4))
+	h.noHandledErrors()
+}
+
+func TestReflectorBookmarkOnlyShortWatchesBackOff(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("7")
+	h.start()
+	// A server that sends a bookmark and closes each watch at once: each
+	// such watch is a very short watch, followed by a backoff and a relist
+	// from the bookmark's resource version, never by an immediate
+	// re-watch. The fake clock stands still, so the backoffs only end when
+	// the test steps it: the number of watches is exactly the number of
+	// steps plus one.
+	const rounds = 5
+	var want []informertest.FakeCall
+	want = append(want, listCall("0", 500, ""), watchCall("7"))
+	for round := range rounds {
+		rv := strconv.Itoa(8 + round)
+		h.calls(len(want))
+		h.must(h.lw.Bookmark(h.ctx, rv))
+		h.must(h.lw.CloseWatch(h.ctx))
+		h.waitForTimers(1)
+		if n := len(h.lw.Calls()); n != len(want) {
+			t.Fatalf("round %d: %d calls before the backoff ended, want %d", round, n, len(want))
+		}
+		h.clock.Step(time.Minute)
+		want = append(want, listCall(rv, 0, ""), watchCall("7")) // the fake lists at "7"
+	}
+	diffOrFail(t, "calls", want, h.calls(len(want)))
 	h.noHandledErrors()
 }
 
