@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/watch"
@@ -133,19 +132,16 @@ func diffRunTransformScenario(t *testing.T, initial []diffObj, g *diffObjGen, ha
 // diffWaitForMarker waits until every handler of side i got marker and the
 // side's reflector reports its resource version.
 func diffWaitForMarker(side diffInformerSide, recs [][2]*diffRecorder, i int, marker diffObj) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	arrived := waitUntil(func() bool {
 		arrived := side.lastSyncResourceVersion() == marker.RV
 		for _, rec := range recs {
 			notes := rec[i].recorded()
 			arrived = arrived && len(notes) > 0 && notes[len(notes)-1].RV == marker.RV
 		}
-		if arrived {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("marker %s did not arrive within 10s", marker)
-		}
-		time.Sleep(time.Millisecond)
+		return arrived
+	})
+	if !arrived {
+		return fmt.Errorf("marker %s did not arrive within %v", marker, plTimeout)
 	}
+	return nil
 }

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -58,7 +59,7 @@ type fifoPopped struct {
 // that Pop returned what it gave process.
 func fifoPop(t *testing.T, f *DeltaFIFO[*corev1.Pod]) fifoPopped {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), plTimeout)
 	defer cancel()
 	var got fifoPopped
 	returned, err := f.Pop(ctx, func(d []Delta[*corev1.Pod], initial bool) error {
@@ -115,15 +116,10 @@ func fifoCheckLog(t *testing.T, log, want string) {
 func fifoWaitForBlockedPops(t *testing.T, n int) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	Eventually(t, fmt.Sprintf("%d goroutines blocked in Pop", n), func() bool {
 		stacks := string(buf[:runtime.Stack(buf, true)])
-		if strings.Count(stacks, "sync.(*Cond).Wait") >= n && strings.Count(stacks, "DeltaFIFO[...]).Pop(") >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines did not block in Pop", n)
-		}
-	}
+		return strings.Count(stacks, "sync.(*Cond).Wait") >= n && strings.Count(stacks, "DeltaFIFO[...]).Pop(") >= n
+	})
 }
 
 func fifoMust(t *testing.T, err error) {
@@ -383,7 +379,7 @@ func TestDeltaFIFOPopStopsWithItsContext(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("waiting Pop whose context ends: got %v, want context.Canceled", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(plTimeout):
 		t.Fatal("a waiting Pop did not return when its context ended")
 	}
 }

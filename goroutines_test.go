@@ -11,7 +11,7 @@ import (
 // after this call is still running when the check is called: run it with
 // t.Cleanup (or defer) once everything the test started should have
 // stopped. It uses go.uber.org/goleak, as client-go's tests do, and waits up
-// to about 10 s for goroutines that are still exiting; it asserts no timing.
+// to plTimeout for goroutines that are still exiting; it asserts no timing.
 // It is the one leak checker of this package's tests, internal and external.
 func ExpectNoGoroutineLeak(tb testing.TB) func() {
 	ignore := goleak.IgnoreCurrent()
@@ -19,7 +19,7 @@ func ExpectNoGoroutineLeak(tb testing.TB) func() {
 		tb.Helper()
 		// goleak.Find itself retries for about half a second; goroutines
 		// of a loaded machine may need longer to unwind.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(plTimeout)
 		for {
 			err := goleak.Find(ignore)
 			if err == nil {

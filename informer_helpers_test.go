@@ -127,16 +127,26 @@ func (r *plRecorder) expect(t testing.TB, want ...plEvent) {
 
 // Eventually polls cond until it holds, failing t after a generous deadline
 // (the deadline guards against hangs; it asserts no speed). It is the one
-// polling helper of this package's tests, internal and external.
+// polling helper of this package's tests, internal and external; waitUntil
+// is its loop, for the few waits that report an error instead of failing.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	if !waitUntil(cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitUntil polls cond until it holds, and reports whether it did within
+// plTimeout.
+func waitUntil(cond func() bool) bool {
 	deadline := time.Now().Add(plTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return true
 }
 
 // plPipelineGoroutines returns the stacks of goroutines running the
@@ -167,16 +177,9 @@ func plPipelineGoroutines() []string {
 // shortly after every informer was stopped.
 func plExpectNoGoroutines(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := plPipelineGoroutines()
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines outlived Run:\n%s", strings.Join(left, "\n\n"))
-		}
-		time.Sleep(time.Millisecond)
+	var left []string
+	if !waitUntil(func() bool { left = plPipelineGoroutines(); return len(left) == 0 }) {
+		t.Fatalf("goroutines outlived Run:\n%s", strings.Join(left, "\n\n"))
 	}
 }
 

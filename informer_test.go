@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,12 +324,15 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		plMust(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		sent := make(chan struct{})
+		var modified atomic.Int64
 		go func() {
 			defer close(sent)
 			for i := 2; lw.Modify(ctx, NewPod("ns", "a", strconv.Itoa(i))) == nil; i++ {
+				modified.Add(1)
 			}
 		}()
-		time.Sleep(20 * time.Millisecond)
+		// Stop once events flow: the informer has taken a few.
+		Eventually(t, "events flowing", func() bool { return modified.Load() >= 3 })
 		stop() // checks that Run returned and no goroutine is left
 		cancel()
 		<-sent

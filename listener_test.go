@@ -190,7 +190,9 @@ func TestListenerShutdownReleasesABlockedDispatcher(t *testing.T) {
 			enqueueAll(l, []notification[*corev1.Pod]{noteAdd(NewPod("ns", "a", strconv.Itoa(i)), false)})
 		}
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// The handler holds the first notification: the enqueue of the second
+	// waits for room.
+	Eventually(t, "an enqueue waiting for room", l.roomWanted.Load)
 	l.shutdown()
 	select {
 	case <-enqueued:
