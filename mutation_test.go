@@ -74,10 +74,12 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 	}}
 	_, err := inf.AddEventHandlerWithOptions(mutator, HandlerOptions{Name: "mutator"})
 	plMust(t, err)
-	_, err = inf.AddEventHandlerWithOptions(ResourceEventHandlerFuncs[*corev1.Pod]{}, HandlerOptions{Name: "reader"})
+	reader, err := inf.AddEventHandlerWithOptions(ResourceEventHandlerFuncs[*corev1.Pod]{}, HandlerOptions{Name: "reader"})
 	plMust(t, err)
 	stop := runWithLogs(t, inf)
-	Eventually(t, "synced", inf.HasSynced)
+	// The reader's hand-outs are recorded before its OnAdd calls, which
+	// have all returned once it has synced.
+	Eventually(t, "reader synced", reader.HasSynced)
 	<-mutated
 	listMutating(t, inf.Lister(), "p2")
 
