@@ -114,7 +114,7 @@ func (rc *eventReceiver[T]) add(event watch.Event, open bool) {
 // away, which is also why it must not be inlined.
 //
 // Measured with go run ./bench -run W1, this tree with both prefetch
-// passes (this one and Indexer.warmWrites) against the same tree without
+// passes (this one and the informer's warmWrites) against the same tree without
 // them, interleaved four times on the shared, loaded 2-core machine (issue
 // 12): median ns/event 4,765 with, 6,254 without (H=1); 4,014 with, 6,983
 // without (H=8 handlers). The runs overlap ([2,880, 5,301] against [4,901,

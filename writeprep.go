@@ -82,22 +82,16 @@ func (s *Indexer[T]) prepareWrite(obj T, store bool, p *writePrep, values [][]st
 		return values
 	}
 	p.labels = obj.GetLabels()
-	start := len(values)
 	indexes := *s.published.Load()
-	for i := range indexes {
-		if indexes[i].byNamespace {
-			values = append(values, nil)
-			continue
-		}
-		v, err := indexes[i].call(obj, p.name)
-		if err != nil {
-			clear(values[start:])
-			return values[:start]
-		}
-		values = append(values, v)
+	extended, err := indexValues(indexes, obj, p.name, values)
+	if err != nil {
+		// Drop what the failed call appended, so that the caller's buffer
+		// keeps no references to it.
+		clear(values[len(values):cap(values)])
+		return values
 	}
 	p.indexCount = len(indexes)
-	return values
+	return extended
 }
 
 // beginWrites takes the Indexer's write lock for a run of putPrepared and
@@ -153,32 +147,21 @@ func (s *Indexer[T]) deletePrepared(p *writePrep) {
 	s.rv = p.rv
 }
 
-// warmWrites reads, for the leading add, update and delete records of
-// records, what applying them will read first: the name table slot of each
-// name and the strings the writes hash or compare (namespace, label
-// values). Those lines are rarely in the CPU caches; reading them for the
-// whole run before applying any write lets the CPU overlap the misses,
-// where the writes themselves would wait for each in turn. It returns a
-// value computed from the loads so that they are not optimized away, which
-// is also why it must not be inlined. The caller holds the lock
-// (beginWrites). Its measured effect, together with warmObjects', is quoted
-// at warmObjects.
-//
-//go:noinline
-func (s *Indexer[T]) warmWrites(records []queueRecord[T]) int {
+// warmPrep reads what applying the write p prepared will read first: the
+// name table slot of its name and the strings the write hashes or compares
+// (namespace, label values). It returns a value computed from the loads so
+// that they are not optimized away. The caller holds the lock
+// (beginWrites); see the informer's warmWrites, which calls it for a run
+// of writes.
+func (s *Indexer[T]) warmPrep(p *writePrep) int {
 	slots := s.c.entries.slots
-	mask := uint64(len(slots) - 1)
-	sum := 0
-	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
-		p := &records[k].prep
-		sum += int(slots[p.hash&mask].hash)
-		if p.name.Namespace != "" {
-			sum += int(p.name.Namespace[0])
-		}
-		for _, lp := range p.pairs {
-			if lp.value != "" {
-				sum += int(lp.value[0])
-			}
+	sum := int(slots[p.hash&uint64(len(slots)-1)].hash)
+	if p.name.Namespace != "" {
+		sum += int(p.name.Namespace[0])
+	}
+	for _, lp := range p.pairs {
+		if lp.value != "" {
+			sum += int(lp.value[0])
 		}
 	}
 	return sum
