@@ -188,7 +188,19 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		entry = f.byType[typ]
 	}
 	if entry != nil {
-		return reuseInformer(entry, opts)
+		inf, err := reuseInformer(entry, opts)
+		if err != nil || len(opts.Indexers) == 0 {
+			return inf, err
+		}
+		// AddIndexers calls the new index functions on every cached object:
+		// user code, which may call back into the factory, so not under f.mu.
+		f.mu.Unlock()
+		err = inf.AddIndexers(opts.Indexers)
+		f.mu.Lock() // for the deferred Unlock
+		if err != nil {
+			return nil, fmt.Errorf("informer for %v: %w", entry.key, err)
+		}
+		return inf, nil
 	}
 	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
 		return nil, fmt.Errorf("informer for %v: %w", typ, err)
@@ -276,8 +288,9 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	return inf, entry
 }
 
-// reuseInformer returns the informer of entry after applying the options a
-// later For call may give. Call with f.mu held.
+// reuseInformer returns the informer of entry after checking the options a
+// later For call may give; For adds their Indexers once f.mu is released.
+// Call with f.mu held.
 func reuseInformer[T Object](entry *factoryEntry, opts InformerOptions[T]) (*Informer[T], error) {
 	inf, ok := entry.informer.(*Informer[T])
 	if !ok {
@@ -295,11 +308,6 @@ func reuseInformer[T Object](entry *factoryEntry, opts InformerOptions[T]) (*Inf
 			set[k] = "InformerOptions." + set[k]
 		}
 		return nil, fmt.Errorf("informer for %v already exists: %s %s only when the informer is created", entry.key, joinAnd(set), verb)
-	}
-	if len(opts.Indexers) > 0 {
-		if err := inf.AddIndexers(opts.Indexers); err != nil {
-			return nil, fmt.Errorf("informer for %v: %w", entry.key, err)
-		}
 	}
 	return inf, nil
 }

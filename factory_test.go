@@ -415,3 +415,51 @@ func TestFactoryShutdownStopsInformersWithoutCancel(t *testing.T) {
 	}
 	checkGoroutines()
 }
+
+func TestFactoryIndexFunctionOfALaterForMayCallTheFactory(t *testing.T) {
+	// For adds a later call's Indexers to a running informer, which calls
+	// the new index function on every cached object: not under the
+	// factory's lock, so that the function may use the factory.
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.Create(podsResource, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"}, Spec: corev1.PodSpec{NodeName: "node-1"}})
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	f.Start(ctx)
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	byNode := func(pod *corev1.Pod) ([]string, error) {
+		// An index function that looks up the factory's informer.
+		if _, err := informer.For(f, informer.InformerOptions[*corev1.Pod]{}); err != nil {
+			return nil, err
+		}
+		return []string{pod.Spec.NodeName}, nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := informer.For(f, informer.InformerOptions[*corev1.Pod]{Indexers: map[string]informer.IndexFunc[*corev1.Pod]{"node": byNode}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second): // a failure guard, not a timing assertion
+		t.Fatal("For deadlocked: the index function waited for the factory's lock")
+	}
+	got, err := pods.Lister().ByIndex("node", "node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, pod := range got {
+		keys = append(keys, informer.KeyOf(pod))
+	}
+	if diff := cmp.Diff([]string{"ns/p1"}, keys); diff != "" {
+		t.Errorf("ByIndex(node, node-1) (-want +got):\n%s", diff)
+	}
+}
