@@ -241,16 +241,6 @@ func plCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// plKeys returns the sorted keys of pods.
-func plKeys(pods []*corev1.Pod) []string {
-	keys := make([]string, 0, len(pods))
-	for _, p := range pods {
-		keys = append(keys, KeyOf(p))
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // plRV returns a pod's resource version as a number.
 func plRV(p *corev1.Pod) int {
 	n, _ := strconv.Atoi(p.ResourceVersion)

@@ -48,7 +48,7 @@ func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 		plDelete("ns/b", "14", false),
 		plAdd("ns/b", "15", false),
 	)
-	if diff := cmp.Diff([]string{"ns/a", "ns/b", "ns/c"}, plKeys(inf.indexer.List())); diff != "" {
+	if diff := cmp.Diff([]string{"ns/a", "ns/b", "ns/c"}, keysOf(inf.indexer.List())); diff != "" {
 		t.Errorf("cache keys (-want +got):\n%s", diff)
 	}
 	if got := inf.indexer.LastStoreSyncResourceVersion(); got != "15" {
@@ -154,7 +154,7 @@ func TestInformerRelistReplacesAtomically(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("events (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(plKeys(tc.relisted), plKeys(inf.indexer.List())); diff != "" {
+			if diff := cmp.Diff(keysOf(tc.relisted), keysOf(inf.indexer.List())); diff != "" {
 				t.Fatalf("cache keys (-want +got):\n%s", diff)
 			}
 			if got := inf.indexer.LastStoreSyncResourceVersion(); got != "20" {

@@ -90,7 +90,7 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 	plMust(t, err)
 	byNew, err := inf.Lister().List(labels.SelectorFromSet(labels.Set{"app": "mutated"}))
 	plMust(t, err)
-	if diff := cmp.Diff([][]string{{"ns/p1", "ns/p2", "ns/p3"}, {}}, [][]string{plSorted(plKeys(byOld)), plSorted(plKeys(byNew))}); diff != "" {
+	if diff := cmp.Diff([][]string{{"ns/p1", "ns/p2", "ns/p3"}, {}}, [][]string{keysOf(byOld), keysOf(byNew)}); diff != "" {
 		t.Errorf("app=demo, app=mutated after the mutation (-want +got):\n%s", diff)
 	}
 

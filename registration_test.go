@@ -95,7 +95,7 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 			return len(events) > 0 && events[len(events)-1].Key == KeyOf(end)
 		})
 	}
-	final := plKeys(inf.indexer.List())
+	final := keysOf(inf.indexer.List())
 	for i, h := range handlers {
 		Eventually(t, "late handler synced", h.reg.HasSynced)
 		h.check.mu.Lock()
