@@ -60,6 +60,26 @@ func TestReflectorWarnsOfAnUnreachableServerAfterRepeatedFailures(t *testing.T) 
 	h.noHandledErrors()
 }
 
+func TestReflectorWarnsOfAnUnreachableServerOnLists(t *testing.T) {
+	// The same warning when lists, not watches, fail (list+watch mode).
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("5")
+	h.lw.FailNextList(refused, refused, refused)
+	h.start()
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err := h.handledError(); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("list %d: handled error = %v, want connection refused", attempt, err)
+		}
+		h.skipBackoff()
+	}
+	h.store.waitFor(t, 1)
+	diffOrFail(t, "logs about reaching the server", []failureLog{
+		{Message: "Warning: the API server cannot be reached; retrying with backoff", FailedAttempts: 3},
+		{Message: "The API server can be reached again", FailedAttempts: 3},
+	}, h.failureLogs())
+}
+
 func TestReflectorLastErrorIsTheLastFailedList(t *testing.T) {
 	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
 	h.lw.SetList("5")

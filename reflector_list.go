@@ -32,6 +32,9 @@ func (r *Reflector[T]) list(ctx context.Context) error {
 	}
 	if err != nil {
 		r.relistAfter(err)
+		if isRetriableWatchError(err) {
+			r.noteUnreachable(ctx, err)
+		}
 		return fmt.Errorf("failed to list %s: %w", r.typeDescription, err)
 	}
 	// Pages in answer to a list at "0" mean the server does not serve lists
