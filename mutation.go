@@ -69,8 +69,10 @@ type mutationDetector[T Object] struct {
 
 // trackedObject is the copy of a cached object and where it was handed out.
 type trackedObject[T Object] struct {
-	copy  T
-	since time.Time
+	copy T
+	// left is when a check first found the object no longer cached; zero
+	// while it is.
+	left time.Time
 	// places are the first maxHandOuts distinct places the object was
 	// handed out to; more counts the others.
 	places   []*handOutPlace
@@ -130,7 +132,6 @@ func newMutationDetector[T Object](store *Indexer[T], clk clock.WithTicker) *mut
 
 // track copies objects that have just been cached.
 func (d *mutationDetector[T]) track(objs ...T) {
-	now := d.clock.Now()
 	copies := make([]T, len(objs))
 	for k, obj := range objs {
 		// The assertion cannot fail: DeepCopyObject returns the same type.
@@ -140,13 +141,13 @@ func (d *mutationDetector[T]) track(objs ...T) {
 	defer d.mu.Unlock()
 	for k, obj := range objs {
 		if _, ok := d.tracked[obj]; !ok {
-			d.tracked[obj] = &trackedObject[T]{copy: copies[k], since: now}
+			d.tracked[obj] = &trackedObject[T]{copy: copies[k]}
 		}
 	}
 }
 
-// trackWrites copies the objects the leading add and update records of
-// records stored (the first n records were applied).
+// trackWrites copies the objects stored by records, which the caller has
+// just applied: every record but deletes and writes that failed.
 func (d *mutationDetector[T]) trackWrites(records []queueRecord[T]) {
 	objs := make([]T, 0, len(records))
 	for k := range records {
@@ -247,10 +248,14 @@ func (d *mutationDetector[T]) check(logger klog.Logger) {
 			logger.Error(nil, "A cached object was modified: objects from the cache are shared and must be copied (DeepCopy) before they are changed",
 				"object", klog.KObj(obj), "handedOutTo", places, "diff", diff.Diff(t.copy, obj))
 		}
-		if now.Sub(t.since) > mutationRetention {
-			if cached, ok := d.store.getByName(NameOf(obj)); !ok || cached != obj {
-				delete(d.tracked, obj)
-			}
+		if cached, ok := d.store.getByName(NameOf(obj)); ok && cached == obj {
+			continue
+		}
+		switch {
+		case t.left.IsZero():
+			t.left = now
+		case now.Sub(t.left) > mutationRetention:
+			delete(d.tracked, obj)
 		}
 	}
 }
