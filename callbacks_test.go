@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2/ktesting"
 )
 
 // User callbacks (handlers, filters, transforms, index functions) may call
@@ -22,35 +21,6 @@ import (
 // blockingOpts bounds a handler to one pending notification, so that the
 // informer waits for it after every notification.
 var blockingOpts = HandlerOptions{MaxPending: 1, Overflow: OverflowBlock}
-
-// runUntilCancelled runs inf and returns a function that cancels its context
-// and fails the test unless Run then returns.
-func runUntilCancelled(t *testing.T, inf *Informer[*corev1.Pod]) (stop func()) {
-	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		inf.Run(ctx)
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			cancelled := time.Now()
-			select {
-			case <-done:
-				t.Logf("Run returned %v after its context was cancelled", time.Since(cancelled))
-			case <-time.After(plTimeout): // a failure guard, not a timing assertion
-				t.Fatalf("Run did not return after its context was cancelled:\n%s", strings.Join(plPipelineGoroutines(), "\n\n"))
-			}
-			plExpectNoGoroutines(t)
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 // readBack calls the informer's read methods from a callback.
 func readBack(inf *Informer[*corev1.Pod]) {
@@ -96,7 +66,7 @@ func TestHandlerAddingAHandlerWhileTheInformerWaitsForItDoesNotDeadlock(t *testi
 	}
 	_, err := inf.AddEventHandlerWithOptions(adder, blockingOpts)
 	plMust(t, err)
-	stop := runUntilCancelled(t, inf)
+	stop := plRun(t, inf)
 	adder.waitFor(t, 5)
 	added.waitFor(t, 5) // the initial adds of the handler added by the handler
 	stop()
@@ -119,7 +89,7 @@ func TestHandlerRemovingAnotherWhileAHandlerIsBeingAddedDoesNotDeadlock(t *testi
 	}
 	_, err = inf.AddEventHandlerWithOptions(remover, blockingOpts)
 	plMust(t, err)
-	stop := runUntilCancelled(t, inf)
+	stop := plRun(t, inf)
 	addedDone := make(chan error, 1)
 	go func() {
 		close(inAdd)
@@ -226,7 +196,7 @@ func TestCallbacksCallingBackUnderOverflowBlock(t *testing.T) {
 	_, err = inf.AddEventHandlerWithOptions(killer, blockingOpts)
 	plMust(t, err)
 
-	stop := runUntilCancelled(t, inf)
+	stop := plRun(t, inf)
 	ctx, cancel := context.WithCancel(plCtx(t))
 	var wg sync.WaitGroup
 	// Events keep arriving.

@@ -214,10 +214,12 @@ func plRun[T Object](t testing.TB, inf *Informer[T]) (stop func()) {
 	stop = func() {
 		once.Do(func() {
 			cancel()
+			cancelled := time.Now()
 			select {
 			case <-done:
-			case <-time.After(plTimeout):
-				t.Errorf("Run did not return after its context was cancelled")
+				t.Logf("Run returned %v after its context was cancelled", time.Since(cancelled))
+			case <-time.After(plTimeout): // a failure guard, not a timing assertion
+				t.Fatalf("Run did not return after its context was cancelled:\n%s", strings.Join(plPipelineGoroutines(), "\n\n"))
 			}
 			plExpectNoGoroutines(t)
 		})
