@@ -222,12 +222,9 @@ func (c *multiNamespaceCache) List(ctx context.Context, list client.ObjectList, 
 	remaining := o.Limit
 	for _, ns := range c.sortedNamespaces() {
 		s := c.namespaces[ns]
-		started, e, err := s.entryFor(ctx, gvk, proto, s.readerFailOnMissingInformer, true)
+		e, err := s.readEntry(ctx, gvk, proto)
 		if err != nil {
 			return err
-		}
-		if !started {
-			return &cache.ErrCacheNotStarted{}
 		}
 		objs, err := e.collect(&o)
 		if err != nil {

@@ -29,6 +29,20 @@ const continueNotSupported = "continue-not-supported"
 // errContinue is returned for a list with a continue token.
 var errContinue = errors.New("continue list option is not supported by the cache")
 
+// readEntry returns the informer entry a read of gvk uses (obj is an object
+// of that kind), starting it unless ReaderFailOnMissingInformer is set and
+// waiting for its sync, or ErrCacheNotStarted before Start.
+func (s *informerSet) readEntry(ctx context.Context, gvk schema.GroupVersionKind, obj runtime.Object) (*entry, error) {
+	started, e, err := s.entryFor(ctx, gvk, obj, s.readerFailOnMissingInformer, true)
+	if err != nil {
+		return nil, err
+	}
+	if !started {
+		return nil, &cache.ErrCacheNotStarted{}
+	}
+	return e, nil
+}
+
 // Get copies the cached object key into out (deep, unless
 // UnsafeDisableDeepCopy). A namespaced key is looked up by name in the
 // namespace's bucket of the name table, with no scan and no key string.
@@ -37,12 +51,9 @@ func (s *informerSet) Get(ctx context.Context, key client.ObjectKey, out client.
 	if err != nil {
 		return err
 	}
-	started, e, err := s.entryFor(ctx, gvk, out, s.readerFailOnMissingInformer, true)
+	e, err := s.readEntry(ctx, gvk, out)
 	if err != nil {
 		return err
-	}
-	if !started {
-		return &cache.ErrCacheNotStarted{}
 	}
 	var o client.GetOptions
 	o.ApplyOptions(opts)
@@ -60,12 +71,9 @@ func (s *informerSet) List(ctx context.Context, out client.ObjectList, opts ...c
 	if err != nil {
 		return err
 	}
-	started, e, err := s.entryFor(ctx, gvk, proto, s.readerFailOnMissingInformer, true)
+	e, err := s.readEntry(ctx, gvk, proto)
 	if err != nil {
 		return err
-	}
-	if !started {
-		return &cache.ErrCacheNotStarted{}
 	}
 	objs, err := e.collect(&o)
 	if err != nil {
