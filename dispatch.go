@@ -111,7 +111,6 @@ func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], 
 		}
 	}
 	i.indexer.beginWrites()
-	i.warmed += i.warmWrites(records)
 	n := 0
 	for ; n < len(records) && records[n].op.isWrite(); n++ {
 		rec := &records[n]
@@ -209,22 +208,4 @@ func (i *Informer[T]) flush() {
 	i.proc.distribute(i.notes)
 	clear(i.notes)
 	i.notes = i.notes[:0]
-}
-
-// warmWrites reads, for the leading add, update and delete records of
-// records, what applying them will read first (see Indexer.warmPrep).
-// Those lines are rarely in the CPU caches; reading them for the whole run
-// before applying any write lets the CPU overlap the misses, where the
-// writes themselves would wait for each in turn. It returns a value computed
-// from the loads so that they are not optimized away, which is also why it
-// must not be inlined. The caller holds the cache's lock (beginWrites). Its
-// measured effect, together with warmObjects', is quoted at warmObjects.
-//
-//go:noinline
-func (i *Informer[T]) warmWrites(records []queueRecord[T]) int {
-	sum := 0
-	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
-		sum += i.indexer.warmPrep(&records[k].prep)
-	}
-	return sum
 }

@@ -146,9 +146,6 @@ type Informer[T Object] struct {
 	// informer synced (dispatcher only).
 	listenersToldSynced bool
 	storeErrors         atomic.Int64
-	// warmed accumulates what warmWrites returns, so that its loads are
-	// used (dispatcher only).
-	warmed int
 }
 
 // NewInformer returns an informer for the objects lw lists and watches. It

@@ -34,17 +34,13 @@ func newReceivedEvent[T Object](event watch.Event, open bool) receivedEvent[T] {
 // batch, with plain non-blocking receives, which cost a fraction of the
 // select handleEvents needs to also wait on its context and timers; it only
 // falls back to that select when no event is waiting, and after
-// maxEventsWithoutSelect events in a row. The objects of a batch are warmed
-// up together (see warmObjects).
+// maxEventsWithoutSelect events in a row.
 type eventReceiver[T Object] struct {
 	events  <-chan watch.Event
 	batch   int // events taken at once, at most receiveBatch
 	buf     [receiveBatch]receivedEvent[T]
 	pending []receivedEvent[T] // taken, not yet returned by next
 	inARow  int
-	// warmed accumulates what warmObjects returns, so that its loads are
-	// used.
-	warmed int
 }
 
 // newEventReceiver returns a receiver for events taking batch events at
@@ -94,51 +90,10 @@ receive:
 		}
 	}
 	rc.pending = rc.buf[:n]
-	if n > 1 {
-		rc.warmed += warmObjects(rc.pending)
-	}
 }
 
 // add makes an event the caller received itself the next one.
 func (rc *eventReceiver[T]) add(event watch.Event, open bool) {
 	rc.buf[0] = newReceivedEvent[T](event, open)
 	rc.pending = rc.buf[:1]
-}
-
-// warmObjects reads, for every object of events, the fields that handling
-// and queueing it will read (name, namespace, resource version, labels)
-// before any of them is handled. Objects coming from a watch have rarely
-// been touched recently; these loads do not depend on each other, so the
-// CPU overlaps their cache misses instead of waiting for each in turn. It
-// returns a value computed from the loads so that they are not optimized
-// away, which is also why it must not be inlined.
-//
-// Measured with go run ./bench -run W1, this tree with both prefetch
-// passes (this one and the informer's warmWrites) against the same tree without
-// them, interleaved four times on the shared, loaded 2-core machine (issue
-// 12): median ns/event 4,765 with, 6,254 without (H=1); 4,014 with, 6,983
-// without (H=8 handlers). The runs overlap ([2,880, 5,301] against [4,901,
-// 13,170] for H=8), so the gain is probable, not proven: measure again on a
-// quiet machine before relying on it or removing it.
-//
-//go:noinline
-func warmObjects[T Object](events []receivedEvent[T]) int {
-	var zero T
-	sum := 0
-	for i := range events {
-		if obj := events[i].obj; obj != zero {
-			sum += len(obj.GetName()) + len(obj.GetNamespace()) + len(obj.GetResourceVersion()) + len(obj.GetLabels())
-		}
-	}
-	for i := range events {
-		if obj := events[i].obj; obj != zero {
-			if name := obj.GetName(); name != "" {
-				sum += int(name[0])
-			}
-			if namespace := obj.GetNamespace(); namespace != "" {
-				sum += int(namespace[0])
-			}
-		}
-	}
-	return sum
 }

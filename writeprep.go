@@ -146,23 +146,3 @@ func (s *Indexer[T]) deletePrepared(p *writePrep) {
 	}
 	s.rv = p.rv
 }
-
-// warmPrep reads what applying the write p prepared will read first: the
-// name table slot of its name and the strings the write hashes or compares
-// (namespace, label values). It returns a value computed from the loads so
-// that they are not optimized away. The caller holds the lock
-// (beginWrites); see the informer's warmWrites, which calls it for a run
-// of writes.
-func (s *Indexer[T]) warmPrep(p *writePrep) int {
-	slots := s.c.entries.slots
-	sum := int(slots[p.hash&uint64(len(slots)-1)].hash)
-	if p.name.Namespace != "" {
-		sum += int(p.name.Namespace[0])
-	}
-	for _, lp := range p.pairs {
-		if lp.value != "" {
-			sum += int(lp.value[0])
-		}
-	}
-	return sum
-}
