@@ -61,6 +61,12 @@ var metaNamespaceIndexFuncName = funcName(MetaNamespaceIndexFunc[*metav1.Partial
 // by its symbol name, which only MetaNamespaceIndexFunc's instantiations
 // have. A function that merely calls it is not recognized and is indexed
 // like any other.
+//
+// Worth it by BenchmarkNamespaceIndex (filling an Indexer with 100,000 pods
+// in 1,000 namespaces, 3 runs each on the shared 2-core machine, load 5):
+// recognized 81, 81 and 206 ms, 110,255 allocations, 360 B retained per
+// pod; the same function wrapped in a closure 335, 252 and 667 ms, 219,277
+// allocations, 402 B per pod.
 func isMetaNamespaceIndexFunc[T Object](fn IndexFunc[T]) bool {
 	return fn != nil && funcName(fn) == metaNamespaceIndexFuncName
 }

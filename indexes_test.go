@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -345,4 +346,49 @@ func TestIndexerNamespaceIndexUsesNamespaceLists(t *testing.T) {
 	if diff := cmp.Diff(map[string][]string{"a": {"a/p2"}, "c": {"c/p9"}}, indexContent(t, s, "late")); diff != "" {
 		t.Errorf("after Replace (-want +got):\n%s", diff)
 	}
+}
+
+// BenchmarkNamespaceIndex compares a namespace index whose function the
+// Indexer recognizes as MetaNamespaceIndexFunc (served from its own
+// per-namespace lists) with the same function wrapped in a closure, which
+// the Indexer computes and files like any other index. One op replaces the
+// contents with 100,000 pods in 1,000 namespaces; retained-B/pod is the
+// heap the filled Indexer keeps per pod.
+func BenchmarkNamespaceIndex(b *testing.B) {
+	pods := make([]*corev1.Pod, 100_000)
+	for i := range pods {
+		pods[i] = NewPod(fmt.Sprintf("ns-%d", i%1000), fmt.Sprintf("pod-%d", i), "1",
+			PodLabels(map[string]string{"app": fmt.Sprintf("app-%d", i%100)}))
+	}
+	for name, fn := range map[string]IndexFunc[*corev1.Pod]{
+		"recognized": MetaNamespaceIndexFunc[*corev1.Pod],
+		"closure":    func(p *corev1.Pod) ([]string, error) { return MetaNamespaceIndexFunc(p) },
+	} {
+		b.Run(name, func(b *testing.B) {
+			var retained uint64
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				before := heapInUse()
+				b.StartTimer()
+				s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: fn})
+				if err := s.Replace(pods, "1"); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				retained = heapInUse() - before
+				runtime.KeepAlive(s)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(retained)/float64(len(pods)), "retained-B/pod")
+		})
+	}
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
