@@ -124,10 +124,11 @@ func (r *adRecorder) object(key string) any {
 }
 
 // adRun runs the adapter with Run(stopCh) and returns a stop function that
-// closes stopCh and waits for Run to return (plRun's goroutine check runs
+// closes stopCh and waits for Run to return (its goroutine check, like plRun's, runs
 // at the end of the test too).
 func adRun(t *testing.T, sii cache.SharedIndexInformer) (stopCh chan struct{}, stop func()) {
 	t.Helper()
+	checkGoroutines := ExpectNoGoroutineLeak(t)
 	stopCh = make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -139,7 +140,7 @@ func adRun(t *testing.T, sii cache.SharedIndexInformer) (stopCh chan struct{}, s
 		once.Do(func() {
 			close(stopCh)
 			<-done
-			plExpectNoGoroutines(t)
+			checkGoroutines()
 		})
 	}
 	t.Cleanup(stop)

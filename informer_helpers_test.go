@@ -173,16 +173,6 @@ func plPipelineGoroutines() []string {
 	return found
 }
 
-// plExpectNoGoroutines fails if a pipeline goroutine is still running
-// shortly after every informer was stopped.
-func plExpectNoGoroutines(t testing.TB) {
-	t.Helper()
-	var left []string
-	if !waitUntil(func() bool { left = plPipelineGoroutines(); return len(left) == 0 }) {
-		t.Fatalf("goroutines outlived Run:\n%s", strings.Join(left, "\n\n"))
-	}
-}
-
 // plFastBackoff makes relists immediate in tests.
 var plFastBackoff = &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}
 
@@ -203,6 +193,7 @@ func plInformer(opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *inf
 // that Run returned and left no goroutine behind.
 func plRun[T Object](t testing.TB, inf *Informer[T]) (stop func()) {
 	t.Helper()
+	checkGoroutines := ExpectNoGoroutineLeak(t)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -221,7 +212,7 @@ func plRun[T Object](t testing.TB, inf *Informer[T]) (stop func()) {
 			case <-time.After(plTimeout): // a failure guard, not a timing assertion
 				t.Fatalf("Run did not return after its context was cancelled:\n%s", strings.Join(plPipelineGoroutines(), "\n\n"))
 			}
-			plExpectNoGoroutines(t)
+			checkGoroutines()
 		})
 	}
 	t.Cleanup(stop)

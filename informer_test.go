@@ -307,18 +307,25 @@ func TestResyncRightAfterAnUpdateDeliversTheUpdatedState(t *testing.T) {
 
 func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	t.Run("never run", func(t *testing.T) {
+		checkGoroutines := ExpectNoGoroutineLeak(t)
 		inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
 		reg, err := inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
 		plMust(t, inf.ShutDownEventHandler(reg))
-		plExpectNoGoroutines(t)
+		checkGoroutines()
 	})
 	t.Run("stopped while events flow", func(t *testing.T) {
+		checkGoroutines := ExpectNoGoroutineLeak(t)
 		inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
 		lw.SetList("1", NewPod("ns", "a", "1"))
 		_, err := inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
-		stop := plRun(t, inf)
+		runCtx, stop := context.WithCancel(plCtx(t))
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			inf.Run(runCtx)
+		}()
 		Eventually(t, "informer synced", inf.HasSynced)
 		_, err = inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
@@ -333,9 +340,15 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		}()
 		// Stop once events flow: the informer has taken a few.
 		Eventually(t, "events flowing", func() bool { return modified.Load() >= 3 })
-		stop() // checks that Run returned and no goroutine is left
-		cancel()
+		stop()
+		select {
+		case <-ran:
+		case <-time.After(plTimeout): // a failure guard, not a timing assertion
+			t.Fatal("Run did not return after its context was cancelled")
+		}
+		cancel() // the producer, once Run has returned
 		<-sent
+		checkGoroutines()
 		if !inf.IsStopped() {
 			t.Fatal("not stopped")
 		}
