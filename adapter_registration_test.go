@@ -12,7 +12,7 @@ import (
 
 func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("10", NewPod("ns", "a", "1"))
 	sii := AsSharedIndexInformer(inf)
 	kept, removed, shutDown := newAdRecorder(), newAdRecorder(), newAdRecorder()
@@ -39,7 +39,7 @@ func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {
 
 	// A registration of another informer is not this one's: nothing
 	// happens. A handle of a foreign type is an error.
-	other := AsSharedIndexInformer(NewInformer[*corev1.Pod](informertest.NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
+	other := AsSharedIndexInformer(MustNewInformer(t, informertest.NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
 	otherReg, err := other.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 	plMust(t, err)
 	plMust(t, sii.RemoveEventHandler(otherReg))
@@ -78,7 +78,7 @@ func (foreignRegistration) HasSyncedChecker() cache.DoneChecker { return nil }
 
 func TestSharedIndexInformerAdapterDoneCheckers(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{Name: "pods"})
 	lw.SetList("10", NewPod("ns", "a", "1"), NewPod("ns", "b", "2"))
 	sii := AsSharedIndexInformer(inf)
 	fast, blocked := newAdRecorder(), newAdRecorder()
@@ -123,7 +123,7 @@ func TestSharedIndexInformerAdapterCheckerOfRemovedHandler(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
 	// The channel of a handler removed before it synced stays open, as in
 	// client-go.
-	sii := AsSharedIndexInformer(NewInformer[*corev1.Pod](informertest.NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
+	sii := AsSharedIndexInformer(MustNewInformer(t, informertest.NewFakeListerWatcher[*corev1.Pod](), InformerOptions[*corev1.Pod]{}))
 	reg, err := sii.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 	plMust(t, err)
 	checker := reg.HasSyncedChecker()

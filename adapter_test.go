@@ -151,7 +151,7 @@ const podType = "*v1.Pod"
 
 func TestSharedIndexInformerAdapterDeliversAsClientGo(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	a1, b2 := NewPod("ns", "a", "1"), NewPod("ns", "b", "2")
 	lw.SetList("10", a1, b2)
 	sii := AsSharedIndexInformer(inf)
@@ -223,7 +223,7 @@ func TestSharedIndexInformerAdapterIndexers(t *testing.T) {
 		p.Spec.NodeName = node
 		return p
 	}
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("10", onNode("ns", "a", "1", "n1"), onNode("ns", "b", "2", "n2"), onNode("other", "c", "3", "n1"))
 	sii := AsSharedIndexInformer(inf)
 	plMust(t, sii.AddIndexers(cache.Indexers{"node": byNode}))
@@ -277,7 +277,7 @@ func TestSharedIndexInformerAdapterIndexers(t *testing.T) {
 
 func TestSharedIndexInformerAdapterSetters(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods", DisableWatchList: true})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{Name: "pods", DisableWatchList: true})
 	a := NewPod("ns", "a", "1")
 	a.Annotations = map[string]string{"big": "value"}
 	lw.SetList("10", a, NewPod("ns", "not-a-pod", "1"))

@@ -50,7 +50,7 @@ func ignoreStopped(t *testing.T, err error) {
 }
 
 func TestHandlerAddingAHandlerWhileTheInformerWaitsForItDoesNotDeadlock(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	// One list of several objects: the informer hands them over in one batch
 	// and waits for room in the handler while the handler adds another.
 	lw.SetList("10", plPods(5)...)
@@ -73,7 +73,7 @@ func TestHandlerAddingAHandlerWhileTheInformerWaitsForItDoesNotDeadlock(t *testi
 }
 
 func TestHandlerRemovingAnotherWhileAHandlerIsBeingAddedDoesNotDeadlock(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("10", plPods(5)...)
 	victim := newPLRecorder()
 	victimReg, err := inf.AddEventHandlerWithOptions(victim, blockingOpts)
@@ -115,7 +115,7 @@ func TestHandlerRemovingAnotherWhileAHandlerIsBeingAddedDoesNotDeadlock(t *testi
 func TestCallbacksCallingBackUnderOverflowBlock(t *testing.T) {
 	var inf *Informer[*corev1.Pod]
 	var ready atomic.Bool // inf is set
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{
 		Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
 			if ready.Load() {
 				readBack(inf)

@@ -91,10 +91,10 @@ func diffRunInformers(t *testing.T, sc diffInformerScenario, cov *diffCoverage) 
 			failure = fmt.Sprintf("panic: %v", r)
 		}
 	}()
-	synctest.Test(t, func(*testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(diffQuietContext(context.Background()))
 		r := &diffRunner{sc: sc, ctx: ctx, watch: diffWatchModel{fresh: true}, cov: cov}
-		r.sides = [2]diffInformerSide{newDiffClientGoSide(sc.Config), newDiffOurSide(sc.Config)}
+		r.sides = [2]diffInformerSide{newDiffClientGoSide(sc.Config), newDiffOurSide(t, sc.Config)}
 		traces = r.run(cancel)
 	})
 	return traces, failure

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/kubetyped/informer/informertest"
@@ -207,13 +208,13 @@ type diffOurSide struct {
 	errs diffErrorLog
 }
 
-func newDiffOurSide(cfg diffInformerConfig) *diffOurSide {
+func newDiffOurSide(t testing.TB, cfg diffInformerConfig) *diffOurSide {
 	fake := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	opts := InformerOptions[*corev1.Pod]{ResyncPeriod: cfg.ResyncPeriod, Name: "difftest"}
 	if cfg.Transform {
 		opts.Transform = diffTransformPod
 	}
-	o := &diffOurSide{lw: fake, inf: NewInformer[*corev1.Pod](diffListerWatcher{fake, cfg.Streaming}, opts)}
+	o := &diffOurSide{lw: fake, inf: MustNewInformer(t, diffListerWatcher{fake, cfg.Streaming}, opts)}
 	_ = o.inf.setWatchErrorHandler(func(_ context.Context, err error) { o.errs.add(err) })
 	return o
 }

@@ -68,7 +68,7 @@ func diffRunTransformScenario(t *testing.T, initial []diffObj, g *diffObjGen, ha
 	var traces [2]diffInformerTrace
 	ctx, cancel := context.WithCancel(diffQuietContext(t.Context()))
 	cfg := diffInformerConfig{Transform: true}
-	sides := [2]diffInformerSide{newDiffClientGoSide(cfg), newDiffOurSide(cfg)}
+	sides := [2]diffInformerSide{newDiffClientGoSide(cfg), newDiffOurSide(t, cfg)}
 	recs := make([][2]*diffRecorder, handlers)
 	listRV := g.nextRV()
 	for i, side := range sides {

@@ -42,7 +42,7 @@ func TestDispatcherAppliesLongRunsOfWritesInOrder(t *testing.T) {
 	for _, e := range events {
 		lw.events <- e
 	}
-	inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
+	inf := MustNewInformer(t, lw, InformerOptions[*corev1.Pod]{
 		Indexers: map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
 	})
 	rec := newPLRecorder()
@@ -62,7 +62,7 @@ func TestDispatcherAppliesLongRunsOfWritesInOrder(t *testing.T) {
 }
 
 func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Indexers: map[string]IndexFunc[*corev1.Pod]{
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{Indexers: map[string]IndexFunc[*corev1.Pod]{
 		"strict": func(p *corev1.Pod) ([]string, error) {
 			if p.Name == "bad" {
 				return nil, errors.New("bad pod")

@@ -87,7 +87,7 @@ func (c *imageController) processNextItem() bool {
 
 // fakePodInformer returns a pod informer over a fake clientset, for every
 // namespace. The list function copies the items out of the list.
-func fakePodInformer(client informer.TypedClient[*corev1.PodList], clientset *fake.Clientset) *informer.Informer[*corev1.Pod] {
+func fakePodInformer(client informer.TypedClient[*corev1.PodList], clientset *fake.Clientset) (*informer.Informer[*corev1.Pod], error) {
 	lw := informer.NewClientListerWatcher(client,
 		func(l *corev1.PodList) ([]*corev1.Pod, error) { return informer.CopyListItems(l.Items), nil },
 		// The fake clientset cannot stream lists.
@@ -140,7 +140,11 @@ func ExampleEnqueue() {
 	defer cancel()
 	clientset := fake.NewClientset(podWithImage("default", "web", "nginx:1.26"))
 	client := &watchOpened{TypedClient: clientset.CoreV1().Pods(""), opened: make(chan struct{})}
-	pods := fakePodInformer(client, clientset)
+	pods, err := fakePodInformer(client, clientset)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	reconciled := make(chan struct{})
 	controller, err := newImageController(pods, func(name informer.ObjectName, pod *corev1.Pod) error {
@@ -186,14 +190,17 @@ func TestExampleControllerReconcilesTheFinalState(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		clientset := fake.NewClientset(
 			podWithImage("default", "a", "v1"), podWithImage("default", "b", "v1"), podWithImage("kube-system", "c", "v1"))
-		pods := fakePodInformer(clientset.CoreV1().Pods(""), clientset)
+		pods, err := fakePodInformer(clientset.CoreV1().Pods(""), clientset)
+		if err != nil {
+			t.Fatal(err)
+		}
 
 		// outcomes records, per name, each reconcile's result and how often
 		// the name had been requeued by then. flaky fails once.
 		var mu sync.Mutex
 		outcomes := map[string][]string{}
 		var controller *imageController
-		controller, err := newImageController(pods, func(name informer.ObjectName, pod *corev1.Pod) error {
+		controller, err = newImageController(pods, func(name informer.ObjectName, pod *corev1.Pod) error {
 			mu.Lock()
 			defer mu.Unlock()
 			outcome := "deleted"

@@ -30,10 +30,14 @@ func ExampleInformer() {
 		examplePod("default", "web-1", "web", "8"),
 		examplePod("default", "db-1", "db", "9"))
 
-	pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
+	pods, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 		Indexers: map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 		Resource: corev1.SchemeGroupVersion.WithResource("pods"),
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	deleted := make(chan struct{})
 	reg, err := pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
 		AddFunc: func(pod *corev1.Pod, isInInitialList bool) {
@@ -82,7 +86,11 @@ func ExampleInformer_AddEventHandlerWithOptions() {
 	lw.SetList("3",
 		examplePod("default", "web-1", "web", "1"),
 		examplePod("default", "db-1", "db", "2"))
-	pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{})
+	pods, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	webOnly := informer.FilteringResourceEventHandler[*corev1.Pod]{
 		FilterFunc: func(pod *corev1.Pod) bool { return pod.Labels["app"] == "web" },

@@ -95,7 +95,7 @@ func cartPods(config *rest.Config) (*informer.Informer[*corev1.Pod], error) {
 	if err != nil {
 		return nil, err
 	}
-	return informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Resource: corev1.SchemeGroupVersion.WithResource("pods")}), nil
+	return informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Resource: corev1.SchemeGroupVersion.WithResource("pods")})
 }
 
 // The scoped factories of use 8 cache the same pods and nodes; so do the

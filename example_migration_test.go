@@ -234,9 +234,13 @@ func ExampleDeletedObject() {
 	web, db := docsPod("default", "web-1", "web", "node-1"), docsPod("default", "db-1", "db", "node-2")
 	web.ResourceVersion, db.ResourceVersion = "8", "9"
 	lw.SetList("10", web, db)
-	pods := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{})
+	pods, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	deleted := make(chan struct{})
-	_, err := pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+	_, err = pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
 		DeleteFunc: func(d informer.DeletedObject[*corev1.Pod]) {
 			onPodDelete(d)
 			close(deleted)

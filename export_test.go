@@ -1,6 +1,10 @@
 package informer
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // ResourceOf returns the resource a ListerWatcher made by NewRESTListerWatcher,
 // NewMetadataListerWatcher or NewDynamicListerWatcher lists and watches.
@@ -12,3 +16,14 @@ func ResourceOf[T Object](lw ListerWatcher[T]) schema.GroupVersionResource {
 
 // Cache returns the informer's cache, for tests that inspect it whole.
 func (i *Informer[T]) Cache() *Indexer[T] { return i.indexer }
+
+// MustNewInformer is NewInformer for options a test means to be valid: it
+// fails tb otherwise. Internal and external tests share it.
+func MustNewInformer[T Object](tb testing.TB, lw ListerWatcher[T], opts InformerOptions[T]) *Informer[T] {
+	tb.Helper()
+	inf, err := NewInformer(lw, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return inf
+}

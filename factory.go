@@ -232,7 +232,10 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		}
 		lw, key.Resource = restLW, restLW.Resource()
 	}
-	inf, entry := newFactoryInformer(f, lw, key, form, opts)
+	inf, entry, err := newFactoryInformer(f, lw, key, form, opts)
+	if err != nil {
+		return nil, fmt.Errorf("informer for %v: %w", key, err)
+	}
 	if !named {
 		f.byType[typ] = entry
 	}
@@ -261,7 +264,7 @@ func (f *Factory) namespaceFor(clusterScoped bool) string {
 // newFactoryInformer creates and registers an informer. form, if set, is
 // appended to its default name ("pods (PartialObjectMetadata)"). Call with
 // f.mu held.
-func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form string, opts InformerOptions[T]) (*Informer[T], *factoryEntry) {
+func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form string, opts InformerOptions[T]) (*Informer[T], *factoryEntry, error) {
 	if opts.Name == "" {
 		opts.Name = key.Resource.GroupResource().String()
 		if form != "" {
@@ -282,10 +285,13 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	}
 	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
 	opts.Resource = key.Resource
-	inf := NewInformer(lw, opts)
+	inf, err := NewInformer(lw, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	entry := &factoryEntry{key: key, name: opts.Name, namespace: f.namespaceFor(opts.ClusterScoped), informer: inf}
 	f.informers[key] = entry
-	return inf, entry
+	return inf, entry, nil
 }
 
 // reuseInformer returns the informer of entry after checking the options a

@@ -102,9 +102,6 @@ type Informer[T Object] struct {
 	metricsID       InformerID
 	// detector is the cache mutation detector; nil unless enabled.
 	detector *mutationDetector[T]
-	// optionsErr reports invalid InformerOptions: every method that can
-	// fail returns it, and Run logs it and returns.
-	optionsErr error
 
 	// mu guards the fields below and serializes handler registration. It is
 	// never held while waiting for anything, nor while calling handlers,
@@ -149,8 +146,15 @@ type Informer[T Object] struct {
 }
 
 // NewInformer returns an informer for the objects lw lists and watches. It
-// does nothing until Run is called.
-func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) *Informer[T] {
+// does nothing until Run is called. It fails if lw is nil or opts are
+// invalid (a negative ResyncPeriod).
+func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Informer[T], error) {
+	if lw == nil {
+		return nil, fmt.Errorf("%s: NewInformer needs a ListerWatcher, got nil", informerNameFor[T](opts.Name))
+	}
+	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
+		return nil, fmt.Errorf("%s: invalid options: %w", informerNameFor[T](opts.Name), err)
+	}
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -178,11 +182,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) *Inform
 		i.detector = newMutationDetector(indexer, clk)
 		indexer.detector = i.detector
 	}
-	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
-		i.optionsErr = fmt.Errorf("%s: invalid options: %w", informerName(i), err)
-		i.defaultResync, i.resyncCheckPeriod = 0, 0
-	}
-	return i
+	return i, nil
 }
 
 // Run starts the informer and blocks until ctx is done and every goroutine
@@ -202,13 +202,6 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		} else {
 			logger.Info("Warning: the informer has already been started, ignoring Run")
 		}
-		return
-	}
-	if i.optionsErr != nil {
-		i.started = true
-		i.stopped.Store(true)
-		i.mu.Unlock()
-		logger.Error(i.optionsErr, "Not running the informer")
 		return
 	}
 	i.started = true
@@ -293,8 +286,13 @@ func (c informerChecker[T]) Done() <-chan struct{} { return c.inf.queue.syncedCh
 
 // informerName describes the informer in DoneChecker names.
 func informerName[T Object](inf *Informer[T]) string {
-	if inf.name != "" {
-		return "Informer " + inf.name
+	return informerNameFor[T](inf.name)
+}
+
+// informerNameFor is informerName for an informer of T named name.
+func informerNameFor[T Object](name string) string {
+	if name != "" {
+		return "Informer " + name
 	}
 	var zero T
 	return fmt.Sprintf("Informer %T", zero)
@@ -341,9 +339,6 @@ var errStarted = errors.New("informer has already started")
 // setTransform replaces InformerOptions.Transform, for the client-go
 // adapter's SetTransform. It fails once Run has been called.
 func (i *Informer[T]) setTransform(transform TransformFunc[T]) error {
-	if i.optionsErr != nil {
-		return i.optionsErr
-	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
@@ -357,9 +352,6 @@ func (i *Informer[T]) setTransform(transform TransformFunc[T]) error {
 // client-go adapter's SetWatchErrorHandler. It fails once Run has been
 // called.
 func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
-	if i.optionsErr != nil {
-		return i.optionsErr
-	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
@@ -373,9 +365,6 @@ func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
 // are indexed at once. It fails once the informer has stopped, or if an
 // index name is already in use.
 func (i *Informer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
-	if i.optionsErr != nil {
-		return i.optionsErr
-	}
 	if i.stopped.Load() {
 		// client-go's wording, which callers match on.
 		return errors.New("indexers were not added because the informer has stopped already")

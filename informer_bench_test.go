@@ -95,7 +95,7 @@ func BenchmarkDispatch(b *testing.B) {
 			for _, ev := range events {
 				lw.events <- ev
 			}
-			inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
+			inf := MustNewInformer(b, lw, InformerOptions[*corev1.Pod]{
 				Indexers: map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
 			})
 			counters := make([]*countingHandler, handlers)
@@ -154,7 +154,7 @@ func benchPods(n int) []*corev1.Pod {
 // received every object of the first list. One op is one listed object.
 func BenchmarkInitialSync(b *testing.B) {
 	lw := &listedLW{pods: benchPods(b.N)}
-	inf := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{
+	inf := MustNewInformer(b, lw, InformerOptions[*corev1.Pod]{
 		Indexers: map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
 	})
 	counter := &countingHandler{target: b.N, done: make(chan struct{})}

@@ -178,7 +178,8 @@ var plFastBackoff = &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 
 
 // plInformer returns an informer over a new fake with a namespace index and
 // fast retries.
-func plInformer(opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *informertest.FakeListerWatcher[*corev1.Pod]) {
+func plInformer(t testing.TB, opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *informertest.FakeListerWatcher[*corev1.Pod]) {
+	t.Helper()
 	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	if opts.Indexers == nil {
 		opts.Indexers = map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]}
@@ -186,7 +187,7 @@ func plInformer(opts InformerOptions[*corev1.Pod]) (*Informer[*corev1.Pod], *inf
 	if opts.Backoff == nil {
 		opts.Backoff = plFastBackoff
 	}
-	return NewInformer[*corev1.Pod](lw, opts), lw
+	return MustNewInformer(t, lw, opts), lw
 }
 
 // plRun runs inf until the test ends (or stop is called) and then checks

@@ -19,7 +19,7 @@ import (
 )
 
 func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("10", NewPod("ns", "a", "1"), NewPod("ns", "b", "2"))
 	rec := newPLRecorder()
 	reg, err := inf.AddEventHandler(rec)
@@ -59,7 +59,7 @@ func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
 func TestInformerUpdatesTheStoreBeforeNotifying(t *testing.T) {
 	// Resource versions grow with every event here, so the store's resource
 	// version (set by every write) tells whether an event reached the store.
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", NewPod("ns", "a", "1"))
 	rec := newPLRecorder()
 	var mu sync.Mutex
@@ -120,7 +120,7 @@ func TestInformerRelistReplacesAtomically(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+			inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 			lw.SetList("10", tc.initial...)
 			rec := newPLRecorder()
 			// The relist must be in the store before any of its
@@ -173,7 +173,7 @@ func TestInformerRelistsAfterAClosedWatchThatCannotResume(t *testing.T) {
 	// carries a bookmark only; this one carries a change, since a watch
 	// that ends at once with bookmarks only is a very short watch here
 	// (see TestReflectorBookmarkOnlyShortWatchesBackOff).
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{DisableWatchList: true})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DisableWatchList: true})
 	lw.SetList("1", NewPod("default", "pod-1", "1"))
 	rec := newPLRecorder()
 	_, err := inf.AddEventHandler(rec)
@@ -200,7 +200,7 @@ func TestInformerRelistsAfterAClosedWatchThatCannotResume(t *testing.T) {
 }
 
 func TestInformerAppliesBookmarksInOrder(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1")
 	rec := newPLRecorder()
 	_, err := inf.AddEventHandler(rec)
@@ -233,7 +233,7 @@ func TestInformerTransformsEachObjectOnce(t *testing.T) {
 		p.Labels = map[string]string{"transformed": "yes"}
 		return p, nil
 	}
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Transform: transform})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{Transform: transform})
 	a := NewPod("ns", "a", "1")
 	a.Annotations = map[string]string{"big": "value"}
 	lw.SetList("1", a, NewPod("ns", "bad", "1"), NewPod("ns", "b", "1"))
@@ -289,7 +289,7 @@ func TestInformerTransformsEachObjectOnce(t *testing.T) {
 func TestResyncRightAfterAnUpdateDeliversTheUpdatedState(t *testing.T) {
 	// client-go's TestRealFIFO_UpdateResyncRace: a resync queued right after
 	// an update must not re-deliver the state before the update.
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("5", NewPod("ns", "foo", "5"))
 	rec := newPLRecorder()
 	_, err := inf.AddEventHandler(rec)
@@ -308,7 +308,7 @@ func TestResyncRightAfterAnUpdateDeliversTheUpdatedState(t *testing.T) {
 func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	t.Run("never run", func(t *testing.T) {
 		checkGoroutines := ExpectNoGoroutineLeak(t)
-		inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+		inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 		reg, err := inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
 		plMust(t, inf.ShutDownEventHandler(reg))
@@ -316,7 +316,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	})
 	t.Run("stopped while events flow", func(t *testing.T) {
 		checkGoroutines := ExpectNoGoroutineLeak(t)
-		inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
+		inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
 		lw.SetList("1", NewPod("ns", "a", "1"))
 		_, err := inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)
@@ -354,7 +354,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		}
 	})
 	t.Run("stopped while a bounded handler holds the informer back", func(t *testing.T) {
-		inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+		inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 		lw.SetList("1")
 		release := make(chan struct{})
 		blocked := newPLRecorder()
@@ -374,7 +374,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 func TestCacheReadsWhileEventsFlow(t *testing.T) {
 	// Meant for -race: handlers and other goroutines read the cache while
 	// the informer updates the same objects in place.
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", NewPod("ns", "a", "1"))
 	rec := newPLRecorder()
 	rec.hook = func(e plEvent) {

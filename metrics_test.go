@@ -27,7 +27,7 @@ func TestMetricsCountListsAndWatchRestarts(t *testing.T) {
 		p := newFakeMetrics()
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", informer.NewPod("ns", "a", "10"))
-		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p, DisableWatchList: true})
+		inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p, DisableWatchList: true})
 		runInformer(t, inf)
 		advanceUntil(t, "sync", inf.HasSynced)
 		ctx := t.Context()
@@ -76,7 +76,7 @@ func TestMetricsCountStreamingLists(t *testing.T) {
 		lw.SetList("10", informer.NewPod("ns", "a", "10"))
 		// The first streaming list is refused: the reflector lists instead.
 		lw.FailNextWatch(apierrors.NewBadRequest("streaming lists are not supported"))
-		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p})
+		inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p})
 		runInformer(t, inf)
 		advanceUntil(t, "sync", inf.HasSynced)
 		// After "410 Gone" the next cycle tries a streaming list again.
@@ -108,7 +108,7 @@ func TestMetricsHandlerRegistrationsFollowHandlers(t *testing.T) {
 		p := newFakeMetrics()
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", informer.NewPod("ns", "a", "10"), informer.NewPod("ns", "bad", "10"))
-		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
+		inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{
 			Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Metrics: p,
 		})
 		a, b, c := &mtCounter{}, &mtCounter{}, &mtCounter{}
@@ -172,7 +172,7 @@ func TestMetricsObserveHandlerBatchDurations(t *testing.T) {
 		p := newFakeMetrics()
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", informer.NewPod("ns", "a", "10"))
-		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p})
+		inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: p})
 		must[*informer.Registration](t)(inf.AddEventHandlerWithOptions(sleeper{}, informer.HandlerOptions{Name: "slow"}))
 		runInformer(t, inf)
 		synctest.Wait() // the handler is busy with the initial add
@@ -205,7 +205,7 @@ func TestMetricsProviderMayDeclineInformersAndHandlers(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 				lw.SetList("10", informer.NewPod("ns", "a", "10"))
-				inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Metrics: tc.provider})
+				inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{Metrics: tc.provider})
 				h := &mtCounter{}
 				must[*informer.Registration](t)(inf.AddEventHandlerWithOptions(h, informer.HandlerOptions{Name: "h"}))
 				stop := runInformer(t, inf)

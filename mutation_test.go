@@ -63,7 +63,7 @@ func listMutating(t *testing.T, l *Lister[*corev1.Pod], name string) {
 
 func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
 	lw.SetList("5", demoPod("p1", "1"), demoPod("p2", "2"), demoPod("p3", "3"))
 	mutated := make(chan struct{})
 	mutator := ResourceEventHandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
@@ -128,7 +128,7 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 
 func TestMutationDetectorChecksPeriodically(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
 	lw.SetList("5", demoPod("p1", "1"))
 	stop := runWithLogs(t, inf)
 	Eventually(t, "synced", inf.HasSynced)
@@ -149,9 +149,9 @@ func TestMutationDetectorChecksPeriodically(t *testing.T) {
 
 func TestMutationDetectorIsEnabledByClientGoEnvironmentVariable(t *testing.T) {
 	t.Setenv(mutationDetectorEnv, "true")
-	on, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	on, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	t.Setenv(mutationDetectorEnv, "")
-	off, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	off, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	if on.detector == nil || off.detector != nil || on.indexer.detector == nil {
 		t.Errorf("detector with %s=true: %v, without: %v", mutationDetectorEnv, on.detector != nil, off.detector != nil)
 	}

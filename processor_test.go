@@ -37,7 +37,7 @@ func addWithResync(t *testing.T, inf *Informer[*corev1.Pod], period time.Duratio
 
 func TestResyncCheckPeriodFollowsHandlersAddedBeforeStart(t *testing.T) {
 	// client-go's TestResyncCheckPeriod.
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: 12 * time.Hour})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: 12 * time.Hour})
 	r1 := addWithResync(t, inf, 0)
 	if diff := cmp.Diff([]time.Duration{12 * time.Hour, 0}, resyncPeriods(inf, r1)); diff != "" {
 		t.Fatalf("after handler 1 (-want +got):\n%s", diff)
@@ -61,7 +61,7 @@ func TestResyncCheckPeriodFollowsHandlersAddedBeforeStart(t *testing.T) {
 }
 
 func TestResyncPeriodRaisedToCheckPeriodAfterStart(t *testing.T) {
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: 5 * time.Second})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: 5 * time.Second})
 	plRun(t, inf)
 	Eventually(t, "informer synced", inf.HasSynced)
 	r := addWithResync(t, inf, 2*time.Second)
@@ -74,7 +74,7 @@ func TestHandlerResyncWorksOnAnInformerWithoutResync(t *testing.T) {
 	// client-go ignores the handler's period here; this informer takes it
 	// as its check period when the handler is added before Run.
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{Clock: clk})
 	lw.SetList("2", NewPod("ns", "pod1", "1"))
 	rec := newPLRecorder()
 	second := time.Second
@@ -93,7 +93,7 @@ func TestHandlerResyncWorksOnAnInformerWithoutResync(t *testing.T) {
 
 func TestHandlerResyncOnARunningInformerWithoutResyncIsRejected(t *testing.T) {
 	// Added to the running informer, it cannot resync: the error says how.
-	noResync, _ := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
+	noResync, _ := plInformer(t, InformerOptions[*corev1.Pod]{Name: "pods"})
 	plRun(t, noResync)
 	Eventually(t, "informer synced", noResync.HasSynced)
 	second := time.Second
@@ -108,7 +108,7 @@ func TestShouldResyncSchedulesEachListener(t *testing.T) {
 	// The schedule of client-go's TestListenerResyncPeriods: periods 0, 2 s
 	// and 3 s on an informer checking every second.
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
 	regs := []*Registration{addWithResync(t, inf, 0), addWithResync(t, inf, 2*time.Second), addWithResync(t, inf, 3*time.Second)}
 	due := func() []bool {
 		var out []bool
@@ -169,7 +169,7 @@ func TestDistributeSendsResyncNotificationsOnlyToDueListeners(t *testing.T) {
 func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 	// client-go's TestSharedInformerWatchDisruption, with whole sequences.
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
 	lw.SetList("2", NewPod("ns", "pod1", "1"), NewPod("ns", "pod2", "2"))
 	noResync, resync := newPLRecorder(), newPLRecorder()
 	zero, second := time.Duration(0), time.Second
@@ -213,7 +213,7 @@ func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 }
 
 func TestSlowHandlerDoesNotDelayOthers(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1")
 	gate := make(chan struct{})
 	defer close(gate)
@@ -236,7 +236,7 @@ func TestSlowHandlerDoesNotDelayOthers(t *testing.T) {
 }
 
 func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
 	panicky := newPLRecorder()
 	panicky.hook = func(plEvent) { panic("fake panic") }
@@ -261,7 +261,7 @@ func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
 func TestBoundedHandlers(t *testing.T) {
 	for _, policy := range []OverflowPolicy{OverflowBlock, OverflowCoalesce} {
 		t.Run(map[OverflowPolicy]string{OverflowBlock: "block", OverflowCoalesce: "coalesce"}[policy], func(t *testing.T) {
-			inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+			inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 			lw.SetList("1", NewPod("ns", "a", "1"))
 			gate := make(chan struct{})
 			var gateOnce sync.Once

@@ -121,9 +121,6 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	if h == nil {
 		return nil, errors.New("cannot add a nil event handler")
 	}
-	if i.optionsErr != nil {
-		return nil, i.optionsErr
-	}
 	i.mu.Lock()
 	i.handlerCount++
 	name := opts.Name

@@ -30,7 +30,7 @@ func waitDone(t *testing.T, checker cache.DoneChecker) {
 
 func TestHasSyncedCheckersCloseWithoutPolling(t *testing.T) {
 	t.Cleanup(ExpectNoGoroutineLeak(t))
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{Name: "pods"})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{Name: "pods"})
 	lw.SetList("1", NewPod("ns", "a", "1"))
 	rec, entered, gate := gatedRecorder()
 	reg, err := inf.AddEventHandlerWithOptions(rec, HandlerOptions{Name: "gated"})
@@ -70,7 +70,7 @@ func TestHasSyncedCheckersCloseWithoutPolling(t *testing.T) {
 }
 
 func TestHasSyncedCheckerOfHandlerAddedToAnEmptySyncedInformer(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1")
 	plRun(t, inf)
 	waitDone(t, inf.HasSyncedChecker())
@@ -86,7 +86,7 @@ func TestHasSyncedCheckerOfHandlerAddedToAnEmptySyncedInformer(t *testing.T) {
 }
 
 func TestHasSyncedCheckerOfPanickingHandler(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
 	rec := newPLRecorder()
 	rec.hook = func(plEvent) { panic("handler bug") }
@@ -101,7 +101,7 @@ func TestHasSyncedCheckerOfPanickingHandler(t *testing.T) {
 }
 
 func TestHasSyncedCheckerOfHandlerRemovedBeforeSync(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "b", "1"))
 	rec, entered, gate := gatedRecorder()
 	reg, err := inf.AddEventHandler(rec)

@@ -25,7 +25,7 @@ func registered(inf *Informer[*corev1.Pod], r *Registration) bool {
 }
 
 func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	// The producer below touches p0..p19; listing them first means it never
 	// deletes an object that was not there. (A watch's delete of an unknown
 	// object reaches the handlers, as in client-go, so a handler that joined
@@ -124,7 +124,7 @@ func TestLateHandlerGetsCachedObjectsThenLiveEventsExactlyOnce(t *testing.T) {
 
 func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 	// client-go's TestAddWhileActive, with per-handler HasSynced.
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", NewPod("ns", "pod1", "1"))
 	gate := make(chan struct{})
 	rec1 := newPLRecorder()
@@ -159,7 +159,7 @@ func TestRegistrationSyncedOnlyAfterItsInitialAddsReturn(t *testing.T) {
 }
 
 func TestRemoveHandlerWhileActiveDropsPending(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1")
 	gate, inCall := make(chan struct{}), make(chan struct{}, 10)
 	rec := newPLRecorder()
@@ -196,8 +196,8 @@ func TestRemoveHandlerWhileActiveDropsPending(t *testing.T) {
 }
 
 func TestRemoveEventHandlerIsHarmlessWhenRepeatedOrForeign(t *testing.T) {
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
-	other, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
+	other, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	funcs := ResourceEventHandlerFuncs[*corev1.Pod]{}
 	reg1, err := inf.AddEventHandler(funcs)
 	plMust(t, err)
@@ -230,7 +230,7 @@ func TestRemoveEventHandlerIsHarmlessWhenRepeatedOrForeign(t *testing.T) {
 
 func TestShutDownEventHandlerWaitsForTheCallInProgress(t *testing.T) {
 	// client-go's TestRemoveEventHandler_SynchronousShutdown.
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1")
 	started, release := make(chan struct{}), make(chan struct{})
 	var finished bool
@@ -255,7 +255,7 @@ func TestShutDownEventHandlerWaitsForTheCallInProgress(t *testing.T) {
 
 func TestHandlerAddRemoveAbuse(t *testing.T) {
 	// client-go's TestSharedInformerHandlerAbuse: meant for -race.
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
 	lw.SetList("1")
 	stopInformer := plRun(t, inf)
 	ctx, cancel := context.WithCancel(plCtx(t))
@@ -315,7 +315,7 @@ func TestHandlerAddRemoveAbuse(t *testing.T) {
 }
 
 func TestInformerLifecycle(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1", NewPod("ns", "a", "1"))
 	watchErrors := make(chan error, 10)
 	plMust(t, inf.setWatchErrorHandler(func(_ context.Context, err error) { watchErrors <- err }))
@@ -364,7 +364,7 @@ func TestInformerLifecycle(t *testing.T) {
 }
 
 func TestRemovingABlockingHandlerReleasesTheInformer(t *testing.T) {
-	inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("1")
 	release := make(chan struct{})
 	stuck := newPLRecorder()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubetyped/informer/informertest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +26,7 @@ func errText(err error) string {
 }
 
 func TestAddEventHandlerRejectsInvalidHandlersAndOptions(t *testing.T) {
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	accept := func(*corev1.Pod) bool { return true }
 	var funcs ResourceEventHandlerFuncs[*corev1.Pod]
 	negative := -time.Second
@@ -78,29 +79,25 @@ func TestAddEventHandlerRejectsInvalidHandlersAndOptions(t *testing.T) {
 	plMust(t, err)
 }
 
-func TestNegativeInformerResyncIsRejected(t *testing.T) {
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{Name: "pods", ResyncPeriod: -time.Minute})
-	want := "Informer pods: invalid options: InformerOptions.ResyncPeriod is negative (-1m0s): use 0 for no resync"
-	_, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{})
-	got := []string{errText(err)}
-	got = append(got, errText(inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"x": MetaNamespaceIndexFunc[*corev1.Pod]})))
-	got = append(got, errText(inf.setTransform(nil)))
-	got = append(got, errText(inf.setWatchErrorHandler(nil)))
-	if diff := cmp.Diff([]string{want, want, want, want}, got); diff != "" {
-		t.Errorf("errors (-want +got):\n%s", diff)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		inf.Run(plCtx(t))
-	}()
-	select {
-	case <-done:
-	case <-time.After(plTimeout):
-		t.Fatal("Run of an informer with invalid options did not return")
-	}
-	if !inf.IsStopped() || inf.HasSynced() {
-		t.Errorf("after Run: IsStopped %v, HasSynced %v; want true, false", inf.IsStopped(), inf.HasSynced())
+func TestNewInformerRejectsInvalidOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lw   ListerWatcher[*corev1.Pod]
+		opts InformerOptions[*corev1.Pod]
+		want string
+	}{{
+		name: "negative resync",
+		lw:   informertest.NewFakeListerWatcher[*corev1.Pod](),
+		opts: InformerOptions[*corev1.Pod]{Name: "pods", ResyncPeriod: -time.Minute},
+		want: "Informer pods: invalid options: InformerOptions.ResyncPeriod is negative (-1m0s): use 0 for no resync",
+	}, {
+		name: "no ListerWatcher",
+		want: "Informer *v1.Pod: NewInformer needs a ListerWatcher, got nil",
+	}} {
+		inf, err := NewInformer(tc.lw, tc.opts)
+		if got := errText(err); got != tc.want || inf != nil {
+			t.Errorf("%s: got %v, %q; want no informer and %q", tc.name, inf, got, tc.want)
+		}
 	}
 }
 
@@ -122,7 +119,7 @@ func TestNegativeFactoryResyncIsRejected(t *testing.T) {
 }
 
 func TestAddingToAStoppedInformerKeepsClientGoWording(t *testing.T) {
-	inf, _ := plInformer(InformerOptions[*corev1.Pod]{})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	inf.Run(ctx)

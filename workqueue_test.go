@@ -47,9 +47,12 @@ func wqInformer(t *testing.T, h informer.ResourceEventHandler[*corev1.Pod], item
 	t.Helper()
 	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 	lw.SetList("10", items...)
-	inf := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
+	inf, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 		Backoff: &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg, err := inf.AddEventHandler(h)
 	if err != nil {
 		t.Fatal(err)

@@ -100,11 +100,14 @@ func newOurInformer(listPods int, listRV string, events []watch.Event, handlers 
 // buildOurInformer builds our informer over lw, whose watches come from
 // watches, with the namespace index, transform (when not nil) and handlers.
 func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScript, transform informer.TransformFunc[*corev1.Pod], handlers []*countingHandler) (*informerUnderTest, error) {
-	inf := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
+	inf, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 		Indexers:  map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 		Resource:  corev1.SchemeGroupVersion.WithResource("pods"),
 		Transform: transform,
 	})
+	if err != nil {
+		return nil, err
+	}
 	for _, h := range handlers {
 		_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
 			AddFunc:    func(*corev1.Pod, bool) { h.onAdd() },

@@ -59,12 +59,15 @@ func newCoreInformer(src source, s informerSettings) (*coreInformer, error) {
 			return o, nil
 		}
 	}
-	inf := informer.NewInformer(src, informer.InformerOptions[client.Object]{
+	inf, err := informer.NewInformer(src, informer.InformerOptions[client.Object]{
 		ResyncPeriod: s.resync,
 		Transform:    transform,
 		Name:         s.name,
 		Resource:     s.resource,
 	})
+	if err != nil {
+		return nil, err
+	}
 	shared := informer.AsSharedIndexInformer(inf)
 	if s.watchErrorHandler != nil {
 		if err := shared.SetWatchErrorHandlerWithContext(s.watchErrorHandler); err != nil {

@@ -95,9 +95,12 @@ func TestInitialListStreamedOrListed(t *testing.T) {
 				t.Fatalf("NewRESTListerWatcher: %v", err)
 			}
 			metrics := &snapshotProvider{}
-			pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{
+			pods, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 				Metrics: metrics, DisableWatchList: tc.disableWatchList,
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			runInformer(ctx, t, pods)
 			if !cache.WaitFor(ctx, "pods", pods.HasSyncedChecker()) {
 				t.Fatal("informer did not sync")

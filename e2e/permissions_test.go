@@ -57,7 +57,7 @@ func TestForbiddenListBacksOffUntilGranted(t *testing.T) {
 	metrics := &snapshotProvider{}
 	var mu sync.Mutex
 	var watchErrors []error
-	pods := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
+	pods, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 		Name:    "pods",
 		Metrics: metrics,
 		WatchErrorHandler: func(_ context.Context, err error) {
@@ -66,6 +66,9 @@ func TestForbiddenListBacksOffUntilGranted(t *testing.T) {
 			mu.Unlock()
 		},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runInformer(ctx, t, pods)
 
 	time.Sleep(forbiddenWait)

@@ -140,7 +140,10 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	}
 	lw := newGatedListerWatcher[*corev1.Pod](rest)
 	metrics := &snapshotProvider{}
-	pods := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: metrics})
+	pods, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
 	changed := newNotifier()
 	var mu sync.Mutex
 	var deletes []informer.DeletedObject[*corev1.Pod]

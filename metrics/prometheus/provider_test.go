@@ -100,9 +100,10 @@ func TestProviderExportsHandlerSeries(t *testing.T) {
 		mustNot(t, err)
 		lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
 		lw.SetList("10", pod("a", "10"), pod("bad", "10"))
-		inf := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
+		inf, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 			Name: "pods", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Metrics: provider,
 		})
+		mustNot(t, err)
 		regA, err := inf.AddEventHandlerWithOptions(handler{}, informer.HandlerOptions{Name: "a"})
 		mustNot(t, err)
 		_, err = inf.AddEventHandlerWithOptions(handler{}, informer.HandlerOptions{Name: "b"})
