@@ -58,8 +58,10 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 		switch rec.op {
 		case opAdd, opUpdate, opDelete:
 			k += i.applyWrites(logger, records[k:min(k+maxWritesPerLock, len(records))], initial)
+			i.publishApplied()
 		case opReplace:
 			i.applyReplace(logger, rec.bulk, initial)
+			i.publishApplied()
 			k++
 		case opResync:
 			for _, obj := range i.indexer.List() {
@@ -68,6 +70,10 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			k++
 		case opBookmark:
 			i.indexer.Bookmark(rec.bulk.resourceVersion)
+			i.publishApplied()
+			if rec.obj != *new(T) {
+				i.note(notification[T]{kind: notifyBookmark, obj: rec.obj})
+			}
 			k++
 		default:
 			k++
@@ -89,6 +95,12 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 		}
 	}
 	return initial
+}
+
+// publishApplied lets the waiters of WaitForResourceVersion see what the
+// cache has applied. It runs once per group of records, never per event.
+func (i *Informer[T]) publishApplied() {
+	i.applied.set(i.indexer.LastStoreSyncResourceVersion())
 }
 
 // maxWritesPerLock is the most events applied to the cache under one lock:

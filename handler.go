@@ -160,6 +160,15 @@ type HandlerOptions struct {
 	// the handler's name and counted, the notification counts as delivered,
 	// and the handler receives the next notification.
 	CrashOnPanic bool
+	// BookmarkFunc, if set, is called with the resource version of each
+	// bookmark the informer's watch receives (KEP-5647's bookmark callback),
+	// from the handler's goroutine, in order with its notifications: when it
+	// is called, the handler has been given every change up to that
+	// resource version. The API server sends a bookmark about once a minute
+	// and before it ends a watch. Bookmark calls count in
+	// [HandlerStats].Delivered, and with MaxPending they count as pending
+	// notifications (they are never coalesced).
+	BookmarkFunc func(resourceVersion string)
 }
 
 // OverflowPolicy says what an informer does when a handler has

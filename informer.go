@@ -120,6 +120,9 @@ type Informer[T Object] struct {
 
 	stopped   atomic.Bool
 	reflector atomic.Pointer[Reflector[T]]
+	// applied is the resource version the cache has applied, for
+	// WaitForResourceVersion.
+	applied appliedVersion
 
 	// joining holds the handlers added to the running informer that have not
 	// received their initial adds yet (guarded by mu); joinPending is set
@@ -178,6 +181,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 		metricsID:         metricsID(opts),
 	}
 	i.proc.clock = clk
+	i.lister.applied, i.lister.name = &i.applied, informerName(i)
 	if mutationDetectionRequested(opts.DetectMutations) {
 		i.detector = newMutationDetector(indexer, clk)
 		indexer.detector = i.detector
@@ -253,6 +257,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		l.shutdown()
 	}
 	<-dispatched
+	i.applied.stop()
 	i.listenersWG.Wait()
 	<-detected
 	if i.detector != nil {
@@ -321,6 +326,7 @@ func (i *Informer[T]) stopUnstarted() {
 	if !i.started {
 		i.started = true
 		i.stopped.Store(true)
+		i.applied.stop()
 	}
 }
 

@@ -23,6 +23,7 @@ const listenerRingSize = 1024
 // them out in batches and calls the handler without holding the lock.
 type listener[T Object] struct {
 	handler      ResourceEventHandler[T]
+	bookmark     func(resourceVersion string) // HandlerOptions.BookmarkFunc
 	name         string
 	logger       klog.Logger // set before the goroutine starts
 	hasLogger    bool        // logger came from HandlerOptions
@@ -87,6 +88,7 @@ type listener[T Object] struct {
 func newListener[T Object](h ResourceEventHandler[T], name string, opts HandlerOptions, informerSync func() bool) *listener[T] {
 	l := &listener[T]{
 		handler:      h,
+		bookmark:     opts.BookmarkFunc,
 		name:         name,
 		crashOnPanic: opts.CrashOnPanic,
 		maxPending:   max(opts.MaxPending, 0),
@@ -126,7 +128,7 @@ func (l *listener[T]) enqueueInitial(notes []notification[T]) {
 func (l *listener[T]) enqueueNotes(notes []notification[T], s noteSummary, mayWait bool) {
 	resyncDue := l.resyncDue.Load()
 	l.mu.Lock()
-	if l.maxPending == 0 && !l.stopping && (resyncDue || s.resyncs == 0) {
+	if l.maxPending == 0 && !l.stopping && (resyncDue || s.resyncs == 0) && (l.bookmark != nil || s.bookmarks == 0) {
 		// The common case: every notification goes in, copied in bulk.
 		l.ring.pushAll(notes)
 		l.queued += int64(len(notes))
@@ -139,7 +141,7 @@ func (l *listener[T]) enqueueNotes(notes []notification[T], s noteSummary, mayWa
 	}
 	for i := range notes {
 		n := &notes[i]
-		if n.resync && !resyncDue {
+		if n.resync && !resyncDue || n.kind == notifyBookmark && l.bookmark == nil {
 			continue
 		}
 		if l.stopping {
@@ -147,7 +149,7 @@ func (l *listener[T]) enqueueNotes(notes []notification[T], s noteSummary, mayWa
 		}
 		if l.maxPending > 0 && (l.latest != nil || l.pendingLocked() >= int64(l.maxPending)) {
 			if l.overflow == OverflowCoalesce {
-				if l.coalesce(n) {
+				if n.kind != notifyBookmark && l.coalesce(n) {
 					continue
 				}
 			} else if mayWait && !l.waitForRoom() {
@@ -162,7 +164,7 @@ func (l *listener[T]) enqueueNotes(notes []notification[T], s noteSummary, mayWa
 
 // push appends n to the ring. l.mu must be held.
 func (l *listener[T]) push(n *notification[T]) {
-	if l.latest != nil {
+	if l.latest != nil && n.kind != notifyBookmark {
 		l.latest[NameOf(n.obj)] = l.popped + uint64(l.ring.len())
 	}
 	if n.kind == notifyAdd && n.initial {
@@ -347,6 +349,8 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 			l.handler.OnUpdate(n.old, n.obj)
 		case notifyDelete:
 			l.handler.OnDelete(DeletedObject[T]{Name: NameOf(n.obj), Object: n.obj, FinalStateUnknown: n.finalStateUnknown})
+		case notifyBookmark:
+			l.bookmark(n.obj.GetResourceVersion())
 		default:
 			continue
 		}

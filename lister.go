@@ -27,6 +27,10 @@ import (
 type Lister[T Object] struct {
 	indexer  *Indexer[T]
 	resource schema.GroupResource
+	// applied and name are the informer's, for the waiting calls; nil and
+	// empty in a Lister made by NewLister.
+	applied *appliedVersion
+	name    string
 }
 
 // NewLister returns a Lister over indexer. resource's group and resource

@@ -216,7 +216,7 @@ func (d *mutationDetector[T]) handedOutToHandler(keys *[notifyDelete + 1]handOut
 	defer d.mu.Unlock()
 	for k := range batch {
 		n := &batch[k]
-		if n.kind == notifyNone {
+		if n.kind == notifyNone || n.kind == notifyBookmark {
 			continue
 		}
 		place := d.placeLocked(keys[n.kind])

@@ -20,6 +20,10 @@ const (
 	notifyAdd
 	notifyUpdate
 	notifyDelete
+	// notifyBookmark calls the handler's BookmarkFunc; its obj is the
+	// bookmark's empty object carrying the resource version. Only listeners
+	// with a BookmarkFunc queue it.
+	notifyBookmark
 )
 
 // String returns the name of the kind, for logs.
@@ -31,6 +35,8 @@ func (k notificationKind) String() string {
 		return "update"
 	case notifyDelete:
 		return "delete"
+	case notifyBookmark:
+		return "bookmark"
 	default:
 		return "none"
 	}
@@ -143,6 +149,7 @@ func (p *processor[T]) distribute(notes []notification[T]) {
 type noteSummary struct {
 	resyncs     int // notifications only for listeners due for a resync
 	initialAdds int // adds with isInInitialList
+	bookmarks   int // notifications only for listeners with a BookmarkFunc
 }
 
 // summarize returns the noteSummary of notes.
@@ -154,6 +161,9 @@ func summarize[T Object](notes []notification[T]) noteSummary {
 		}
 		if notes[i].initial {
 			s.initialAdds++
+		}
+		if notes[i].kind == notifyBookmark {
+			s.bookmarks++
 		}
 	}
 	return s

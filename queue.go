@@ -271,9 +271,22 @@ func (q *eventQueue[T]) Resync() error {
 // Bookmark queues a record that sets the cache's resource version, in order
 // with the events.
 func (q *eventQueue[T]) Bookmark(resourceVersion string) error {
+	var zero T
+	return q.appendBookmark(zero, resourceVersion)
+}
+
+// bookmarkObject queues a bookmark with the object the watch carried it in
+// (an empty object with the resource version), which the dispatcher hands to
+// the handlers that have a BookmarkFunc.
+func (q *eventQueue[T]) bookmarkObject(obj T) error {
+	return q.appendBookmark(obj, obj.GetResourceVersion())
+}
+
+// appendBookmark queues a bookmark record; obj may be the zero T.
+func (q *eventQueue[T]) appendBookmark(obj T, resourceVersion string) error {
 	bulk := &bulkRecord[T]{resourceVersion: resourceVersion}
 	q.mu.Lock()
-	q.appendLocked(queueRecord[T]{op: opBookmark, bulk: bulk})
+	q.appendLocked(queueRecord[T]{op: opBookmark, obj: obj, bulk: bulk})
 	q.mu.Unlock()
 	return nil
 }

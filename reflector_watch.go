@@ -30,6 +30,13 @@ type eventSink[T Object] interface {
 	Bookmark(resourceVersion string) error
 }
 
+// bookmarkObjectSink is a sink that takes a bookmark's object instead of
+// its resource version: the informer's queue, which hands it to the
+// handlers' BookmarkFunc.
+type bookmarkObjectSink[T Object] interface {
+	bookmarkObject(obj T) error
+}
+
 // watchTimeoutSeconds picks a random watch timeout.
 func watchTimeoutSeconds() *int64 {
 	seconds := int64(minWatchTimeout.Seconds() + rand.Float64()*(maxWatchTimeout-minWatchTimeout).Seconds())
@@ -264,7 +271,13 @@ func (r *Reflector[T]) deliver(ctx context.Context, sink eventSink[T], eventType
 	case watch.Deleted:
 		err = sink.Delete(obj)
 	case watch.Bookmark:
-		err = sink.Bookmark(obj.GetResourceVersion())
+		// Bookmarks are rare (about one a minute), so the assertion costs
+		// nothing that matters.
+		if objects, ok := sink.(bookmarkObjectSink[T]); ok {
+			err = objects.bookmarkObject(obj)
+		} else {
+			err = sink.Bookmark(obj.GetResourceVersion())
+		}
 	}
 	if err != nil {
 		r.counters.storeErrors.Add(1)

@@ -1,0 +1,169 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+)
+
+// Reading your own writes: a writer knows the resource version the server
+// gave its write; the informer publishes the resource version its cache has
+// applied (a write, a relist or a bookmark); a reader waits until the
+// second reaches the first.
+
+// appliedVersion is the resource version an informer's cache has applied,
+// with a way to wait for it to advance. The dispatcher sets it after each
+// group of records it applies; waiters may be on any goroutine.
+type appliedVersion struct {
+	mu sync.Mutex
+	rv string
+	// advanced is closed and cleared when rv changes or the informer
+	// stops; nil while nobody waits, so that an informer nobody waits on
+	// pays one uncontended lock per group of records.
+	advanced chan struct{}
+	stopped  bool
+}
+
+// set records that the cache has applied rv.
+func (a *appliedVersion) set(rv string) {
+	a.mu.Lock()
+	if a.rv != rv {
+		a.rv = rv
+		a.wakeLocked()
+	}
+	a.mu.Unlock()
+}
+
+// stop records that the informer stopped: waits end with errInformerStopped
+// unless the version they wait for was already applied.
+func (a *appliedVersion) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	a.wakeLocked()
+	a.mu.Unlock()
+}
+
+// wakeLocked wakes every waiter. a.mu must be held.
+func (a *appliedVersion) wakeLocked() {
+	if a.advanced != nil {
+		close(a.advanced)
+		a.advanced = nil
+	}
+}
+
+// errInformerStopped ends a wait on an informer that stopped.
+var errInformerStopped = errors.New("the informer has stopped")
+
+// ErrResourceVersionNotComparable is wrapped by the errors of the waiting
+// calls when a resource version is not an integer that Kubernetes 1.35+
+// lets clients compare (see k8s.io/apimachinery/pkg/util/resourceversion):
+// a server, an aggregated API or a proxy whose resource versions are
+// opaque. Such a server's writes cannot be waited for; read from the server
+// instead. errors.As also finds the resourceversion.InvalidResourceVersion
+// that names the version.
+var ErrResourceVersionNotComparable = errors.New("resource versions are not comparable")
+
+// notComparable wraps err, from resourceversion.CompareResourceVersion.
+func notComparable(err error) error {
+	return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
+}
+
+// wait blocks until the applied resource version is resourceVersion or
+// later, ctx is done, or the informer stops. name describes the informer in
+// errors.
+func (a *appliedVersion) wait(ctx context.Context, name, resourceVersion string) error {
+	if _, err := resourceversion.CompareResourceVersion(resourceVersion, resourceVersion); err != nil {
+		return fmt.Errorf("%s: waiting for resource version %q: %w", name, resourceVersion, notComparable(err))
+	}
+	for {
+		a.mu.Lock()
+		rv, stopped := a.rv, a.stopped
+		if rv != "" {
+			cmp, err := resourceversion.CompareResourceVersion(rv, resourceVersion)
+			if err != nil {
+				a.mu.Unlock()
+				return fmt.Errorf("%s: waiting for resource version %q: the cache is at %q: %w", name, resourceVersion, rv, notComparable(err))
+			}
+			if cmp >= 0 {
+				a.mu.Unlock()
+				return nil
+			}
+		}
+		if stopped {
+			a.mu.Unlock()
+			return fmt.Errorf("%s: waiting for resource version %q: %w at %q", name, resourceVersion, errInformerStopped, rv)
+		}
+		if a.advanced == nil {
+			a.advanced = make(chan struct{})
+		}
+		advanced := a.advanced
+		a.mu.Unlock()
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: waiting for resource version %q: the cache is at %q: %w", name, resourceVersion, rv, context.Cause(ctx))
+		}
+	}
+}
+
+// WaitForResourceVersion blocks until the informer's cache has applied
+// resourceVersion or a later one, so that the Lister sees a write the
+// caller made: pass the resource version of the object the write returned
+// (obj.GetResourceVersion()). It returns nil at once if the cache is there
+// already, and otherwise an error wrapping context.Cause(ctx) when ctx ends
+// first, an error when the informer stops first, and one wrapping
+// [ErrResourceVersionNotComparable] when resourceVersion or the cache's
+// version is not comparable.
+//
+// The cache advances with every event, relist and bookmark of its own
+// resource. Resource versions are global to the cluster, so a wait for a
+// write to another resource ends at the next bookmark (the API server sends
+// one about every minute) or event. A wait on an informer that has not
+// started waits for it to start and catch up.
+//
+// Safe for concurrent use, from any goroutine including event handlers (a
+// handler that waits delays its own later notifications, not the cache).
+func (i *Informer[T]) WaitForResourceVersion(ctx context.Context, resourceVersion string) error {
+	return i.applied.wait(ctx, informerName(i), resourceVersion)
+}
+
+// errNoInformer is returned by the waiting calls of a Lister made by
+// NewLister, which has no informer to wait for.
+var errNoInformer = errors.New("the lister was made by NewLister, not by an informer: it has nothing to wait for")
+
+// waitFor waits for the cache of the lister's informer to apply
+// resourceVersion.
+func (l *Lister[T]) waitFor(ctx context.Context, resourceVersion string) error {
+	if l.applied == nil {
+		return errNoInformer
+	}
+	return l.applied.wait(ctx, l.name, resourceVersion)
+}
+
+// GetAtLeast is [Lister.Get] once the cache has applied resourceVersion or
+// a later one (see [Informer.WaitForResourceVersion]): after a write that
+// returned resourceVersion, it returns the written object or a newer state,
+// never an older one. A deleted object yields NotFound once the cache has
+// applied the deletion. It fails as WaitForResourceVersion does, and on a
+// Lister that is not an informer's.
+func (l *Lister[T]) GetAtLeast(ctx context.Context, key, resourceVersion string) (T, error) {
+	if err := l.waitFor(ctx, resourceVersion); err != nil {
+		var zero T
+		return zero, err
+	}
+	return l.Get(key)
+}
+
+// ListAtLeast is [Lister.List] once the cache has applied resourceVersion or
+// a later one (see [Lister.GetAtLeast]): give it the highest resource
+// version of the writes to see.
+func (l *Lister[T]) ListAtLeast(ctx context.Context, selector labels.Selector, resourceVersion string) ([]T, error) {
+	if err := l.waitFor(ctx, resourceVersion); err != nil {
+		return nil, err
+	}
+	return l.List(selector)
+}
