@@ -59,6 +59,13 @@ type FactoryOptions struct {
 	// DetectMutations enables the cache mutation detector of every informer
 	// (see InformerOptions.DetectMutations), for tests and CI.
 	DetectMutations bool
+	// MissingResourceRetry, if positive, makes every informer whose
+	// resource the server stops serving (its CRD was deleted) retry quietly
+	// every MissingResourceRetry, instead of logging a failure after each
+	// backoff, and resume when the resource is served again (see
+	// [InformerOptions].MissingResourceRetry). To stop such an informer for
+	// good, see [Release].
+	MissingResourceRetry time.Duration
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -115,6 +122,10 @@ type factoryEntry struct {
 	namespace string // the namespace it lists and watches, "" for all
 	informer  factoryInformer
 	started   bool
+	// cancel stops the informer's Run, and done is closed once Run has
+	// returned; both set by Start.
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // NewFactory returns a factory for the cluster config points to. It makes no
@@ -283,6 +294,9 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if opts.Metrics == nil {
 		opts.Metrics = f.opts.Metrics
 	}
+	if opts.MissingResourceRetry == 0 {
+		opts.MissingResourceRetry = f.opts.MissingResourceRetry
+	}
 	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
 	opts.Resource = key.Resource
 	inf, err := NewInformer(lw, opts)
@@ -336,6 +350,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"Clock", opts.Clock != nil},
 		{"Metrics", opts.Metrics != nil},
 		{"DetectMutations", opts.DetectMutations},
+		{"MissingResourceRetry", opts.MissingResourceRetry != 0},
 	} {
 		if field.set {
 			set = append(set, field.name)
@@ -368,7 +383,13 @@ func (f *Factory) Start(ctx context.Context) {
 		}
 		entry.started = true
 		klog.FromContext(ctx).V(2).Info("Starting informer", "informer", entry.name, "key", entry.key.String())
-		f.wg.Go(func() { entry.informer.Run(runCtx) })
+		entryCtx, cancel := context.WithCancel(runCtx)
+		entry.cancel, entry.done = cancel, make(chan struct{})
+		f.wg.Go(func() {
+			defer close(entry.done)
+			defer cancel()
+			entry.informer.Run(entryCtx)
+		})
 	}
 }
 
@@ -518,6 +539,42 @@ func (f *Factory) Shutdown() {
 	if f.ownHTTPClient {
 		f.httpClient.CloseIdleConnections()
 	}
+}
+
+// Release removes inf from f and stops it: its Run returns, so its
+// goroutines have exited and its handlers receive nothing more, by the time
+// Release returns (an informer never started is stopped, as Shutdown
+// does). A later [For] for the same type and resource creates a new
+// informer, which runs once Start is called again. Like Shutdown, it waits
+// for inf's handlers, so it must not be called from one of them.
+//
+// It fails if inf is not an informer of f, for example because it was
+// released already.
+func Release[T Object](f *Factory, inf *Informer[T]) error {
+	f.mu.Lock()
+	var entry *factoryEntry
+	for _, e := range f.informers {
+		if e.informer == factoryInformer(inf) {
+			entry = e
+			break
+		}
+	}
+	if entry == nil {
+		f.mu.Unlock()
+		return fmt.Errorf("release: %s is not an informer of this factory (released already?)", informerName(inf))
+	}
+	delete(f.informers, entry.key)
+	if f.byType[entry.key.Type] == entry {
+		delete(f.byType, entry.key.Type)
+	}
+	f.mu.Unlock()
+	if !entry.started {
+		inf.stopUnstarted()
+		return nil
+	}
+	entry.cancel()
+	<-entry.done
+	return nil
 }
 
 // joinAnd joins names as in an English sentence: "a", "a and b",

@@ -57,6 +57,12 @@ type InformerOptions[T Object] struct {
 	// Backoff, if set, replaces the reflector's backoff between failed list
 	// and watch attempts (see [ReflectorOptions]).
 	Backoff *wait.Backoff
+	// MissingResourceRetry, if positive, makes the informer wait quietly
+	// for a resource the server does not serve (a deleted CRD), retrying
+	// every MissingResourceRetry and logging one line when it goes missing
+	// and one when it returns (see [ReflectorOptions]). For an informer made
+	// by [For], 0 means [FactoryOptions].MissingResourceRetry.
+	MissingResourceRetry time.Duration
 	// Clock drives resync scheduling and the reflector's timers. Nil means
 	// the real clock; tests pass a fake one.
 	Clock clock.WithTicker
@@ -94,6 +100,7 @@ type Informer[T Object] struct {
 	clock         clock.WithTicker
 	defaultResync time.Duration
 	backoff       *wait.Backoff
+	missingRetry  time.Duration
 	noWatchList   bool
 	queue         *eventQueue[T]
 	proc          processor[T]
@@ -171,6 +178,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 		clock:             clk,
 		defaultResync:     opts.ResyncPeriod,
 		backoff:           opts.Backoff,
+		missingRetry:      opts.MissingResourceRetry,
 		noWatchList:       opts.DisableWatchList,
 		resyncCheckPeriod: opts.ResyncPeriod,
 		transform:         opts.Transform,
@@ -220,6 +228,8 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		Clock:             i.clock,
 		Backoff:           i.backoff,
 		DisableWatchList:  i.noWatchList,
+
+		MissingResourceRetry: i.missingRetry,
 	})
 	i.reflector.Store(r)
 	i.registerMetrics()

@@ -68,6 +68,14 @@ type ReflectorOptions struct {
 	// and retried watches (0.8 s doubling to 30 s, jitter 1.0). The backoff
 	// resets every 2 minutes.
 	Backoff *wait.Backoff
+	// MissingResourceRetry, if positive, changes what happens when the
+	// server does not serve the resource (a list or watch fails with "404
+	// Not Found": a deleted or not yet installed CRD): instead of the
+	// backoff, the reflector retries every MissingResourceRetry, logs one
+	// line when the resource goes missing and one when it is served again
+	// (the failures in between only at V(4)), and does not call the
+	// WatchErrorHandler for them. The store keeps its content meanwhile.
+	MissingResourceRetry time.Duration
 	// ExpectedGVK, if set, makes the reflector drop watch events whose
 	// object's apiVersion/kind differ. Only meaningful for types that carry
 	// their kind, such as *unstructured.Unstructured.
@@ -128,9 +136,11 @@ type Reflector[T Object] struct {
 	pageSize          int64
 	useWatchList      bool
 	expectedGVK       *schema.GroupVersionKind
-	running           atomic.Bool
-	counters          reflectorCounters
-	requests          requestCounters
+	// missingResourceRetry is ReflectorOptions.MissingResourceRetry.
+	missingResourceRetry time.Duration
+	running              atomic.Bool
+	counters             reflectorCounters
+	requests             requestCounters
 
 	// checkKind says that watch events' objects must have their kind
 	// checked: against expectedGVK if set, and for the Table kind if T is
@@ -183,6 +193,8 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 		pageSize:          opts.PageSize,
 		useWatchList:      !opts.DisableWatchList,
 		expectedGVK:       opts.ExpectedGVK,
+
+		missingResourceRetry: opts.MissingResourceRetry,
 	}
 	if r.name == "" {
 		r.name = r.typeDescription
@@ -217,11 +229,18 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 	logger.V(3).Info("Starting reflector", "resyncPeriod", r.resyncPeriod)
 	defer logger.V(3).Info("Stopping reflector")
 	for ctx.Err() == nil {
+		missing := false
 		if err := r.listAndWatch(ctx); err != nil {
 			r.noteFailure(err)
-			r.watchErrorHandler(ctx, err)
+			if missing = r.retryMissing(ctx, err); !missing {
+				r.watchErrorHandler(ctx, err)
+			}
 		}
-		if r.sleep(ctx, r.delay(), nil) != nil {
+		delay := r.missingResourceRetry
+		if !missing {
+			delay = r.delay()
+		}
+		if r.sleep(ctx, delay, nil) != nil {
 			return
 		}
 	}

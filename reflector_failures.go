@@ -3,6 +3,8 @@ package informer
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"k8s.io/klog/v2"
 )
 
@@ -24,6 +26,10 @@ type failures struct {
 	// nextLog is the value of consecutive at which the next warning is
 	// logged (Run's goroutine only).
 	nextLog int
+	// missing counts the consecutive cycles that failed because the server
+	// does not serve the resource, with MissingResourceRetry set (Run's
+	// goroutine only).
+	missing int
 }
 
 // noteFailure records err as the reason the reflector has no (or no fresh)
@@ -57,6 +63,10 @@ func (r *Reflector[T]) noteUnreachable(ctx context.Context, err error) {
 // only.
 func (r *Reflector[T]) noteAnswered(ctx context.Context) {
 	f := &r.failures
+	if f.missing > 0 {
+		klog.FromContext(ctx).Info("The server serves the resource again", "failedAttempts", f.missing)
+		f.missing = 0
+	}
 	if f.consecutive >= unreachableLogAfter {
 		klog.FromContext(ctx).Info("The API server can be reached again", "failedAttempts", f.consecutive)
 	}
@@ -78,4 +88,26 @@ func (r *Reflector[T]) lastError() error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.lastErr
+}
+
+// retryMissing handles err, the failure of a list-and-watch cycle, when the
+// reflector has a MissingResourceRetry and err says the server does not
+// serve the resource ("404 Not Found": its CRD was deleted, or is not
+// installed yet). It logs one line at default verbosity when the resource
+// goes missing, the later failures only at V(4), and reports whether it
+// handled err; the caller then waits MissingResourceRetry instead of the
+// backoff, without calling the WatchErrorHandler. Run's goroutine only.
+func (r *Reflector[T]) retryMissing(ctx context.Context, err error) bool {
+	if r.missingResourceRetry <= 0 || !apierrors.IsNotFound(err) {
+		return false
+	}
+	f := &r.failures
+	f.missing++
+	logger := klog.FromContext(ctx)
+	if f.missing == 1 {
+		logger.Info("Warning: the server does not serve the resource; retrying quietly until it does", "failedAttempts", f.missing, "retryPeriod", r.missingResourceRetry, "err", err)
+	} else {
+		logger.V(4).Info("The server still does not serve the resource", "failedAttempts", f.missing, "err", err)
+	}
+	return true
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2/ktesting"
 )
 
@@ -95,4 +97,47 @@ func TestReflectorLastErrorIsTheLastFailedList(t *testing.T) {
 	h.skipBackoff()
 	h.store.waitFor(t, 1)
 	Eventually(t, "lastError() cleared by the list", func() bool { return h.r.lastError() == nil })
+}
+
+func TestReflectorRetriesAMissingResourceQuietly(t *testing.T) {
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "")
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true, MissingResourceRetry: time.Hour})
+	h.lw.SetList("5")
+	h.lw.FailNextList(notFound, notFound, notFound)
+	h.start()
+	for attempt := 1; attempt <= 3; attempt++ {
+		h.calls(attempt)
+		h.waitForTimers(1)
+		if err := h.r.lastError(); !apierrors.IsNotFound(err) {
+			t.Fatalf("after %d failed lists, lastError() = %v, want NotFound", attempt, err)
+		}
+		// The backoff would have retried long before: the retry waits for
+		// the whole period.
+		h.clock.Step(time.Hour - time.Second)
+		if n := len(h.lw.Calls()); n != attempt {
+			t.Fatalf("retried after %d calls before MissingResourceRetry elapsed", n)
+		}
+		h.clock.Step(time.Second)
+	}
+	h.store.waitFor(t, 1)
+	diffOrFail(t, "logs about the missing resource", []failureLog{
+		{Message: "Warning: the server does not serve the resource; retrying quietly until it does", FailedAttempts: 1},
+		{Message: "The server still does not serve the resource", Verbosity: 4, FailedAttempts: 2},
+		{Message: "The server still does not serve the resource", Verbosity: 4, FailedAttempts: 3},
+		{Message: "The server serves the resource again", FailedAttempts: 3},
+	}, h.failureLogs())
+	h.noHandledErrors()
+}
+
+func TestReflectorWithoutMissingResourceRetryReportsNotFound(t *testing.T) {
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "")
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("5")
+	h.lw.FailNextList(notFound)
+	h.start()
+	if err := h.handledError(); !apierrors.IsNotFound(err) {
+		t.Fatalf("handled error = %v, want NotFound", err)
+	}
+	h.skipBackoff()
+	h.store.waitFor(t, 1)
 }

@@ -1,0 +1,81 @@
+package informer_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubetyped/informer"
+)
+
+func TestFactoryReleaseStopsOneInformer(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.Serve(corev1.SchemeGroupVersion.WithResource("nodes"), corev1.SchemeGroupVersion.WithKind("Node"), true)
+	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
+	var podEvents atomic.Int64
+	_, err := pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		AddFunc: func(*corev1.Pod, bool) { podEvents.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := informer.Release(f, pods); err != nil {
+		t.Fatal(err)
+	}
+	if !pods.IsStopped() || nodes.IsStopped() {
+		t.Errorf("after Release: pods stopped %v (want true), nodes stopped %v (want false)", pods.IsStopped(), nodes.IsStopped())
+	}
+	if err := informer.Release(f, pods); err == nil {
+		t.Error("a second Release of the same informer succeeded")
+	}
+	// Released: its handlers get nothing more.
+	srv.Create(podsResource, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"}})
+	// A later For builds a new informer, which runs at the next Start and
+	// sees the pod.
+	again := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	if again == pods {
+		t.Fatal("For returned the released informer")
+	}
+	f.Start(ctx)
+	synced, err := f.WaitForCacheSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeKey := informer.InformerKey{Type: nodeType, Resource: corev1.SchemeGroupVersion.WithResource("nodes")}
+	if diff := cmp.Diff(map[informer.InformerKey]bool{podKey: true, nodeKey: true}, synced); diff != "" {
+		t.Errorf("WaitForCacheSync after Release and For (-want +got):\n%s", diff)
+	}
+	if _, err := again.Lister().Get("ns/p1"); err != nil {
+		t.Errorf("the new informer: %v", err)
+	}
+	if n := podEvents.Load(); n != 0 {
+		t.Errorf("the released informer's handler got %d adds after Release", n)
+	}
+
+	// An informer never started is stopped by Release.
+	unstarted := must[*informer.Informer[*corev1.ConfigMap]](t)(informer.For(f, informer.InformerOptions[*corev1.ConfigMap]{}))
+	if err := informer.Release(f, unstarted); err != nil {
+		t.Fatal(err)
+	}
+	if !unstarted.IsStopped() {
+		t.Error("Release left an unstarted informer startable")
+	}
+	f.Shutdown()
+	checkGoroutines()
+}
