@@ -24,6 +24,9 @@ const (
 var (
 	// errStopRequested ends a watch because the reflector's context is done.
 	errStopRequested = errors.New("stop requested")
+	// errRelistRequested ends a watch so that the reflector lists again
+	// (see requestRelist).
+	errRelistRequested = errors.New("relist requested")
 	// errNilListResult reports a ListerWatcher that returned neither a list
 	// nor an error.
 	errNilListResult = errors.New("list returned no result and no error")

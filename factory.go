@@ -66,6 +66,10 @@ type FactoryOptions struct {
 	// [InformerOptions].MissingResourceRetry). To stop such an informer for
 	// good, see [Release].
 	MissingResourceRetry time.Duration
+	// ConsistencyCheck configures the consistency checks of every informer
+	// created without [InformerOptions].ConsistencyCheck (see
+	// [Informer.CheckConsistency]).
+	ConsistencyCheck ConsistencyCheckOptions
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -297,6 +301,9 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if opts.MissingResourceRetry == 0 {
 		opts.MissingResourceRetry = f.opts.MissingResourceRetry
 	}
+	if opts.ConsistencyCheck == (ConsistencyCheckOptions{}) {
+		opts.ConsistencyCheck = f.opts.ConsistencyCheck
+	}
 	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
 	opts.Resource = key.Resource
 	inf, err := NewInformer(lw, opts)
@@ -351,6 +358,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"Metrics", opts.Metrics != nil},
 		{"DetectMutations", opts.DetectMutations},
 		{"MissingResourceRetry", opts.MissingResourceRetry != 0},
+		{"ConsistencyCheck", opts.ConsistencyCheck != ConsistencyCheckOptions{}},
 	} {
 		if field.set {
 			set = append(set, field.name)

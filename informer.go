@@ -70,6 +70,11 @@ type InformerOptions[T Object] struct {
 	// [MetricsProvider]). Nil means no metrics, at no cost. For an informer
 	// made by [For], nil means [FactoryOptions].Metrics.
 	Metrics MetricsProvider
+	// ConsistencyCheck configures the checks that compare the cache with
+	// the server: periodic checks and repair (see
+	// [Informer.CheckConsistency]). For an informer made by [For], the zero
+	// value means [FactoryOptions].ConsistencyCheck.
+	ConsistencyCheck ConsistencyCheckOptions
 	// DetectMutations enables the cache mutation detector, meant for tests
 	// and CI; the environment variable KUBE_CACHE_MUTATION_DETECTOR=true
 	// enables it in every informer, as in client-go. It keeps a deep copy of
@@ -131,6 +136,9 @@ type Informer[T Object] struct {
 	// WaitForResourceVersion.
 	applied appliedVersion
 
+	consistencyCheck ConsistencyCheckOptions
+	consistency      consistencyCounters
+
 	// joining holds the handlers added to the running informer that have not
 	// received their initial adds yet (guarded by mu); joinPending is set
 	// while it is not empty.
@@ -179,6 +187,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 		defaultResync:     opts.ResyncPeriod,
 		backoff:           opts.Backoff,
 		missingRetry:      opts.MissingResourceRetry,
+		consistencyCheck:  opts.ConsistencyCheck,
 		noWatchList:       opts.DisableWatchList,
 		resyncCheckPeriod: opts.ResyncPeriod,
 		transform:         opts.Transform,
@@ -243,6 +252,15 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		defer close(dispatched)
 		i.dispatch(logger)
 	}()
+	checked := make(chan struct{})
+	if period := i.consistencyCheck.Period; period > 0 {
+		go func() {
+			defer close(checked)
+			i.runConsistencyChecks(ctx, logger, period)
+		}()
+	} else {
+		close(checked)
+	}
 	detected := make(chan struct{})
 	if i.detector != nil {
 		go func() {
@@ -253,6 +271,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		close(detected)
 	}
 	r.Run(ctx)
+	<-checked
 
 	i.mu.Lock()
 	i.stopped.Store(true) // no handler can be added from now on
@@ -406,6 +425,9 @@ type InformerStats struct {
 	// MutatedObjects counts the cached objects found modified by the
 	// mutation detector (see InformerOptions.DetectMutations).
 	MutatedObjects int64
+	// Consistency counts the consistency checks and the differences they
+	// found (see [Informer.CheckConsistency]).
+	Consistency ConsistencyStats
 }
 
 // Stats returns the informer's counters.
@@ -415,6 +437,7 @@ func (i *Informer[T]) Stats() InformerStats {
 		TransformErrors: i.queue.transformErrors.Load(),
 		StoreErrors:     i.storeErrors.Load(),
 		MutatedObjects:  i.mutatedObjects(),
+		Consistency:     i.consistency.load(),
 	}
 }
 

@@ -158,6 +158,9 @@ type Reflector[T Object] struct {
 	// failures tracks failed requests (see reflector_failures.go). Only
 	// Run's goroutine uses it.
 	failures failures
+	// relist, with room for one request, asks the running watch to end so
+	// that the reflector lists again (see requestRelist).
+	relist chan struct{}
 
 	mu sync.RWMutex
 	// lastSyncResourceVersion is the last resource version seen.
@@ -195,6 +198,7 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 		expectedGVK:       opts.ExpectedGVK,
 
 		missingResourceRetry: opts.MissingResourceRetry,
+		relist:               make(chan struct{}, 1),
 	}
 	if r.name == "" {
 		r.name = r.typeDescription
@@ -243,6 +247,17 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		if r.sleep(ctx, delay, nil) != nil {
 			return
 		}
+	}
+}
+
+// requestRelist asks the reflector to end its watch and list again, to
+// replace a cache found inconsistent with the server. A request made while
+// one is pending, or while no watch runs, is served by the next watch. Safe
+// for concurrent use.
+func (r *Reflector[T]) requestRelist() {
+	select {
+	case r.relist <- struct{}{}:
+	default:
 	}
 }
 

@@ -93,6 +93,8 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resync *res
 		case err == nil:
 			continue
 		case errors.Is(err, errStopRequested):
+		case errors.Is(err, errRelistRequested):
+			logger.V(2).Info("Relisting to repair the cache")
 		case isExpiredError(err):
 			// Not marking the resource version unavailable: a list at it
 			// returns data at least that fresh, and falls back to the latest
@@ -170,6 +172,8 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 				if err := resync.fire(ctx); err != nil {
 					return initialEventsEnded, err
 				}
+			case <-r.relist:
+				return initialEventsEnded, errRelistRequested
 			case event, open := <-events:
 				receiver.add(event, open)
 			}

@@ -1,0 +1,241 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// Consistency checks: a resync only replays the cache, so it cannot find
+// an event the informer never received. A check lists the resource from the
+// server at exactly the resource version the cache has reached, and compares
+// the keys and resource versions of both.
+
+// ConsistencyCheckOptions configures an informer's consistency checks (see
+// [Informer.CheckConsistency]). The zero value checks on demand only and
+// repairs nothing.
+type ConsistencyCheckOptions struct {
+	// Period, if positive, runs a check every Period while the informer
+	// runs and has synced. Each check lists the whole resource from the API
+	// server: a period of minutes suits most resources.
+	Period time.Duration
+	// Repair makes a check that finds differences relist the resource, so
+	// that the cache is replaced with the server's state and the handlers
+	// are told of the differences (as after any relist: missing objects
+	// are added, extra ones deleted with FinalStateUnknown, stale ones
+	// updated).
+	Repair bool
+}
+
+// ConsistencyReport is the result of a consistency check: the keys
+// ("namespace/name", sorted) on which the cache and the server differed.
+type ConsistencyReport struct {
+	// ResourceVersion is the resource version the cache had reached and at
+	// which the server was listed.
+	ResourceVersion string
+	// Checked is the number of cached objects compared.
+	Checked int
+	// Missing are on the server but not in the cache (a missed add).
+	Missing []string
+	// Extra are in the cache but not on the server (a missed delete).
+	Extra []string
+	// Stale are in both with different resource versions (a missed
+	// update).
+	Stale []string
+	// Repaired says that a relist was requested to repair the differences
+	// ([ConsistencyCheckOptions].Repair); it runs in the background.
+	Repaired bool
+}
+
+// Consistent reports whether the check found no difference.
+func (r ConsistencyReport) Consistent() bool {
+	return len(r.Missing) == 0 && len(r.Extra) == 0 && len(r.Stale) == 0
+}
+
+// ConsistencyStats count an informer's consistency checks, in
+// [InformerStats].
+type ConsistencyStats struct {
+	// Checks counts the checks that compared the cache with the server.
+	Checks int64
+	// Failures counts the checks that could not compare (the list failed).
+	Failures int64
+	// Missing, Extra and Stale add up the differences the checks found (see
+	// [ConsistencyReport]); an object missed for several checks counts in
+	// each.
+	Missing, Extra, Stale int64
+	// Repairs counts the relists requested to repair differences.
+	Repairs int64
+}
+
+// consistencyCounters holds ConsistencyStats as atomics.
+type consistencyCounters struct {
+	checks, failures, missing, extra, stale, repairs atomic.Int64
+}
+
+func (c *consistencyCounters) load() ConsistencyStats {
+	return ConsistencyStats{
+		Checks: c.checks.Load(), Failures: c.failures.Load(),
+		Missing: c.missing.Load(), Extra: c.extra.Load(), Stale: c.stale.Load(),
+		Repairs: c.repairs.Load(),
+	}
+}
+
+// errNotSynced is returned by a check of an informer that is not running
+// or has not synced: its cache has no state to compare.
+var errNotSynced = errors.New("the informer is not running or has not synced")
+
+// consistencyPageSize is the page size of a check's list.
+const consistencyPageSize = 500
+
+// maxLoggedKeys bounds the keys of each kind a check logs.
+const maxLoggedKeys = 10
+
+// CheckConsistency compares the cache with the server: it takes the cached
+// objects and the resource version the cache has reached (under the cache's
+// read lock, which blocks only the informer's writes, for the copy of one
+// pointer per object: 3 ms for 100,000 objects on a loaded 2-core machine,
+// see BenchmarkCheckConsistency), lists the resource
+// from the server at exactly that resource version (in pages of 500, so
+// served by etcd), and reports every key on which they differ. The
+// differences are also logged (one line at default verbosity when there
+// are any) and counted in [InformerStats].Consistency, which a
+// [MetricsProvider] reads. With [ConsistencyCheckOptions].Repair set in the
+// informer's options, differences make the informer relist.
+//
+// It fails, with nothing counted, if the informer is not running or has not
+// synced; it fails and counts a failure if the list fails, for example with
+// "410 Gone" when the cache is further behind than the server keeps history
+// (then the informer relists anyway). The list goes through the informer's
+// ListerWatcher, with its selectors. Safe for concurrent use; it uses the
+// logger of ctx.
+func (i *Informer[T]) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
+	logger := klog.FromContext(ctx)
+	if i.name != "" {
+		logger = klog.LoggerWithValues(logger, "informer", i.name)
+	}
+	return i.checkConsistency(ctx, logger)
+}
+
+// checkConsistency is CheckConsistency, logging to logger.
+func (i *Informer[T]) checkConsistency(ctx context.Context, logger klog.Logger) (ConsistencyReport, error) {
+	r := i.reflector.Load()
+	if r == nil || i.stopped.Load() || !i.HasSynced() {
+		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errNotSynced)
+	}
+	cached, rv := i.indexer.listAtVersion()
+	if rv == "" {
+		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errNotSynced)
+	}
+	report := ConsistencyReport{ResourceVersion: rv, Checked: len(cached)}
+	// Cached objects are never modified, so reading them without the lock
+	// is safe.
+	cachedRV := make(map[ObjectName]string, len(cached))
+	for _, obj := range cached {
+		cachedRV[NameOf(obj)] = obj.GetResourceVersion()
+	}
+	options := metav1.ListOptions{
+		ResourceVersion:      rv,
+		ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+		Limit:                consistencyPageSize,
+	}
+	for {
+		page, err := i.lw.List(ctx, options)
+		if err == nil && page == nil {
+			err = errNilListResult
+		}
+		if err != nil {
+			i.consistency.failures.Add(1)
+			return ConsistencyReport{}, fmt.Errorf("%s: consistency check: listing at resource version %s: %w", informerName(i), rv, err)
+		}
+		var zero T
+		for _, obj := range page.Items {
+			if obj == zero {
+				continue
+			}
+			name := NameOf(obj)
+			crv, ok := cachedRV[name]
+			switch {
+			case !ok:
+				report.Missing = append(report.Missing, name.String())
+			case crv != obj.GetResourceVersion():
+				report.Stale = append(report.Stale, name.String())
+			}
+			delete(cachedRV, name)
+		}
+		if page.Continue == "" {
+			break
+		}
+		options.Continue = page.Continue
+		options.ResourceVersion, options.ResourceVersionMatch = "", ""
+	}
+	for name := range cachedRV {
+		report.Extra = append(report.Extra, name.String())
+	}
+	slices.Sort(report.Missing)
+	slices.Sort(report.Extra)
+	slices.Sort(report.Stale)
+
+	c := &i.consistency
+	c.checks.Add(1)
+	c.missing.Add(int64(len(report.Missing)))
+	c.extra.Add(int64(len(report.Extra)))
+	c.stale.Add(int64(len(report.Stale)))
+	if report.Consistent() {
+		logger.V(2).Info("The cache matches the server", "resourceVersion", rv, "objects", report.Checked)
+		return report, nil
+	}
+	if i.consistencyCheck.Repair {
+		c.repairs.Add(1)
+		r.requestRelist()
+		report.Repaired = true
+	}
+	logger.Info("Warning: the cache differs from the server", "resourceVersion", rv, "objects", report.Checked,
+		"missing", len(report.Missing), "extra", len(report.Extra), "stale", len(report.Stale),
+		"missingKeys", firstKeys(report.Missing), "extraKeys", firstKeys(report.Extra), "staleKeys", firstKeys(report.Stale),
+		"repair", report.Repaired)
+	return report, nil
+}
+
+// firstKeys joins the first maxLoggedKeys keys, for a log line.
+func firstKeys(keys []string) string {
+	if len(keys) <= maxLoggedKeys {
+		return strings.Join(keys, ",")
+	}
+	return strings.Join(keys[:maxLoggedKeys], ",") + fmt.Sprintf(",... (%d more)", len(keys)-maxLoggedKeys)
+}
+
+// runConsistencyChecks checks the cache every period until ctx is done.
+// Errors are logged; a check before the informer synced is skipped.
+func (i *Informer[T]) runConsistencyChecks(ctx context.Context, logger klog.Logger, period time.Duration) {
+	ticker := i.clock.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		if !i.HasSynced() {
+			continue
+		}
+		if _, err := i.checkConsistency(ctx, logger); err != nil && ctx.Err() == nil {
+			logger.Info("Warning: consistency check failed", "err", err)
+		}
+	}
+}
+
+// listAtVersion returns every stored object and the store's resource
+// version, taken atomically. The read lock is held for the copy of the
+// pointers only (see BenchmarkCheckConsistency/snapshot).
+func (s *Indexer[T]) listAtVersion() ([]T, string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.c.all.appendObjects(make([]T, 0, len(s.c.all.items))), s.rv
+}
