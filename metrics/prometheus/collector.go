@@ -46,6 +46,12 @@ var (
 		"Watch Error events received; each ends its watch.")
 	invalidListItemsDesc = informerDesc("informer_invalid_list_items_total",
 		"Listed objects dropped because they were nil or had no name.")
+	consistencyChecksDesc = informerDesc("informer_consistency_checks_total",
+		"Consistency checks of the cache against the server: result is compared (the check listed and compared), failed (the list failed) or repaired (differences made the informer relist).",
+		"result")
+	consistencyDifferencesDesc = informerDesc("informer_consistency_differences_total",
+		"Objects on which consistency checks found the cache and the server different: kind is missing (on the server only), extra (in the cache only) or stale (different resource versions).",
+		"kind")
 
 	pendingDesc = handlerDesc("informer_handler_pending",
 		"Notifications queued for the handler and not yet delivered.")
@@ -62,7 +68,7 @@ var (
 var pulledDescs = []*prometheus.Desc{
 	queueDepthDesc, syncedDesc, storeResourceVersionDesc, transformErrorsDesc, storeErrorsDesc,
 	listsDesc, watchRestartsDesc, droppedEventsDesc, errorEventsDesc, invalidListItemsDesc,
-	pendingDesc, deliveredDesc, panicsDesc, coalescedDesc, handlerDroppedDesc,
+	consistencyChecksDesc, consistencyDifferencesDesc, pendingDesc, deliveredDesc, panicsDesc, coalescedDesc, handlerDroppedDesc,
 }
 
 // collector is the Provider seen as a prometheus.Collector.
@@ -148,6 +154,13 @@ func collectInformer(ch chan<- prometheus.Metric, name, resource string, s infor
 	out.send(droppedEventsDesc, prometheus.CounterValue, float64(r.StoreErrors), "store_error")
 	out.send(errorEventsDesc, prometheus.CounterValue, float64(r.ErrorEvents))
 	out.send(invalidListItemsDesc, prometheus.CounterValue, float64(r.InvalidListItems))
+	c := s.Stats.Consistency
+	out.send(consistencyChecksDesc, prometheus.CounterValue, float64(c.Checks), "compared")
+	out.send(consistencyChecksDesc, prometheus.CounterValue, float64(c.Failures), "failed")
+	out.send(consistencyChecksDesc, prometheus.CounterValue, float64(c.Repairs), "repaired")
+	out.send(consistencyDifferencesDesc, prometheus.CounterValue, float64(c.Missing), "missing")
+	out.send(consistencyDifferencesDesc, prometheus.CounterValue, float64(c.Extra), "extra")
+	out.send(consistencyDifferencesDesc, prometheus.CounterValue, float64(c.Stale), "stale")
 }
 
 func collectHandler(ch chan<- prometheus.Metric, informerName, name string, s informer.HandlerStats) {

@@ -160,6 +160,12 @@ func TestProviderExportsHandlerSeries(t *testing.T) {
 		for _, reason := range []string{"wrong_type", "nil_object", "nameless", "unknown_type", "store_error"} {
 			wantInformer[fmt.Sprintf(`informer_watch_events_dropped_total{informer="pods",reason=%q,resource="pods"}`, reason)] = 0
 		}
+		for _, result := range []string{"compared", "failed", "repaired"} {
+			wantInformer[fmt.Sprintf(`informer_consistency_checks_total{informer="pods",resource="pods",result=%q}`, result)] = 0
+		}
+		for _, kind := range []string{"missing", "extra", "stale"} {
+			wantInformer[fmt.Sprintf(`informer_consistency_differences_total{informer="pods",kind=%q,resource="pods"}`, kind)] = 0
+		}
 		got := gather(t, reg, "informer_")
 		for key := range got {
 			if strings.HasPrefix(key, "informer_handler_") {
