@@ -30,6 +30,7 @@ var docSnippetFiles = []string{
 	"example_migration_resources_test.go",
 	"example_migration_controller_test.go",
 	"crcache/example_test.go",
+	"example_operations_test.go",
 }
 
 // docPages returns README.md and the Markdown files under docs/.

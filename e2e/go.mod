@@ -13,6 +13,7 @@ require (
 	github.com/kubetyped/informer/crcache v0.0.0-00010101000000-000000000000
 	github.com/onsi/ginkgo/v2 v2.27.4
 	github.com/onsi/gomega v1.39.0
+	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2

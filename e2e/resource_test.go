@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -225,12 +226,31 @@ func TestCustomResourceInformerFollowsServer(t *testing.T) {
 // at the end of the test. It returns the resource.
 func createWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) schema.GroupVersionResource {
 	t.Helper()
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	group := fmt.Sprintf("e2e-%d.kubetyped.io", metav1.Now().UnixNano())
+	resource := installWidgetCRD(ctx, t, dyn, fmt.Sprintf("e2e-%d.kubetyped.io", metav1.Now().UnixNano()))
+	t.Cleanup(func() {
+		err := dyn.Resource(crdsResource).Delete(context.WithoutCancel(ctx), widgetCRDName(resource.Group), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete CRD %s: %v", widgetCRDName(resource.Group), err)
+		}
+	})
+	return resource
+}
+
+// crdsResource is the resource of custom resource definitions.
+var crdsResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// widgetCRDName is the name of the Widget CRD of group.
+func widgetCRDName(group string) string { return "widgets." + group }
+
+// installWidgetCRD creates the namespaced Widget custom resource definition
+// of group and waits until the server serves it. It returns the resource.
+func installWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface, group string) schema.GroupVersionResource {
+	t.Helper()
+	crds := dyn.Resource(crdsResource)
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "widgets." + group},
+		"metadata":   map[string]any{"name": widgetCRDName(group)},
 		"spec": map[string]any{
 			"group": group,
 			"scope": "Namespaced",
@@ -250,11 +270,6 @@ func createWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) s
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := crds.Delete(context.WithoutCancel(ctx), crd.GetName(), metav1.DeleteOptions{}); err != nil {
-			t.Errorf("delete CRD %s: %v", crd.GetName(), err)
-		}
-	})
 	resource := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	// Established: the server serves the resource (a list succeeds).
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, testTimeout, true, func(ctx context.Context) (bool, error) {
@@ -275,4 +290,20 @@ func createWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) s
 		t.Fatalf("CRD %s not established: %v", crd.GetName(), err)
 	}
 	return resource
+}
+
+// uninstallWidgetCRD deletes the Widget CRD of resource's group and waits
+// until the server no longer serves the resource (a list fails with 404).
+func uninstallWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface, resource schema.GroupVersionResource) {
+	t.Helper()
+	if err := dyn.Resource(crdsResource).Delete(ctx, widgetCRDName(resource.Group), metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete CRD %s: %v", widgetCRDName(resource.Group), err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, testTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(resource).List(ctx, metav1.ListOptions{Limit: 1})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("CRD %s still served: %v", widgetCRDName(resource.Group), err)
+	}
 }
