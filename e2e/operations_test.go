@@ -159,16 +159,16 @@ func pollUntil(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
-// defaultVerbosityLines counts what logger's sink recorded at default
-// verbosity (info and error lines an operator sees without -v).
-func defaultVerbosityLines(logger klog.Logger) (int, []string) {
+// loggedLines returns the messages logger's sink recorded at verbosity v
+// (0: the info and error lines an operator sees without -v).
+func loggedLines(logger klog.Logger, v int) []string {
 	var lines []string
 	for _, entry := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
-		if entry.Verbosity == 0 {
+		if entry.Verbosity == v {
 			lines = append(lines, entry.Message)
 		}
 	}
-	return len(lines), lines
+	return lines
 }
 
 // TestMissingResourceRetryIsQuiet deletes a CRD under two running informers
@@ -208,8 +208,9 @@ func TestMissingResourceRetryIsQuiet(t *testing.T) {
 	// start runs a factory's widget informer with a logger of its own.
 	start := func(opts informer.FactoryOptions) (*informer.Informer[*unstructured.Unstructured], klog.Logger) {
 		t.Helper()
-		logger, logCtx := ktesting.NewTestContext(t)
-		logCtx, stop := context.WithCancel(logCtx)
+		// Logs go to the test's log and to a buffer the test counts.
+		logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+		logCtx, stop := context.WithCancel(klog.NewContext(ctx, logger))
 		t.Cleanup(stop)
 		factory, err := informer.NewFactory(restConfig, opts)
 		if err != nil {
@@ -228,22 +229,20 @@ func TestMissingResourceRetryIsQuiet(t *testing.T) {
 	}
 	quiet, quietLog := start(informer.FactoryOptions{Namespace: ns, MissingResourceRetry: retry})
 	_, loudLog := start(informer.FactoryOptions{Namespace: ns})
-	quietBefore, _ := defaultVerbosityLines(quietLog)
-	loudBefore, _ := defaultVerbosityLines(loudLog)
+	quietBefore, loudBefore := len(loggedLines(quietLog, 0)), len(loggedLines(loudLog, 0))
+	retriesBefore := len(loggedLines(quietLog, 4))
 
 	uninstallWidgetCRD(ctx, t, dyn, widgets)
 	time.Sleep(window)
-	quietLines, quietMessages := defaultVerbosityLines(quietLog)
-	loudLines, _ := defaultVerbosityLines(loudLog)
-	quietLines -= quietBefore
-	loudLines -= loudBefore
-	t.Logf("lines at default verbosity over %v without the resource: %d with MissingResourceRetry=%v %q, %d without",
-		window, quietLines, retry, quietMessages[quietBefore:], loudLines)
-	if quietLines > 3 {
-		t.Errorf("with MissingResourceRetry the informer logged %d lines in %v, want at most 3", quietLines, window)
+	quietLines, loudLines := loggedLines(quietLog, 0)[quietBefore:], loggedLines(loudLog, 0)[loudBefore:]
+	quietRetries := len(loggedLines(quietLog, 4)) - retriesBefore
+	t.Logf("over %v without the resource: with MissingResourceRetry=%v, %d lines at default verbosity %q and %d lines at V(4) (retries and the like); without it, %d lines at default verbosity",
+		window, retry, len(quietLines), quietLines, quietRetries, len(loudLines))
+	if len(quietLines) > 3 {
+		t.Errorf("with MissingResourceRetry the informer logged %d lines in %v, want at most 3", len(quietLines), window)
 	}
-	if loudLines <= quietLines {
-		t.Errorf("without the option the informer logged %d lines, with it %d: the option made no difference", loudLines, quietLines)
+	if len(loudLines) <= len(quietLines) {
+		t.Errorf("without the option the informer logged %d lines, with it %d: the option made no difference", len(loudLines), len(quietLines))
 	}
 
 	installWidgetCRD(ctx, t, dyn, widgets.Group)
