@@ -105,6 +105,11 @@ func TestWaitEndsOnBookmark(t *testing.T) {
 	var mu sync.Mutex
 	var bookmarks []string
 	_, err = pods.AddEventHandlerWithOptions(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		AddFunc: func(_ *corev1.Pod, initial bool) {
+			if !initial {
+				notifications.Add(1)
+			}
+		},
 		UpdateFunc: func(_, _ *corev1.Pod) { notifications.Add(1) },
 		DeleteFunc: func(informer.DeletedObject[*corev1.Pod]) { notifications.Add(1) },
 	}, informer.HandlerOptions{BookmarkFunc: func(rv string) {
@@ -321,5 +326,30 @@ func TestReleaseLeavesNoGoroutine(t *testing.T) {
 	}
 	if !configMaps.IsStopped() {
 		t.Error("the released informer is not stopped")
+	}
+}
+
+// TestCheckConsistencyOnServer checks a synced pod informer against the
+// real server: the list at exactly the cache's resource version agrees.
+func TestCheckConsistencyOnServer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	client := newClientset(t)
+	ns := newNamespace(ctx, t, client)
+	for _, name := range []string{"a", "b", "c"} {
+		createPod(ctx, t, client, ns, name)
+	}
+	pods, _ := startPodInformer(ctx, t, informer.FactoryOptions{Namespace: ns})
+	last := relabelPod(ctx, t, client, ns, "a", "1")
+	if err := pods.WaitForResourceVersion(ctx, last.ResourceVersion); err != nil {
+		t.Fatal(err)
+	}
+	report, err := pods.CheckConsistency(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.Consistent() || report.Checked != 3 {
+		t.Errorf("report %+v, want 3 pods checked and no difference", report)
 	}
 }
