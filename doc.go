@@ -17,6 +17,18 @@
 // queries from the cache. [Factory.Start] runs the informers and
 // [Factory.WaitForCacheSync] waits for their first lists.
 //
+// # In production
+//
+// [Lister.GetAtLeast] reads an object back after a write: it waits until
+// the cache has applied the write's resource version
+// ([Informer.WaitForResourceVersion]; bookmarks advance the cache too, and
+// [HandlerOptions].BookmarkFunc tells a handler of them). [Release] stops one
+// informer of a running factory, and [FactoryOptions].MissingResourceRetry
+// waits quietly for a resource the server stops serving (a deleted CRD).
+// [Informer.CheckConsistency] compares the cache with a list from the
+// server, on demand or periodically ([ConsistencyCheckOptions]). See
+// docs/operations.md.
+//
 // # Below the factory
 //
 // [NewInformer] makes an informer over any [ListerWatcher]:
