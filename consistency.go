@@ -113,8 +113,9 @@ const maxLoggedKeys = 10
 // synced; it fails and counts a failure if the list fails, for example with
 // "410 Gone" when the cache is further behind than the server keeps history
 // (then the informer relists anyway). The list goes through the informer's
-// ListerWatcher, with its selectors. Safe for concurrent use; it uses the
-// logger of ctx.
+// ListerWatcher, with its selectors; an object the informer's transform
+// rejected is reported Missing, since the cache lacks it. Safe for
+// concurrent use; it uses the logger of ctx.
 func (i *Informer[T]) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
 	logger := klog.FromContext(ctx)
 	if i.name != "" {

@@ -1,7 +1,9 @@
 package informer
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -296,4 +298,59 @@ func TestListenerDropsPendingOnShutdown(t *testing.T) {
 		t.Fatalf("stats after shutdown (-want +got):\n%s", diff)
 	}
 	<-l.finished
+}
+
+func TestListenerBookmarks(t *testing.T) {
+	bookmark := notification[*corev1.Pod]{kind: notifyBookmark, obj: &corev1.Pod{}}
+	bookmark.obj.ResourceVersion = "5"
+	notes := []notification[*corev1.Pod]{
+		noteAdd(NewPod("ns", "f1", "1"), false), noteAdd(NewPod("ns", "f2", "1"), false),
+		noteAdd(NewPod("ns", "a", "1"), false), bookmark, noteUpdate(NewPod("ns", "a", "1"), NewPod("ns", "a", "2")),
+	}
+	for _, tc := range []struct {
+		name string
+		opts HandlerOptions
+		want []string
+	}{
+		// The bookmark keeps its place; the update is merged into the add
+		// before it, so the handler still has every change up to 5.
+		{"coalescing", HandlerOptions{MaxPending: 2, Overflow: OverflowCoalesce},
+			[]string{"add ns/f1@1", "add ns/f2@1", "add ns/a@2", "bookmark 5"}},
+		{"unbounded", HandlerOptions{},
+			[]string{"add ns/f1@1", "add ns/f2@1", "add ns/a@1", "bookmark 5", "update ns/a@2"}},
+	} {
+		for _, withFunc := range []bool{true, false} {
+			t.Run(tc.name+"/BookmarkFunc "+strconv.FormatBool(withFunc), func(t *testing.T) {
+				var mu sync.Mutex
+				var got []string
+				record := func(s string) {
+					mu.Lock()
+					defer mu.Unlock()
+					got = append(got, s)
+				}
+				opts := tc.opts
+				want := tc.want
+				if withFunc {
+					opts.BookmarkFunc = func(rv string) { record("bookmark " + rv) }
+				} else {
+					want = slices.DeleteFunc(slices.Clone(want), func(s string) bool { return strings.HasPrefix(s, "bookmark") })
+				}
+				l := newListener[*corev1.Pod](ResourceEventHandlerFuncs[*corev1.Pod]{
+					AddFunc:    func(p *corev1.Pod, _ bool) { record("add " + KeyOf(p) + "@" + p.ResourceVersion) },
+					UpdateFunc: func(_, p *corev1.Pod) { record("update " + KeyOf(p) + "@" + p.ResourceVersion) },
+				}, "bookmarks", opts, synced)
+				enqueueAll(l, notes) // nothing is delivered yet: the listener has not started
+				startTestListener(t, l)
+				Eventually(t, "listener idle", func() bool { return l.stats().Pending == 0 })
+				mu.Lock()
+				defer mu.Unlock()
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("handler calls (-want +got):\n%s", diff)
+				}
+				if delivered := l.stats().Delivered; delivered != int64(len(want)) {
+					t.Errorf("Delivered = %d, want %d", delivered, len(want))
+				}
+			})
+		}
+	}
 }
