@@ -554,7 +554,10 @@ func (f *Factory) Shutdown() {
 // Release returns (an informer never started is stopped, as Shutdown
 // does). A later [For] for the same type and resource creates a new
 // informer, which runs once Start is called again. Like Shutdown, it waits
-// for inf's handlers, so it must not be called from one of them.
+// for inf's handlers, so it must not be called from one of them. A
+// WaitForCacheSync that was already waiting when inf was released may go on
+// waiting for it (until its context ends) if inf had not synced; later
+// calls do not include it.
 //
 // It fails if inf is not an informer of f, for example because it was
 // released already.
