@@ -130,6 +130,9 @@ type factoryEntry struct {
 	// returned; both set by Start.
 	cancel context.CancelFunc
 	done   chan struct{}
+	// released is closed by Release, so that a WaitForCacheSync in
+	// progress stops waiting for the informer.
+	released chan struct{}
 }
 
 // NewFactory returns a factory for the cluster config points to. It makes no
@@ -310,7 +313,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if err != nil {
 		return nil, nil, err
 	}
-	entry := &factoryEntry{key: key, name: opts.Name, namespace: f.namespaceFor(opts.ClusterScoped), informer: inf}
+	entry := &factoryEntry{key: key, name: opts.Name, namespace: f.namespaceFor(opts.ClusterScoped), informer: inf, released: make(chan struct{})}
 	f.informers[key] = entry
 	return inf, entry, nil
 }
@@ -439,6 +442,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, e
 		for _, entry := range entries {
 			select {
 			case <-entry.informer.HasSyncedChecker().Done():
+			case <-entry.released:
 			case <-ctx.Done():
 				cause = context.Cause(ctx)
 				break wait
@@ -555,9 +559,8 @@ func (f *Factory) Shutdown() {
 // does). A later [For] for the same type and resource creates a new
 // informer, which runs once Start is called again. Like Shutdown, it waits
 // for inf's handlers, so it must not be called from one of them. A
-// WaitForCacheSync that was already waiting when inf was released may go on
-// waiting for it (until its context ends) if inf had not synced; later
-// calls do not include it.
+// WaitForCacheSync already waiting stops waiting for inf, and reports it
+// unsynced if it had not synced.
 //
 // It fails if inf is not an informer of f, for example because it was
 // released already.
@@ -578,6 +581,7 @@ func Release[T Object](f *Factory, inf *Informer[T]) error {
 	if f.byType[entry.key.Type] == entry {
 		delete(f.byType, entry.key.Type)
 	}
+	close(entry.released)
 	f.mu.Unlock()
 	if !entry.started {
 		inf.stopUnstarted()

@@ -79,3 +79,38 @@ func TestFactoryReleaseStopsOneInformer(t *testing.T) {
 	f.Shutdown()
 	checkGoroutines()
 }
+
+func TestFactoryReleaseEndsAWaitForCacheSync(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true) // nodes are not served: never synced
+	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
+	f.Start(ctx)
+	type result struct {
+		synced map[informer.InformerKey]bool
+		err    error
+	}
+	waited := make(chan result, 1)
+	go func() {
+		synced, err := f.WaitForCacheSync(ctx)
+		waited <- result{synced, err}
+	}()
+	if err := informer.Release(f, nodes); err != nil {
+		t.Fatal(err)
+	}
+	r := <-waited // would wait forever for the node informer
+	nodeKey := informer.InformerKey{Type: nodeType, Resource: corev1.SchemeGroupVersion.WithResource("nodes")}
+	if r.synced[nodeKey] || !r.synced[podKey] && r.err == nil {
+		t.Errorf("WaitForCacheSync = %v, %v", r.synced, r.err)
+	}
+	// Without the released informer, the factory is synced.
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.Shutdown()
+	checkGoroutines()
+}
