@@ -70,6 +70,14 @@ type FactoryOptions struct {
 	// created without [InformerOptions].ConsistencyCheck (see
 	// [Informer.CheckConsistency]).
 	ConsistencyCheck ConsistencyCheckOptions
+	// DropFields are fields dropped on the wire, before decoding, from the
+	// objects of every informer (see [RESTOptions].DropFields), in
+	// addition to each informer's [InformerOptions].DropFields: they are
+	// absent from every cached object and event. Set it to
+	// []string{informer.ManagedFields} to keep no informer's managed
+	// fields. Every path must exist in the type of every informer made
+	// (metadata paths do), else For fails.
+	DropFields []string
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -230,6 +238,7 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		TweakListOptions: f.opts.TweakListOptions,
 		ContentType:      f.opts.ContentType,
 		HTTPClient:       f.httpClient,
+		DropFields:       slices.Concat(f.opts.DropFields, opts.DropFields),
 	}
 	var lw ListerWatcher[T]
 	form := ""
@@ -309,6 +318,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	}
 	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
 	opts.Resource = key.Resource
+	opts.DropFields = nil // lw drops them
 	inf, err := NewInformer(lw, opts)
 	if err != nil {
 		return nil, nil, err
@@ -362,6 +372,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"DetectMutations", opts.DetectMutations},
 		{"MissingResourceRetry", opts.MissingResourceRetry != 0},
 		{"ConsistencyCheck", opts.ConsistencyCheck != ConsistencyCheckOptions{}},
+		{"DropFields", len(opts.DropFields) > 0},
 	} {
 		if field.set {
 			set = append(set, field.name)

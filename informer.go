@@ -84,6 +84,15 @@ type InformerOptions[T Object] struct {
 	// them. It costs a copy per cached object and a stack capture per Lister
 	// call; disabled, nothing.
 	DetectMutations bool
+	// DropFields are fields dropped from every object on the wire, before
+	// it is decoded, for an informer made by [For] (see
+	// [RESTOptions].DropFields for the paths and what is guaranteed):
+	// they are absent from every cached object and event, and cost neither
+	// memory nor decoding. [ManagedFields] is the usual one. In a factory
+	// they add to [FactoryOptions].DropFields. [NewInformer], whose
+	// ListerWatcher decodes the objects, rejects them: give them to the
+	// ListerWatcher's [RESTOptions] instead.
+	DropFields []string
 }
 
 // Informer lists and watches one resource type, keeps the objects in an
@@ -172,6 +181,9 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	}
 	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
 		return nil, fmt.Errorf("%s: invalid options: %w", informerNameFor[T](opts.Name), err)
+	}
+	if len(opts.DropFields) > 0 {
+		return nil, fmt.Errorf("%s: invalid options: InformerOptions.DropFields applies to informers made by For; the ListerWatcher of NewInformer decodes the objects: set its RESTOptions.DropFields", informerNameFor[T](opts.Name))
 	}
 	clk := opts.Clock
 	if clk == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,6 +43,13 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 	httpClient, err := httpClientFor(config, opts.HTTPClient)
 	if err != nil {
 		return nil, fmt.Errorf("list/watch metadata of %s: %w", resourcePath(resource), err)
+	}
+	drop, err := newDropFieldsTransport(opts.DropFields, reflect.TypeFor[*metav1.PartialObjectMetadata](), reflect.TypeFor[*metav1.PartialObjectMetadataList](), true, resourcePath(resource))
+	if err != nil {
+		return nil, fmt.Errorf("list/watch metadata of %s: DropFields: %w", resourcePath(resource), err)
+	}
+	if drop != nil {
+		httpClient = drop.wrap(httpClient)
 	}
 	client, err := metadata.NewForConfigAndClient(config, httpClient)
 	if err != nil {
@@ -119,6 +127,13 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	httpClient, err := httpClientFor(config, opts.HTTPClient)
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", resourcePath(resource), err)
+	}
+	drop, err := newDropFieldsTransport(opts.DropFields, nil, nil, false, resourcePath(resource))
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: DropFields: %w", resourcePath(resource), err)
+	}
+	if drop != nil {
+		httpClient = drop.wrap(httpClient)
 	}
 	client, err := dynamic.NewForConfigAndClient(config, httpClient)
 	if err != nil {

@@ -67,6 +67,25 @@ type RESTOptions struct {
 	// HTTPClient is the client requests go through, shared by every
 	// ListerWatcher given it. Nil means rest.HTTPClientFor(config).
 	HTTPClient *http.Client
+	// DropFields are fields dropped from every listed and watched object
+	// before it is decoded, so that they cost neither memory nor decoding
+	// time: they are absent (zero) in every object the ListerWatcher
+	// returns, and so in an informer's cache and events. [ManagedFields]
+	// is the usual one. A path names a field by JSON names separated by
+	// dots ("status.conditions"); a list on the way stands for each of its
+	// elements ("spec.containers.env"); a map field may end in one key in
+	// brackets to drop only that entry
+	// ("metadata.annotations[kubectl.kubernetes.io/last-applied-configuration]").
+	//
+	// The paths are checked against the Go type (for unstructured objects,
+	// only their syntax): an unknown field is an error of the constructor.
+	// Fields are dropped from the bytes of protobuf and JSON responses, list
+	// bodies and each watch event; an event of type ERROR is left alone.
+	// A response or event that cannot be parsed is decoded whole instead,
+	// and logged. Do not drop a field an index function, a selector or
+	// the metadata the informer needs (name, namespace, resourceVersion)
+	// depends on.
+	DropFields []string
 }
 
 // restParameterCodec encodes metav1.ListOptions as query parameters. It has
@@ -141,7 +160,18 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 	} else if resource.GroupVersion() != gvk.GroupVersion() || resource.Resource == "" {
 		return nil, fmt.Errorf("list/watch %s: the resource %s is not of the group and version of the kind %s", typeName, resourcePath(resource), gvk)
 	}
-	client, err := newTypedRESTClient(config, gvk.GroupVersion(), scheme, contentType, opts.HTTPClient)
+	httpClient, err := httpClientFor(config, opts.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
+	}
+	drop, err := newDropFieldsTransport(opts.DropFields, reflect.TypeFor[T](), reflect.TypeOf(list), contentType == ContentTypeProtobuf, resourcePath(resource))
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: DropFields: %w", typeName, err)
+	}
+	if drop != nil {
+		httpClient = drop.wrap(httpClient)
+	}
+	client, err := newTypedRESTClient(config, gvk.GroupVersion(), scheme, contentType, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
 	}
@@ -283,7 +313,8 @@ func decodesProtobuf(obj runtime.Object) bool {
 }
 
 // newTypedRESTClient returns a REST client for one group version that
-// decodes with scheme and negotiates contentType.
+// decodes with scheme, negotiates contentType and sends its requests
+// through httpClient.
 func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.GroupVersion = &gv
@@ -299,10 +330,6 @@ func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *run
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	httpClient, err := httpClientFor(cfg, httpClient)
-	if err != nil {
-		return nil, err
 	}
 	return rest.RESTClientForConfigAndClient(cfg, httpClient)
 }

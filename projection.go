@@ -1,0 +1,239 @@
+package informer
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// ManagedFields is the path of an object's managed fields, the usual entry
+// of DropFields ([RESTOptions], [InformerOptions], [FactoryOptions]):
+// managed fields are often more than half of an object's bytes, and few
+// controllers read them.
+const ManagedFields = "metadata.managedFields"
+
+// A field path of DropFields names a field by the JSON names of the fields
+// leading to it, separated by dots: "metadata.managedFields",
+// "status.conditions". A list on the way stands for each of its elements:
+// "spec.containers.env" is the env of every container. A map field may end
+// the path with one key in brackets, to drop that entry only:
+// "metadata.annotations[kubectl.kubernetes.io/last-applied-configuration]".
+
+// dropNode is one field of a compiled projection: a field to drop, map
+// entries to drop, or a message (or each message of a list) to descend into.
+// A tree of them is built once per ListerWatcher and only read afterwards.
+type dropNode struct {
+	name  string           // the field's JSON name
+	num   protowire.Number // its protobuf field number; 0 if unknown
+	drop  bool             // drop the whole field
+	keys  []string         // drop the map entries with these keys
+	magic bool             // the bytes hold protobufMagic and then the message
+	sub   []*dropNode      // fields to look at inside the message(s)
+}
+
+// protobufMagic starts Kubernetes' protobuf encoding of an object (the
+// runtime.Unknown envelope follows).
+const protobufMagic = "k8s\x00"
+
+// fieldPath is one parsed path of DropFields.
+type fieldPath struct {
+	names  []string
+	key    string // the map key in brackets, if any
+	hasKey bool
+}
+
+// parseFieldPath parses one path of DropFields.
+func parseFieldPath(path string) (fieldPath, error) {
+	var p fieldPath
+	rest := path
+	if i := strings.IndexByte(rest, '['); i >= 0 {
+		if !strings.HasSuffix(rest, "]") || i == len(rest)-2 {
+			return p, fmt.Errorf("field path %q: a map key goes in brackets at the end, as in metadata.annotations[example.com/key]", path)
+		}
+		p.key, p.hasKey = rest[i+1:len(rest)-1], true
+		rest = rest[:i]
+	}
+	if rest == "" {
+		return p, fmt.Errorf("field path %q: no field name", path)
+	}
+	p.names = strings.Split(rest, ".")
+	for _, name := range p.names {
+		if name == "" || strings.ContainsAny(name, "[]") {
+			return p, fmt.Errorf("field path %q: field names are separated by single dots, as in status.conditions", path)
+		}
+	}
+	return p, nil
+}
+
+// compileDropFields builds the projection tree of paths for the Go type typ
+// (a pointer to a struct), checking every name against typ's JSON field
+// names and finding the protobuf field numbers in its struct tags. A nil
+// typ (unstructured objects) checks only the syntax. withProtobuf requires
+// every field on a path to have a protobuf number, for a ListerWatcher that
+// asks for protobuf. It returns nil for no paths.
+func compileDropFields(paths []string, typ reflect.Type, withProtobuf bool) (*dropNode, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	root := &dropNode{}
+	for _, path := range paths {
+		p, err := parseFieldPath(path)
+		if err != nil {
+			return nil, err
+		}
+		node := root
+		t := typ
+		for i, name := range p.names {
+			var num protowire.Number
+			if typ != nil {
+				field, ok := jsonField(t, name)
+				if !ok {
+					return nil, fmt.Errorf("field path %q: %v has no field %q%s", path, t, name, knownFields(t))
+				}
+				num = protobufNumber(field)
+				if withProtobuf && num == 0 {
+					return nil, fmt.Errorf("field path %q: %v.%s has no protobuf field number, and protobuf is asked for", path, t, field.Name)
+				}
+				last := i == len(p.names)-1
+				ft := field.Type
+				for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8 {
+					ft = ft.Elem()
+				}
+				switch {
+				case last && p.hasKey:
+					if ft.Kind() != reflect.Map || ft.Key().Kind() != reflect.String {
+						return nil, fmt.Errorf("field path %q: %v.%s is not a map with string keys", path, t, field.Name)
+					}
+				case !last && ft.Kind() != reflect.Struct:
+					return nil, fmt.Errorf("field path %q: %v.%s has no fields to name", path, t, field.Name)
+				}
+				t = ft
+			}
+			node = node.child(name, num)
+			if node.drop {
+				break // a shorter path drops it all already
+			}
+		}
+		switch {
+		case node.drop:
+		case p.hasKey:
+			if !slices.Contains(node.keys, p.key) {
+				node.keys = append(node.keys, p.key)
+			}
+		default:
+			node.drop, node.keys, node.sub = true, nil, nil
+		}
+	}
+	return root, nil
+}
+
+// child returns n's child named name, adding it if needed.
+func (n *dropNode) child(name string, num protowire.Number) *dropNode {
+	for _, c := range n.sub {
+		if c.name == name {
+			return c
+		}
+	}
+	c := &dropNode{name: name, num: num}
+	n.sub = append(n.sub, c)
+	return c
+}
+
+// byNumber returns n's child with protobuf field number num, or nil.
+func (n *dropNode) byNumber(num protowire.Number) *dropNode {
+	for _, c := range n.sub {
+		if c.num == num {
+			return c
+		}
+	}
+	return nil
+}
+
+// byName returns n's child with JSON name name, or nil.
+func (n *dropNode) byName(name []byte) *dropNode {
+	for _, c := range n.sub {
+		if c.name == string(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// jsonField finds the field of struct type t whose JSON name is name,
+// looking into inlined embedded structs.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tagName, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tagName == "-" && opts == "" {
+			continue
+		}
+		if f.Anonymous && tagName == "" && f.Type.Kind() == reflect.Struct {
+			// Inlined, as encoding/json does with embedded structs.
+			if inner, ok := jsonField(f.Type, name); ok {
+				return inner, true
+			}
+			continue
+		}
+		if tagName == "" {
+			tagName = f.Name
+		}
+		if tagName == name && f.IsExported() {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// knownFields lists the JSON names of t's fields for an error message.
+func knownFields(t reflect.Type) string {
+	var names []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			case name != "" && name != "-":
+				names = append(names, name)
+			}
+		}
+	}
+	walk(t)
+	if len(names) == 0 {
+		return ""
+	}
+	return " (it has " + strings.Join(names, ", ") + ")"
+}
+
+// protobufNumber returns the field number of a generated protobuf struct
+// field from its tag (`protobuf:"bytes,12,rep,name=annotations"`), or 0.
+func protobufNumber(f reflect.StructField) protowire.Number {
+	parts := strings.Split(f.Tag.Get("protobuf"), ",")
+	if len(parts) < 2 {
+		return 0
+	}
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return protowire.Number(n)
+}
+
+// itemsNumber returns the protobuf field number of the Items field of the
+// list type listType (a pointer to a struct), or 0.
+func itemsNumber(listType reflect.Type) protowire.Number {
+	for listType.Kind() == reflect.Pointer {
+		listType = listType.Elem()
+	}
+	if f, ok := listType.FieldByName("Items"); ok {
+		return protobufNumber(f)
+	}
+	return 0
+}

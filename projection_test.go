@@ -1,0 +1,346 @@
+package informer_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubetyped/informer"
+)
+
+// podDropFields are the paths the projection tests drop from pods: one of
+// each kind (a field, a map entry, a field of each element of a list, a
+// list).
+var podDropFields = []string{
+	informer.ManagedFields,
+	"metadata.annotations[" + lastApplied + "]",
+	"spec.containers.env",
+	"status.conditions",
+}
+
+// clearPodDropFields clears from a copy of pod what podDropFields drops.
+func clearPodDropFields(pod *corev1.Pod) *corev1.Pod {
+	pod = pod.DeepCopy()
+	pod.ManagedFields = nil
+	delete(pod.Annotations, lastApplied)
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Env = nil
+	}
+	pod.Status.Conditions = nil
+	return pod
+}
+
+// randomPod returns a pod with random contents in the fields the
+// projection tests drop and around them: each of them is sometimes absent,
+// sometimes empty, sometimes full.
+func randomPod(rng *rand.Rand, i int) *corev1.Pod {
+	pick := func(n int) int { return rng.IntN(n) }
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("pod-%d", i)}}
+	if pick(4) > 0 {
+		pod.Labels = map[string]string{}
+		for j := range pick(4) {
+			pod.Labels[fmt.Sprintf("l%d.example.com/k", j)] = fmt.Sprintf("v-%d", pick(100))
+		}
+	}
+	if pick(4) > 0 {
+		pod.Annotations = map[string]string{}
+		if pick(2) == 0 {
+			pod.Annotations[lastApplied] = strings.Repeat(`{"a":"\"b\""}`, pick(50))
+		}
+		for j := range pick(4) {
+			pod.Annotations[fmt.Sprintf("a%d", j)] = fmt.Sprintf("v\n%d", pick(100))
+		}
+	}
+	for j := range pick(4) {
+		pod.ManagedFields = append(pod.ManagedFields, metav1.ManagedFieldsEntry{
+			Manager: fmt.Sprintf("m%d", j), Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fmt.Sprintf(`{"f:metadata":{"f:labels":{"f:l%d":{}}}}`, pick(9)))},
+		})
+	}
+	if pick(5) > 0 {
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u-1"}}
+	}
+	for j := range 1 + pick(3) {
+		c := corev1.Container{Name: fmt.Sprintf("c%d", j), Image: fmt.Sprintf("registry.example.com/img:%d", pick(9))}
+		for k := range pick(5) {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("E%d", k), Value: strings.Repeat("x", pick(30))})
+		}
+		if pick(2) == 0 {
+			c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 1+pick(900)))}
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+	}
+	pod.Spec.NodeName = fmt.Sprintf("node-%d", pick(5))
+	pod.Status.Phase = corev1.PodRunning
+	for j := range pick(5) {
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodConditionType(fmt.Sprintf("C%d", j)), Status: corev1.ConditionTrue})
+	}
+	if pick(2) == 0 {
+		pod.Status.PodIP = fmt.Sprintf("10.0.0.%d", pick(250))
+	}
+	return pod
+}
+
+// projectionOpts compare a projected decode with a full one: the
+// protobuf and JSON decoders differ in empty against nil maps and slices.
+var projectionOpts = cmpopts.EquateEmpty()
+
+func TestDropFieldsTypedPods(t *testing.T) {
+	for _, contentType := range []informer.ContentType{informer.ContentTypeProtobuf, informer.ContentTypeJSON} {
+		t.Run(string(contentType), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(len(contentType))))
+			srv := newFakeAPIServer(t)
+			srv.Serve(podsResource, podKind, true)
+			for i := range 40 {
+				srv.Create(podsResource, randomPod(rng, i))
+			}
+			full, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{ContentType: contentType})
+			if err != nil {
+				t.Fatal(err)
+			}
+			projected, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{ContentType: contentType, DropFields: podDropFields})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			fullList, err := full.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			projectedList, err := projected.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, pod := range fullList.Items {
+				fullList.Items[i] = clearPodDropFields(pod)
+			}
+			if diff := cmp.Diff(fullList, projectedList, projectionOpts); diff != "" {
+				t.Errorf("projected list (-full with the fields cleared +projected):\n%s", diff)
+			}
+
+			fullWatch, err := full.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fullWatch.Stop()
+			projectedWatch, err := projected.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer projectedWatch.Stop()
+			srv.WaitForWatches(t, podsResource, 2)
+			for i := range 40 {
+				srv.Create(podsResource, randomPod(rng, 100+i))
+			}
+			status := &metav1.Status{Status: metav1.StatusFailure, Message: "too old", Reason: metav1.StatusReasonExpired, Code: 410}
+			srv.SendError(podsResource, status)
+			for i := range 41 {
+				want, got := nextEvent(t, fullWatch), nextEvent(t, projectedWatch)
+				if pod, ok := want.Object.(*corev1.Pod); ok {
+					want.Object = clearPodDropFields(pod)
+				} else if i < 40 {
+					t.Fatalf("event %d carries a %T", i, want.Object)
+				}
+				if diff := cmp.Diff(want, got, projectionOpts); diff != "" {
+					t.Errorf("projected watch event %d (-full with the fields cleared +projected):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestDropFieldsMetadata(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	for i := range 20 {
+		srv.Create(podsResource, randomPod(rng, i))
+	}
+	drop := []string{informer.ManagedFields, "metadata.annotations[" + lastApplied + "]"}
+	full, err := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projected, err := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, DropFields: drop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := func(obj *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		obj = obj.DeepCopy()
+		obj.ManagedFields = nil
+		delete(obj.Annotations, lastApplied)
+		return obj
+	}
+	ctx := t.Context()
+	fullList, err := full.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projectedList, err := projected.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, obj := range fullList.Items {
+		fullList.Items[i] = clear(obj)
+	}
+	if diff := cmp.Diff(fullList, projectedList, projectionOpts); diff != "" {
+		t.Errorf("projected list (-full with the fields cleared +projected):\n%s", diff)
+	}
+	w, err := projected.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	srv.WaitForWatches(t, podsResource, 1)
+	pod := randomPod(rng, 99)
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply}}
+	created := srv.Create(podsResource, pod).(*corev1.Pod)
+	want := clear(&metav1.PartialObjectMetadata{ObjectMeta: created.ObjectMeta})
+	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: want}, nextEvent(t, w), projectionOpts); diff != "" {
+		t.Errorf("projected watch event (-want +got):\n%s", diff)
+	}
+}
+
+func TestDropFieldsUnstructured(t *testing.T) {
+	srv := newFakeAPIServer(t, addWidgetTypes)
+	srv.Serve(widgetsResource, widgetKind, false)
+	for i := range 5 {
+		widget := newWidget("a", fmt.Sprintf("w-%d", i), i)
+		widget.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply}}
+		widget.Annotations = map[string]string{lastApplied: "{}", "keep": "me"}
+		srv.Create(widgetsResource, widget)
+	}
+	drop := []string{informer.ManagedFields, "metadata.annotations[" + lastApplied + "]", "spec.size"}
+	full, err := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: widgetsResource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projected, err := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: widgetsResource, DropFields: drop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
+		obj = obj.DeepCopy()
+		unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+		unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", lastApplied)
+		unstructured.RemoveNestedField(obj.Object, "spec", "size")
+		return obj
+	}
+	ctx := t.Context()
+	fullList, err := full.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projectedList, err := projected.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, obj := range fullList.Items {
+		fullList.Items[i] = clear(obj)
+	}
+	if diff := cmp.Diff(fullList, projectedList); diff != "" {
+		t.Errorf("projected list (-full with the fields cleared +projected):\n%s", diff)
+	}
+	w, err := projected.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	srv.WaitForWatches(t, widgetsResource, 1)
+	widget := newWidget("b", "w-9", 9)
+	widget.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply}}
+	want := clear(toUnstructured(t, srv.Create(widgetsResource, widget)))
+	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: want}, nextEvent(t, w)); diff != "" {
+		t.Errorf("projected watch event (-want +got):\n%s", diff)
+	}
+}
+
+func TestDropFieldsRejectsUnknownPaths(t *testing.T) {
+	srv := newFakeAPIServer(t, addWidgetTypes)
+	for _, tc := range []struct {
+		name string
+		new  func() error
+		want string
+	}{
+		{"unknown field", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"metadata.managedField"}}),
+			`list/watch *v1.Pod: DropFields: field path "metadata.managedField": v1.ObjectMeta has no field "managedField" (it has name, generateName, namespace, selfLink, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds, labels, annotations, ownerReferences, finalizers, managedFields)`},
+		{"into a string", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"spec.nodeName.x"}}),
+			`list/watch *v1.Pod: DropFields: field path "spec.nodeName.x": v1.PodSpec.NodeName has no fields to name`},
+		{"key of a list", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"status.conditions[Ready]"}}),
+			`list/watch *v1.Pod: DropFields: field path "status.conditions[Ready]": v1.PodStatus.Conditions is not a map with string keys`},
+		{"empty name", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"metadata..labels"}}),
+			`list/watch *v1.Pod: DropFields: field path "metadata..labels": field names are separated by single dots, as in status.conditions`},
+		{"unclosed key", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"metadata.labels[app"}}),
+			`list/watch *v1.Pod: DropFields: field path "metadata.labels[app": a map key goes in brackets at the end, as in metadata.annotations[example.com/key]`},
+		{"CRD field without protobuf", newRESTLW[*Widget](srv.Config(), informer.RESTOptions{Scheme: widgetScheme(t), ContentType: informer.ContentTypeJSON, DropFields: []string{"spec.color"}}),
+			`list/watch *informer_test.Widget: DropFields: field path "spec.color": informer_test.WidgetSpec has no field "color" (it has size)`},
+		{"metadata only", func() error {
+			_, err := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, DropFields: []string{"status.conditions"}})
+			return err
+		}, `list/watch metadata of v1/pods: DropFields: field path "status.conditions": v1.PartialObjectMetadata has no field "status" (it has kind, apiVersion, metadata)`},
+		{"unstructured syntax", func() error {
+			_, err := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: widgetsResource, DropFields: []string{"[x]"}})
+			return err
+		}, `list/watch example.com/v1/widgets: DropFields: field path "[x]": no field name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.new()
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error = %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDropFieldsOfNewInformerIsAnError(t *testing.T) {
+	inf := informer.NewInformer[*corev1.Pod](nil, informer.InformerOptions[*corev1.Pod]{Name: "pods", DropFields: []string{informer.ManagedFields}})
+	_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{})
+	const want = "Informer pods: invalid options: InformerOptions.DropFields applies to informers made by For; the ListerWatcher of NewInformer decodes the objects: set its RESTOptions.DropFields"
+	if err == nil || err.Error() != want {
+		t.Errorf("AddEventHandler error = %v\nwant %s", err, want)
+	}
+}
+
+func TestFactoryDropFields(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	configMaps := corev1.SchemeGroupVersion.WithResource("configmaps")
+	srv.Serve(configMaps, corev1.SchemeGroupVersion.WithKind("ConfigMap"), true)
+	rng := rand.New(rand.NewPCG(3, 3))
+	pod := srv.Create(podsResource, randomPod(rng, 1)).(*corev1.Pod)
+	f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{DropFields: []string{informer.ManagedFields}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	pods, err := informer.For(f, informer.InformerOptions[*corev1.Pod]{DropFields: []string{"status.conditions", "spec.containers.env", "metadata.annotations[" + lastApplied + "]"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := informer.For(f, informer.InformerOptions[*corev1.Pod]{DropFields: []string{"status.conditions"}}); err == nil {
+		t.Error("a later For with DropFields: no error")
+	}
+	if _, err := informer.For(f, informer.InformerOptions[*corev1.ConfigMap]{DropFields: []string{"status.conditions"}}); err == nil || !strings.Contains(err.Error(), `field path "status.conditions": v1.ConfigMap has no field "status"`) {
+		t.Errorf("For of ConfigMaps dropping status.conditions: error = %v", err)
+	}
+	f.Start(t.Context())
+	if _, err := f.WaitForCacheSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := pods.Lister().Get(pod.Namespace + "/" + pod.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(clearPodDropFields(pod), got, projectionOpts); diff != "" {
+		t.Errorf("cached pod (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,371 @@
+package informer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"k8s.io/klog/v2"
+)
+
+// dropFieldsTransport drops the fields of DropFields from the bodies of a
+// ListerWatcher's list responses and from each event of its watch
+// responses, before the REST client decodes them: the decoder, and so the
+// heap, never see the dropped fields. It sits between the REST client and
+// the HTTP client, where every ListerWatcher built from a rest.Config can
+// use it whatever decoder its client-go client has.
+//
+// Bytes it cannot make sense of (malformed, or not shaped as the resource's
+// lists and events) are passed on whole, for the client to decode or
+// reject as it would without it; it logs each such response or event and
+// counts them in malformed.
+type dropFieldsTransport struct {
+	base     http.RoundTripper
+	resource string // for logs
+	// The trees of a protobuf list body, a protobuf watch event, a JSON list
+	// body and a JSON watch event; the protobuf ones are nil for types
+	// without protobuf field numbers.
+	protoList, protoEvent, jsonList, jsonEvent *dropNode
+	malformed                                  atomic.Int64
+}
+
+// maxWatchFrame bounds the watch event the transport buffers to filter; a
+// longer one (none is near it: etcd limits objects to 1.5 MiB) turns the
+// rest of the watch into a pass-through.
+const maxWatchFrame = 64 << 20
+
+// newDropFieldsTransport compiles paths for the objects of type typ (nil
+// for unstructured objects, which only JSON carries) whose list type is
+// listType. withProtobuf requires protobuf field numbers for every path. It
+// returns nil for no paths.
+func newDropFieldsTransport(paths []string, typ, listType reflect.Type, withProtobuf bool, resource string) (*dropFieldsTransport, error) {
+	var structType reflect.Type
+	if typ != nil {
+		structType = typ.Elem()
+	}
+	obj, err := compileDropFields(paths, structType, withProtobuf)
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	t := &dropFieldsTransport{
+		resource:  resource,
+		jsonList:  &dropNode{sub: []*dropNode{{name: "items", sub: obj.sub}}},
+		jsonEvent: &dropNode{sub: []*dropNode{{name: "object", sub: obj.sub}}},
+	}
+	if items := protobufItemsNumber(listType); items != 0 && allNumbered(obj) {
+		// runtime.Unknown{Raw (2): List{Items: objects}}, after the magic.
+		t.protoList = &dropNode{magic: true, sub: []*dropNode{{name: "raw", num: 2, sub: []*dropNode{{name: "items", num: items, sub: obj.sub}}}}}
+		// metav1.WatchEvent{Object (2): RawExtension{Raw (1): the object
+		// in its runtime.Unknown envelope, after the magic}}.
+		t.protoEvent = &dropNode{sub: []*dropNode{{name: "object", num: 2, sub: []*dropNode{{name: "raw", num: 1, magic: true, sub: []*dropNode{{name: "raw", num: 2, sub: obj.sub}}}}}}}
+	}
+	return t, nil
+}
+
+// protobufItemsNumber returns the field number of listType's Items, or 0
+// for no list type.
+func protobufItemsNumber(listType reflect.Type) protowire.Number {
+	if listType == nil {
+		return 0
+	}
+	return itemsNumber(listType)
+}
+
+// allNumbered tells whether every node under n has a protobuf number.
+func allNumbered(n *dropNode) bool {
+	for _, c := range n.sub {
+		if c.num == 0 || !allNumbered(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// wrap returns a copy of client whose requests go through t. The copy
+// shares client's transport, and so its connections.
+func (t *dropFieldsTransport) wrap(client *http.Client) *http.Client {
+	wrapped := *client
+	t.base = client.Transport
+	if t.base == nil {
+		t.base = http.DefaultTransport
+	}
+	wrapped.Transport = t
+	return &wrapped
+}
+
+// CloseIdleConnections closes the idle connections of the wrapped
+// transport, for http.Client.CloseIdleConnections.
+func (t *dropFieldsTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *dropFieldsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK || resp.Body == nil || resp.Header.Get("Content-Encoding") != "" {
+		return resp, err
+	}
+	mediaType, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		return resp, nil
+	}
+	protobuf := mediaType == string(ContentTypeProtobuf)
+	if !protobuf && mediaType != string(ContentTypeJSON) {
+		return resp, nil
+	}
+	logger := klog.FromContext(req.Context())
+	if watching := req.URL.Query().Get("watch"); watching == "true" || watching == "1" {
+		tree := t.jsonEvent
+		if protobuf {
+			tree = t.protoEvent
+		}
+		if tree == nil {
+			return resp, nil
+		}
+		resp.Body = &dropFieldsWatchBody{src: resp.Body, t: t, tree: tree, protobuf: protobuf, logger: logger}
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		return resp, nil
+	}
+	tree := t.jsonList
+	if protobuf {
+		tree = t.protoList
+	}
+	if tree == nil {
+		return resp, nil
+	}
+	body, err := readBody(resp)
+	if err != nil {
+		return nil, fmt.Errorf("reading the list of %s: %w", t.resource, err)
+	}
+	var filtered []byte
+	if protobuf {
+		filtered, err = dropProtobuf(body, tree)
+	} else {
+		var f jsonFilter
+		filtered, err = f.drop(body, tree, false)
+	}
+	if err != nil {
+		n := t.malformed.Add(1)
+		logger.Error(err, "Cannot drop fields from a list: decoding it whole", "resource", t.resource, "malformedSoFar", n)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(filtered))
+	resp.ContentLength = int64(len(filtered))
+	if resp.Header.Get("Content-Length") != "" {
+		resp.Header.Set("Content-Length", strconv.Itoa(len(filtered)))
+	}
+	return resp, nil
+}
+
+// readBody reads and closes the body of resp, in one allocation when its
+// length is known.
+func readBody(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.ContentLength > 0 {
+		body := make([]byte, resp.ContentLength)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// dropFieldsWatchBody is the body of a watch response with the fields of
+// tree dropped from each event: length-prefixed protobuf WatchEvents, or
+// JSON objects one after the other. Events of type ERROR pass unchanged.
+type dropFieldsWatchBody struct {
+	src      io.ReadCloser
+	t        *dropFieldsTransport
+	tree     *dropNode
+	protobuf bool
+	logger   klog.Logger
+
+	// buf holds what was read from src: buf[:next] is filtered (out is
+	// what of it is not yet handed out), buf[next:] is not.
+	buf  []byte
+	next int
+	out  []byte
+	// passThrough hands out the rest of the stream as it comes, after an
+	// event too long to buffer or a JSON stream that is not objects.
+	passThrough bool
+	err         error // of src, returned once everything before it is out
+	json        jsonFilter
+	split       jsonSplitter
+}
+
+// watchReadSize is the least room Read asks src to fill at a time.
+const watchReadSize = 32 << 10
+
+// Read implements io.Reader.
+func (b *dropFieldsWatchBody) Read(p []byte) (int, error) {
+	for len(b.out) == 0 {
+		if b.next < len(b.buf) {
+			if end := b.frameEnd(); end >= 0 {
+				b.out = b.filter(b.buf[b.next:end])
+				b.next = end
+				continue
+			}
+		}
+		if b.err != nil {
+			if b.next < len(b.buf) {
+				// A truncated event: the decoder reports it.
+				b.out, b.next = b.buf[b.next:], len(b.buf)
+				continue
+			}
+			return 0, b.err
+		}
+		// Everything before next is out: keep only the rest, and read.
+		n := copy(b.buf, b.buf[b.next:])
+		b.buf, b.next = b.buf[:n], 0
+		need := watchReadSize
+		if b.protobuf && n >= 4 {
+			need = max(need, 4+int(binary.BigEndian.Uint32(b.buf))-n)
+		}
+		if cap(b.buf)-n < need {
+			b.buf = append(make([]byte, 0, n+need), b.buf...)
+		}
+		m, err := b.src.Read(b.buf[n:cap(b.buf)])
+		b.buf = b.buf[:n+m]
+		if err != nil {
+			b.err = err
+		}
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
+}
+
+// frameEnd returns the end in buf of the event starting at next, or -1 if
+// it is not all read yet. In pass-through mode every byte read is an
+// "event".
+func (b *dropFieldsWatchBody) frameEnd() int {
+	pending := b.buf[b.next:]
+	switch {
+	case b.passThrough:
+		return len(b.buf)
+	case b.protobuf:
+		if len(pending) < 4 {
+			return -1
+		}
+		size := binary.BigEndian.Uint32(pending)
+		if size > maxWatchFrame {
+			b.startPassThrough(fmt.Errorf("a watch event of %d bytes", size))
+			return len(b.buf)
+		}
+		if len(pending) < 4+int(size) {
+			return -1
+		}
+		return b.next + 4 + int(size)
+	default:
+		end, err := b.split.end(pending)
+		if err != nil {
+			b.startPassThrough(err)
+			return len(b.buf)
+		}
+		if end < 0 {
+			if len(pending) > maxWatchFrame {
+				b.startPassThrough(fmt.Errorf("a watch event of more than %d bytes", maxWatchFrame))
+				return len(b.buf)
+			}
+			return -1
+		}
+		return b.next + end
+	}
+}
+
+func (b *dropFieldsWatchBody) startPassThrough(err error) {
+	b.passThrough = true
+	n := b.t.malformed.Add(1)
+	b.logger.Error(err, "Cannot drop fields from this watch: passing the rest of it on whole", "resource", b.t.resource, "malformedSoFar", n)
+}
+
+// filter returns frame, one event, with the fields dropped, in place.
+func (b *dropFieldsWatchBody) filter(frame []byte) []byte {
+	if b.passThrough {
+		return frame
+	}
+	var filtered []byte
+	var err error
+	if b.protobuf {
+		event := frame[4:]
+		if protoWatchEventIsError(event) {
+			return frame
+		}
+		if filtered, err = dropProtobuf(event, b.tree); err == nil {
+			binary.BigEndian.PutUint32(frame, uint32(len(filtered)))
+			filtered = frame[:4+len(filtered)]
+		}
+	} else {
+		filtered, err = b.json.drop(frame, b.tree, true)
+	}
+	if err != nil {
+		n := b.t.malformed.Add(1)
+		b.logger.Error(err, "Cannot drop fields from a watch event: decoding it whole", "resource", b.t.resource, "malformedSoFar", n)
+		return frame
+	}
+	return filtered
+}
+
+// Close implements io.Closer.
+func (b *dropFieldsWatchBody) Close() error {
+	return b.src.Close()
+}
+
+// jsonSplitter finds where the JSON objects of a stream end, as bytes
+// arrive: it remembers how far it has scanned the current one.
+type jsonSplitter struct {
+	scanned          int
+	depth            int
+	inString, escape bool
+}
+
+// end returns the length of the first complete object of pending (leading
+// whitespace included), or -1 if it is incomplete. pending starts where the
+// previous call's object ended and only grows between calls.
+func (s *jsonSplitter) end(pending []byte) (int, error) {
+	for i := s.scanned; i < len(pending); i++ {
+		c := pending[i]
+		if s.inString {
+			switch {
+			case s.escape:
+				s.escape = false
+			case c == '\\':
+				s.escape = true
+			case c == '"':
+				s.inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		if s.depth == 0 && c != '{' {
+			return 0, fmt.Errorf("%w JSON watch stream: %q where an event should start", errMalformed, c)
+		}
+		switch c {
+		case '"':
+			s.inString = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			s.depth--
+			if s.depth == 0 {
+				*s = jsonSplitter{}
+				return i + 1, nil
+			}
+		}
+	}
+	s.scanned = len(pending)
+	return -1, nil
+}

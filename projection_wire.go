@@ -1,0 +1,443 @@
+package informer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// This file drops the fields of a projection tree (projection.go) from
+// encoded objects, lists and watch events, in place: the result is never
+// longer than the input, so it is written over the input from its start.
+// A first pass checks the bytes and computes sizes, so malformed input is
+// reported before anything is overwritten and can then be decoded whole.
+
+// errMalformed wraps what the wire filters find wrong with their input.
+var errMalformed = errors.New("malformed")
+
+// dropProtobuf drops the fields of tree from msg, a protobuf message (with
+// the "k8s\0" prefix if tree.magic), and returns the shortened msg, which
+// shares msg's bytes. On error msg is unchanged.
+func dropProtobuf(msg []byte, tree *dropNode) ([]byte, error) {
+	size, err := protoContentSize(msg, tree)
+	if err != nil {
+		return msg, err
+	}
+	if size == len(msg) {
+		return msg, nil
+	}
+	w := protoContentWrite(msg, 0, 0, len(msg), tree)
+	return msg[:w], nil
+}
+
+// protoContentSize returns the size of content, the bytes of a message
+// field (or a whole body), once n's fields are dropped.
+func protoContentSize(content []byte, n *dropNode) (int, error) {
+	if n.magic {
+		if !bytes.HasPrefix(content, []byte(protobufMagic)) {
+			return 0, fmt.Errorf("%w protobuf: no %q prefix", errMalformed, protobufMagic)
+		}
+		size, err := protoMessageSize(content[len(protobufMagic):], n)
+		return len(protobufMagic) + size, err
+	}
+	return protoMessageSize(content, n)
+}
+
+// protoMessageSize returns the size of msg once n's fields are dropped.
+func protoMessageSize(msg []byte, n *dropNode) (int, error) {
+	size := 0
+	for len(msg) > 0 {
+		num, typ, tagLen := protowire.ConsumeTag(msg)
+		if tagLen < 0 {
+			return 0, fmt.Errorf("%w protobuf: %v", errMalformed, protowire.ParseError(tagLen))
+		}
+		valLen := protowire.ConsumeFieldValue(num, typ, msg[tagLen:])
+		if valLen < 0 {
+			return 0, fmt.Errorf("%w protobuf: field %d: %v", errMalformed, num, protowire.ParseError(valLen))
+		}
+		fieldLen := tagLen + valLen
+		field := msg[:fieldLen]
+		msg = msg[fieldLen:]
+		c := n.byNumber(num)
+		if c == nil {
+			size += fieldLen
+			continue
+		}
+		if c.drop {
+			continue
+		}
+		if typ != protowire.BytesType {
+			return 0, fmt.Errorf("%w protobuf: field %d (%s) is not a message", errMalformed, num, c.name)
+		}
+		content, _ := protowire.ConsumeBytes(field[tagLen:])
+		dropped, err := protoEntryDropped(content, c)
+		if err != nil {
+			return 0, err
+		}
+		if dropped {
+			continue
+		}
+		if len(c.sub) == 0 && !c.magic {
+			size += fieldLen
+			continue
+		}
+		s, err := protoContentSize(content, c)
+		if err != nil {
+			return 0, err
+		}
+		size += tagLen + protowire.SizeBytes(s)
+	}
+	return size, nil
+}
+
+// protoEntryDropped tells whether entry, an entry of the map field n, has
+// one of the keys n drops.
+func protoEntryDropped(entry []byte, n *dropNode) (bool, error) {
+	if len(n.keys) == 0 {
+		return false, nil
+	}
+	for len(entry) > 0 {
+		num, typ, tagLen := protowire.ConsumeTag(entry)
+		if tagLen < 0 {
+			return false, fmt.Errorf("%w protobuf: map entry of %s: %v", errMalformed, n.name, protowire.ParseError(tagLen))
+		}
+		if num == 1 && typ == protowire.BytesType {
+			key, keyLen := protowire.ConsumeBytes(entry[tagLen:])
+			if keyLen < 0 {
+				return false, fmt.Errorf("%w protobuf: map key of %s: %v", errMalformed, n.name, protowire.ParseError(keyLen))
+			}
+			return slices.Contains(n.keys, string(key)), nil
+		}
+		valLen := protowire.ConsumeFieldValue(num, typ, entry[tagLen:])
+		if valLen < 0 {
+			return false, fmt.Errorf("%w protobuf: map entry of %s: %v", errMalformed, n.name, protowire.ParseError(valLen))
+		}
+		entry = entry[tagLen+valLen:]
+	}
+	return false, nil
+}
+
+// protoContentWrite writes buf[r:end], content checked by protoContentSize,
+// to buf[w:] with n's fields dropped, and returns the end of what it wrote.
+// w <= r: every step writes at most what it has read, and a length prefix
+// never grows, so the writes never overtake the reads.
+func protoContentWrite(buf []byte, w, r, end int, n *dropNode) int {
+	if n.magic {
+		w += copy(buf[w:], protobufMagic)
+		r += len(protobufMagic)
+	}
+	for r < end {
+		num, typ, tagLen := protowire.ConsumeTag(buf[r:end])
+		valLen := protowire.ConsumeFieldValue(num, typ, buf[r+tagLen:end])
+		fieldEnd := r + tagLen + valLen
+		c := n.byNumber(num)
+		if c != nil && c.drop {
+			r = fieldEnd
+			continue
+		}
+		if c == nil || typ != protowire.BytesType {
+			w += copy(buf[w:], buf[r:fieldEnd])
+			r = fieldEnd
+			continue
+		}
+		content, _ := protowire.ConsumeBytes(buf[r+tagLen : fieldEnd])
+		if dropped, _ := protoEntryDropped(content, c); dropped {
+			r = fieldEnd
+			continue
+		}
+		size := len(content)
+		if len(c.sub) > 0 || c.magic {
+			size, _ = protoContentSize(content, c)
+		}
+		if size == len(content) {
+			w += copy(buf[w:], buf[r:fieldEnd])
+			r = fieldEnd
+			continue
+		}
+		w += copy(buf[w:], buf[r:r+tagLen])
+		w = len(protowire.AppendVarint(buf[:w], uint64(size)))
+		w = protoContentWrite(buf, w, fieldEnd-len(content), fieldEnd, c)
+		r = fieldEnd
+	}
+	return w
+}
+
+// protoWatchEventIsError tells whether a protobuf metav1.WatchEvent is of
+// type ERROR (its object is a Status, not one of the resource's).
+func protoWatchEventIsError(event []byte) bool {
+	for len(event) > 0 {
+		num, typ, tagLen := protowire.ConsumeTag(event)
+		if tagLen < 0 {
+			return false
+		}
+		if num == 1 && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(event[tagLen:])
+			return string(v) == "ERROR"
+		}
+		valLen := protowire.ConsumeFieldValue(num, typ, event[tagLen:])
+		if valLen < 0 {
+			return false
+		}
+		event = event[tagLen+valLen:]
+	}
+	return false
+}
+
+// jsonFilter drops the fields of a projection tree from a JSON document.
+// It keeps its cut list between calls to save allocations; it is not safe
+// for concurrent use.
+type jsonFilter struct {
+	buf []byte
+	pos int
+	// cuts are the byte ranges [start, end) to remove, in order.
+	cuts [][2]int
+	// eventType is the "type" member of the top-level object.
+	eventType []byte
+}
+
+// drop drops the fields of tree from data, a JSON object, and returns the
+// shortened data, which shares data's bytes. If skipErrorEvents is set and
+// the object's "type" member is "ERROR", data is returned unchanged. On
+// error data is unchanged.
+func (f *jsonFilter) drop(data []byte, tree *dropNode, skipErrorEvents bool) ([]byte, error) {
+	f.buf, f.pos, f.cuts, f.eventType = data, 0, f.cuts[:0], nil
+	defer func() { f.buf, f.eventType = nil, nil }()
+	f.ws()
+	if err := f.object(tree, true); err != nil {
+		return data, err
+	}
+	f.ws()
+	if f.pos != len(data) {
+		return data, fmt.Errorf("%w JSON: data after the object at offset %d", errMalformed, f.pos)
+	}
+	if len(f.cuts) == 0 || skipErrorEvents && string(f.eventType) == "ERROR" {
+		return data, nil
+	}
+	w := f.cuts[0][0]
+	for i, cut := range f.cuts {
+		next := len(data)
+		if i+1 < len(f.cuts) {
+			next = f.cuts[i+1][0]
+		}
+		w += copy(data[w:], data[cut[1]:next])
+	}
+	return data[:w], nil
+}
+
+// object reads an object whose members n says what to do with.
+func (f *jsonFilter) object(n *dropNode, top bool) error {
+	if err := f.expect('{'); err != nil {
+		return err
+	}
+	kept := false // whether a member before this one was kept
+	prevEnd := 0  // the end of the previous member's value
+	for first := true; ; first = false {
+		f.ws()
+		if f.peek() == '}' {
+			f.pos++
+			return nil
+		}
+		if !first {
+			if err := f.expect(','); err != nil {
+				return err
+			}
+			f.ws()
+		}
+		keyStart := f.pos
+		key, err := f.key()
+		if err != nil {
+			return err
+		}
+		f.ws()
+		if err := f.expect(':'); err != nil {
+			return err
+		}
+		f.ws()
+		c := n.byName(key)
+		valStart := f.pos
+		switch {
+		case c != nil && !c.drop && (len(c.sub) > 0 || len(c.keys) > 0) && f.peek() == '{':
+			err = f.object(c, false)
+		case c != nil && !c.drop && len(c.sub) > 0 && f.peek() == '[':
+			err = f.array(c)
+		default:
+			err = f.skip()
+		}
+		if err != nil {
+			return err
+		}
+		if top && string(key) == "type" && f.buf[valStart] == '"' {
+			f.eventType = f.buf[valStart+1 : f.pos-1]
+		}
+		valEnd := f.pos
+		if c != nil && c.drop || len(n.keys) > 0 && slices.Contains(n.keys, string(key)) {
+			if kept {
+				f.cuts = append(f.cuts, [2]int{prevEnd, valEnd})
+			} else {
+				// No member before is kept: cut this one with the comma
+				// after it, if any.
+				f.ws()
+				end := valEnd
+				if f.peek() == ',' {
+					end = f.pos + 1
+				}
+				f.cuts = append(f.cuts, [2]int{keyStart, end})
+			}
+		} else {
+			kept = true
+		}
+		prevEnd = valEnd
+	}
+}
+
+// array reads an array whose object elements n says what to do with.
+func (f *jsonFilter) array(n *dropNode) error {
+	if err := f.expect('['); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		f.ws()
+		if f.peek() == ']' {
+			f.pos++
+			return nil
+		}
+		if !first {
+			if err := f.expect(','); err != nil {
+				return err
+			}
+			f.ws()
+		}
+		var err error
+		if f.peek() == '{' {
+			err = f.object(n, false)
+		} else {
+			err = f.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// key reads a member name and returns it unescaped (sharing the input's
+// bytes when it has no escapes).
+func (f *jsonFilter) key() ([]byte, error) {
+	start := f.pos
+	escaped, err := f.skipString()
+	if err != nil {
+		return nil, err
+	}
+	raw := f.buf[start:f.pos]
+	if !escaped {
+		return raw[1 : len(raw)-1], nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("%w JSON: member name at offset %d: %v", errMalformed, start, err)
+	}
+	return []byte(s), nil
+}
+
+// skipString reads a string and reports whether it has escapes.
+func (f *jsonFilter) skipString() (escaped bool, err error) {
+	if err := f.expect('"'); err != nil {
+		return false, err
+	}
+	for f.pos < len(f.buf) {
+		switch f.buf[f.pos] {
+		case '\\':
+			escaped = true
+			f.pos += 2
+			continue
+		case '"':
+			f.pos++
+			return escaped, nil
+		}
+		f.pos++
+	}
+	return false, fmt.Errorf("%w JSON: unterminated string", errMalformed)
+}
+
+// skip reads a value of any kind, without recursion however deep it nests.
+func (f *jsonFilter) skip() error {
+	switch c := f.peek(); {
+	case c == '"':
+		_, err := f.skipString()
+		return err
+	case c == '{' || c == '[':
+		depth := 0
+		for f.pos < len(f.buf) {
+			switch f.buf[f.pos] {
+			case '"':
+				if _, err := f.skipString(); err != nil {
+					return err
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					f.pos++
+					return nil
+				}
+			}
+			f.pos++
+		}
+		return fmt.Errorf("%w JSON: unterminated object or array", errMalformed)
+	default:
+		start := f.pos
+		for f.pos < len(f.buf) && isJSONLiteralByte(f.buf[f.pos]) {
+			f.pos++
+		}
+		if f.pos == start {
+			return fmt.Errorf("%w JSON: unexpected %s at offset %d", errMalformed, describeByte(f.buf, f.pos), f.pos)
+		}
+		return nil
+	}
+}
+
+// isJSONLiteralByte tells whether b can be part of a number, true, false
+// or null.
+func isJSONLiteralByte(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b == '-' || b == '+' || b == '.' || b == 'E'
+}
+
+func (f *jsonFilter) ws() {
+	for f.pos < len(f.buf) {
+		switch f.buf[f.pos] {
+		case ' ', '\t', '\n', '\r':
+			f.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte, or 0 at the end.
+func (f *jsonFilter) peek() byte {
+	if f.pos < len(f.buf) {
+		return f.buf[f.pos]
+	}
+	return 0
+}
+
+func (f *jsonFilter) expect(b byte) error {
+	if f.peek() != b {
+		return fmt.Errorf("%w JSON: want %q, got %s at offset %d", errMalformed, b, describeByte(f.buf, f.pos), f.pos)
+	}
+	f.pos++
+	return nil
+}
+
+// describeByte names buf[pos] for an error message.
+func describeByte(buf []byte, pos int) string {
+	if pos >= len(buf) {
+		return "the end"
+	}
+	return fmt.Sprintf("%q", buf[pos])
+}
