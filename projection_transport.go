@@ -182,7 +182,8 @@ func readBody(resp *http.Response) ([]byte, error) {
 
 // dropFieldsWatchBody is the body of a watch response with the fields of
 // tree dropped from each event: length-prefixed protobuf WatchEvents, or
-// JSON objects one after the other. Events of type ERROR pass unchanged.
+// JSON objects one after the other. Events of type ERROR and BOOKMARK pass
+// unchanged (see passedWhole).
 type dropFieldsWatchBody struct {
 	src      io.ReadCloser
 	t        *dropFieldsTransport
@@ -298,7 +299,7 @@ func (b *dropFieldsWatchBody) filter(frame []byte) []byte {
 	var err error
 	if b.protobuf {
 		event := frame[4:]
-		if protoWatchEventIsError(event) {
+		if passedWhole(protoWatchEventType(event)) {
 			return frame
 		}
 		if filtered, err = dropProtobuf(event, b.tree); err == nil {

@@ -166,25 +166,33 @@ func protoContentWrite(buf []byte, w, r, end int, n *dropNode) int {
 	return w
 }
 
-// protoWatchEventIsError tells whether a protobuf metav1.WatchEvent is of
-// type ERROR (its object is a Status, not one of the resource's).
-func protoWatchEventIsError(event []byte) bool {
+// passedWhole tells whether a watch event of type eventType is passed on
+// without dropping anything: an ERROR event carries a Status, not one of
+// the resource's objects, and a BOOKMARK event only metadata, whose
+// annotations mark the end of a streaming list's initial events.
+func passedWhole(eventType []byte) bool {
+	return string(eventType) == "ERROR" || string(eventType) == "BOOKMARK"
+}
+
+// protoWatchEventType returns the type of a protobuf metav1.WatchEvent, or
+// nil if it has none.
+func protoWatchEventType(event []byte) []byte {
 	for len(event) > 0 {
 		num, typ, tagLen := protowire.ConsumeTag(event)
 		if tagLen < 0 {
-			return false
+			return nil
 		}
 		if num == 1 && typ == protowire.BytesType {
 			v, _ := protowire.ConsumeBytes(event[tagLen:])
-			return string(v) == "ERROR"
+			return v
 		}
 		valLen := protowire.ConsumeFieldValue(num, typ, event[tagLen:])
 		if valLen < 0 {
-			return false
+			return nil
 		}
 		event = event[tagLen+valLen:]
 	}
-	return false
+	return nil
 }
 
 // jsonFilter drops the fields of a projection tree from a JSON document.
@@ -200,10 +208,10 @@ type jsonFilter struct {
 }
 
 // drop drops the fields of tree from data, a JSON object, and returns the
-// shortened data, which shares data's bytes. If skipErrorEvents is set and
-// the object's "type" member is "ERROR", data is returned unchanged. On
+// shortened data, which shares data's bytes. If event is set, data is a
+// watch event, returned unchanged if its type says so (passedWhole). On
 // error data is unchanged.
-func (f *jsonFilter) drop(data []byte, tree *dropNode, skipErrorEvents bool) ([]byte, error) {
+func (f *jsonFilter) drop(data []byte, tree *dropNode, event bool) ([]byte, error) {
 	f.buf, f.pos, f.cuts, f.eventType = data, 0, f.cuts[:0], nil
 	defer func() { f.buf, f.eventType = nil, nil }()
 	f.ws()
@@ -214,7 +222,7 @@ func (f *jsonFilter) drop(data []byte, tree *dropNode, skipErrorEvents bool) ([]
 	if f.pos != len(data) {
 		return data, fmt.Errorf("%w JSON: data after the object at offset %d", errMalformed, f.pos)
 	}
-	if len(f.cuts) == 0 || skipErrorEvents && string(f.eventType) == "ERROR" {
+	if len(f.cuts) == 0 || event && passedWhole(f.eventType) {
 		return data, nil
 	}
 	w := f.cuts[0][0]

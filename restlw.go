@@ -80,7 +80,8 @@ type RESTOptions struct {
 	// The paths are checked against the Go type (for unstructured objects,
 	// only their syntax): an unknown field is an error of the constructor.
 	// Fields are dropped from the bytes of protobuf and JSON responses, list
-	// bodies and each watch event; an event of type ERROR is left alone.
+	// bodies and each watch event; events of type ERROR (a Status) and
+	// BOOKMARK (metadata marking progress) are left alone.
 	// A response or event that cannot be parsed is decoded whole instead,
 	// and logged. Do not drop a field an index function, a selector or
 	// the metadata the informer needs (name, namespace, resourceVersion)

@@ -25,9 +25,10 @@ import (
 // bytes through client-go's codec, so each implementation caches objects
 // that nothing else holds, and pays what a real list or watch costs.
 //
-// (c), a declared projection of the fields a typical controller reads, is
-// not measured: it needs decode-time projection, which this library does
-// not have yet (issue 14).
+// (c), our informer with a declared projection of the fields a typical
+// controller reads dropped on the wire, and the (e) case with managed fields
+// dropped on the wire, run over HTTP through our REST ListerWatcher
+// (w6_wire.go), against client-go's (a) and its transform respectively.
 
 // relistGCPercent is the GOGC in force while W6(d) samples the heap during
 // a relist: low enough that the sampled heap stays within 10% of what is
@@ -40,9 +41,12 @@ const prodListRV = "20000000"
 
 // prodSource serves one informer's lists and watches. Every List call
 // decodes list (a PodList body) anew and counts itself in lists; watches
-// come from the script (the first once the harness releases it).
+// come from the script (the first once the harness releases it), or, for
+// an informer served over HTTP (w6_wire.go), from stream, the body of its
+// first watch.
 type prodSource struct {
 	list    []byte
+	stream  []byte
 	watches *watchScript
 	lists   atomic.Int32
 }
@@ -161,8 +165,7 @@ func runMemory(cfg config) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "bench: W6 production-like pod %.0f B as protobuf, %.0f B on the heap once decoded; "+
-		"(c) not measured: it needs decode-time projection (issue 14)\n", protoBytes, heapBytes)
+	fmt.Fprintf(os.Stderr, "bench: W6 production-like pod %.0f B as protobuf, %.0f B on the heap once decoded\n", protoBytes, heapBytes)
 	pods := newProdPods(cfg.prodPods)
 	list, err := encodeProdPodList(pods, prodListRV)
 	if err != nil {
@@ -185,6 +188,8 @@ func runMemory(cfg config) ([]row, error) {
 	}{{"client-go", newClientGoProdInformer}, {"ours", newOurProdInformer}}
 	full, stripped := make([][]cacheResult, 2), make([][]cacheResult, 2)
 	fullEvents, strippedEvents := make([][]eventResult, 2), make([][]eventResult, 2)
+	var projected []cacheResult
+	var wireEvents []eventResult
 	for range cfg.count {
 		for s, side := range sides {
 			r, err := measureCache(side.newInformer, list, cfg.prodPods, false)
@@ -200,9 +205,14 @@ func runMemory(cfg config) ([]row, error) {
 			}
 			stripped[s] = append(stripped[s], r)
 		}
+		r, err := measureCache(newOurWireProdInformer(typicalControllerDropFields), list, cfg.prodPods, true)
+		if err != nil {
+			return nil, fmt.Errorf("(c) ours: %w", err)
+		}
+		projected = append(projected, r)
 		for s, side := range sides {
 			for _, strip := range []bool{false, true} {
-				r, err := measureWatchEvents(side.newInformer, emptyList, stream, events, strip)
+				r, err := measureWatchEvents(side.newInformer, emptyList, stream, events, strip, false)
 				if err != nil {
 					return nil, fmt.Errorf("(e) %s: %w", side.name, err)
 				}
@@ -213,6 +223,11 @@ func runMemory(cfg config) ([]row, error) {
 				}
 			}
 		}
+		wr, err := measureWatchEvents(newOurWireProdInformer(nil), emptyList, stream, events, true, true)
+		if err != nil {
+			return nil, fmt.Errorf("(e) ours, on the wire: %w", err)
+		}
+		wireEvents = append(wireEvents, wr)
 	}
 
 	var rows []row
@@ -222,6 +237,9 @@ func runMemory(cfg config) ([]row, error) {
 	n := groupThousands(int64(cfg.prodPods))
 	add("(a) "+n+" pods cached", "retained heap/pod (B)", full, func(r cacheResult) float64 { return r.retainedPerPod })
 	add("(b) "+n+" pods, managed fields dropped", "retained heap/pod (B)", stripped, func(r cacheResult) float64 { return r.retainedPerPod })
+	// (c) is ours only: beside client-go's (a), as the acceptance reads it.
+	add("(c) "+n+" pods, ours with a controller's projection dropped on the wire; client-go: (a)", "retained heap/pod (B)",
+		[][]cacheResult{full[0], projected}, func(r cacheResult) float64 { return r.retainedPerPod })
 	relist := "(d) relist of the unchanged " + n + " pods, GOGC=" + strconv.Itoa(relistGCPercent)
 	add(relist, "peak heap ÷ steady state", full, func(r cacheResult) float64 { return r.relistRatio })
 	add(relist, "peak heap Δ (MB)", full, func(r cacheResult) float64 { return r.relistMB })
@@ -239,6 +257,7 @@ func runMemory(cfg config) ([]row, error) {
 	ev := groupThousands(int64(events))
 	addEvents("(e) "+ev+" watch events decoded", fullEvents)
 	addEvents("(e) "+ev+" watch events decoded, managed fields dropped", strippedEvents)
+	addEvents("(e) "+ev+" watch events decoded, managed fields dropped: ours on the wire, client-go by its transform", [][]eventResult{strippedEvents[0], wireEvents})
 	return rows, nil
 }
 
@@ -299,41 +318,49 @@ func measureCache(newInformer newProdInformerFunc, list []byte, pods int, strip 
 // delivers events Added events decoded from stream, and measures the
 // allocations made from releasing the watch until a handler has counted
 // every event: decoding, the transform when strip is set, caching and
-// dispatch.
-func measureWatchEvents(newInformer newProdInformerFunc, emptyList, stream []byte, events int, strip bool) (eventResult, error) {
+// dispatch. A wire informer (newOurWireProdInformer) reads stream itself,
+// over HTTP; the others read the events client-go's decoders make of it.
+func measureWatchEvents(newInformer newProdInformerFunc, emptyList, stream []byte, events int, strip, wire bool) (eventResult, error) {
 	handlers := newCountingHandlers(1, events, nil)
 	script := newWatchScript(nil)
 	src := &prodSource{list: emptyList, watches: script}
-	decoded, err := newProdWatch(stream)
-	if err != nil {
-		return eventResult{}, err
-	}
-	// The informer reads the scripted watch, fed from the decoding one: no
-	// event is decoded before the informer asks for it.
-	feed := make(chan watch.Event)
-	script.first = &scriptedWatch{events: feed, stopped: make(chan struct{})}
 	pumped := make(chan struct{})
-	go func() {
-		defer close(pumped)
-		defer decoded.Stop()
-		for {
-			select {
-			case e, ok := <-decoded.ResultChan():
-				if !ok {
-					return
-				}
+	if wire {
+		src.stream = stream
+		close(pumped)
+	} else {
+		decoded, err := newProdWatch(stream)
+		if err != nil {
+			return eventResult{}, err
+		}
+		// The informer reads the scripted watch, fed from the decoding one:
+		// no event is decoded before the informer asks for it.
+		feed := make(chan watch.Event)
+		script.first = &scriptedWatch{events: feed, stopped: make(chan struct{})}
+		go func() {
+			defer close(pumped)
+			defer decoded.Stop()
+			for {
 				select {
-				case feed <- e:
+				case e, ok := <-decoded.ResultChan():
+					if !ok {
+						return
+					}
+					select {
+					case feed <- e:
+					case <-script.first.stopped:
+						return
+					}
 				case <-script.first.stopped:
 					return
 				}
-			case <-script.first.stopped:
-				return
 			}
-		}
-	}()
+		}()
+	}
 	it, err := newInformer(src, strip, handlers)
 	if err != nil {
+		script.first.Stop()
+		<-pumped
 		return eventResult{}, err
 	}
 	stop := it.start()

@@ -17,12 +17,15 @@ func TestMemoryWorkload(t *testing.T) {
 	checkRows(t, rows, []rowShape{
 		{"W6", "(a) 300 pods cached", "retained heap/pod (B)"},
 		{"W6", "(b) 300 pods, managed fields dropped", "retained heap/pod (B)"},
+		{"W6", "(c) 300 pods, ours with a controller's projection dropped on the wire; client-go: (a)", "retained heap/pod (B)"},
 		{"W6", relist, "peak heap ÷ steady state"},
 		{"W6", relist, "peak heap Δ (MB)"},
 		{"W6", "(e) 300 watch events decoded", "allocs/event"},
 		{"W6", "(e) 300 watch events decoded", "B/event"},
 		{"W6", "(e) 300 watch events decoded, managed fields dropped", "allocs/event"},
 		{"W6", "(e) 300 watch events decoded, managed fields dropped", "B/event"},
+		{"W6", "(e) 300 watch events decoded, managed fields dropped: ours on the wire, client-go by its transform", "allocs/event"},
+		{"W6", "(e) 300 watch events decoded, managed fields dropped: ours on the wire, client-go by its transform", "B/event"},
 	})
 	checkNoGoroutineLeft(t, before)
 }

@@ -1,0 +1,298 @@
+package informer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// wirePodDropFields are the paths the wire tests drop; wireClear clears
+// them from a decoded pod.
+var wirePodDropFields = []string{ManagedFields, "metadata.annotations[drop.example.com/a]", "spec.containers.env", "status.conditions"}
+
+func wireClear(pod *corev1.Pod) {
+	pod.ManagedFields = nil
+	delete(pod.Annotations, "drop.example.com/a")
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Env = nil
+	}
+	pod.Status.Conditions = nil
+}
+
+func wirePod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "p", ResourceVersion: "7",
+			Annotations:   map[string]string{"drop.example.com/a": "x", "keep": "y"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}},
+		},
+		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{
+			{Name: "a", Env: []corev1.EnvVar{{Name: "E", Value: "v"}}},
+			{Name: "b"},
+		}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+func wireTransport(tb testing.TB) *dropFieldsTransport {
+	tb.Helper()
+	t, err := newDropFieldsTransport(wirePodDropFields, reflect.TypeFor[*corev1.Pod](), reflect.TypeFor[*corev1.PodList](), true, "v1/pods")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
+
+// encodeProtobuf is obj in Kubernetes' protobuf encoding (magic, envelope).
+func encodeProtobuf(tb testing.TB, obj runtime.Object) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme).Encode(obj, &buf); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// decodeProtobufPod decodes a pod in Kubernetes' protobuf encoding.
+func decodeProtobufPod(data []byte) (*corev1.Pod, error) {
+	obj, _, err := protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme).Decode(data, nil, &corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, errors.New("not a pod")
+	}
+	return pod, nil
+}
+
+// FuzzDropProtobuf checks that dropping fields from any bytes never
+// panics, leaves bytes it rejects unchanged, and that whatever decodes as a
+// pod decodes after dropping as the same pod without the dropped fields.
+func FuzzDropProtobuf(f *testing.F) {
+	pod := encodeProtobuf(f, wirePod())
+	f.Add(pod)
+	f.Add(pod[:len(pod)/2])
+	f.Add(encodeProtobuf(f, &corev1.Pod{}))
+	f.Add([]byte(protobufMagic))
+	f.Add([]byte(protobufMagic + "\x12\x02\x0a\xff"))
+	tree := wireTransport(f).protoEvent.sub[0].sub[0] // one object: magic, envelope, pod
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := bytes.Clone(data)
+		out, err := dropProtobuf(data, tree)
+		if err != nil {
+			if !bytes.Equal(out, in) || !bytes.Equal(data, in) {
+				t.Fatalf("rejected input changed: %v", err)
+			}
+			return
+		}
+		want, err := decodeProtobufPod(in)
+		if err != nil {
+			return
+		}
+		got, err := decodeProtobufPod(out)
+		if err != nil {
+			t.Fatalf("the input decodes, the output does not: %v", err)
+		}
+		wireClear(want)
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("(-full decode with the fields cleared +projected):\n%s", diff)
+		}
+	})
+}
+
+// FuzzDropJSON is FuzzDropProtobuf for JSON, decoded case-sensitively as
+// client-go does.
+func FuzzDropJSON(f *testing.F) {
+	pod, err := utiljson.Marshal(wirePod())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(pod)
+	f.Add(pod[:len(pod)/2])
+	f.Add([]byte(`{"metadata":{"managedFields":[],"annotations":{"drop.example.com/a":"x"}} , "status":{"conditions":null,"phase":"Running"}}`))
+	f.Add([]byte(`{"metadata":{"annotations":{"drop.example.com/a":"x","drop.example.com/a":"y"}},"spec":{"containers":[1,{"env":[]},{"env":[{"name":"\"]}"}]}]}}`))
+	f.Add([]byte(`{"st\u0061tus":{"conditions":[{}]}}`))
+	f.Add([]byte(`[`))
+	tree, err := compileDropFields(wirePodDropFields, reflect.TypeFor[corev1.Pod](), true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var filter jsonFilter
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := bytes.Clone(data)
+		out, err := filter.drop(data, tree, false)
+		if err != nil {
+			if !bytes.Equal(out, in) || !bytes.Equal(data, in) {
+				t.Fatalf("rejected input changed: %v", err)
+			}
+			return
+		}
+		var want, got corev1.Pod
+		if utiljson.Unmarshal(in, &want) != nil {
+			return
+		}
+		if err := utiljson.Unmarshal(out, &got); err != nil {
+			t.Fatalf("the input decodes, the output %q does not: %v", out, err)
+		}
+		wireClear(&want)
+		if diff := cmp.Diff(&want, &got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("(-full decode with the fields cleared +projected):\n%s", diff)
+		}
+	})
+}
+
+// protobufWatchFrame is one event of a protobuf watch stream.
+func protobufWatchFrame(tb testing.TB, eventType string, obj runtime.Object) []byte {
+	tb.Helper()
+	event := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: encodeProtobuf(tb, obj)}}
+	data, err := event.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(data))), data...)
+}
+
+func TestDropFieldsWatchBody(t *testing.T) {
+	pod := wirePod()
+	status := &metav1.Status{Status: metav1.StatusFailure, Message: "gone", Code: 410}
+	// A bookmark's annotations may say that a streaming list's initial
+	// events end: it is passed on whole, as errors are.
+	bookmark := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9", Annotations: map[string]string{"drop.example.com/a": "true"}}}
+	protoStream := slices.Concat(protobufWatchFrame(t, "ADDED", pod), protobufWatchFrame(t, "ERROR", status), protobufWatchFrame(t, "BOOKMARK", bookmark), protobufWatchFrame(t, "MODIFIED", pod))
+	jsonPod, _ := utiljson.Marshal(pod)
+	jsonStatus, _ := utiljson.Marshal(status)
+	jsonBookmark, _ := utiljson.Marshal(bookmark)
+	jsonStream := []byte(`{"type":"ADDED","object":` + string(jsonPod) + "}\n" +
+		`{"type":"ERROR","object":` + string(jsonStatus) + "}\n" +
+		`{"type":"BOOKMARK","object":` + string(jsonBookmark) + "}\n" +
+		`{"object":` + string(jsonPod) + `,"type":"MODIFIED"}` + "\n")
+	projected := wirePod()
+	wireClear(projected)
+	projectedJSON, _ := utiljson.Marshal(projected)
+	wantJSON := `{"type":"ADDED","object":` + string(projectedJSON) + "}\n" +
+		`{"type":"ERROR","object":` + string(jsonStatus) + "}\n" +
+		`{"type":"BOOKMARK","object":` + string(jsonBookmark) + "}\n" +
+		`{"object":` + string(projectedJSON) + `,"type":"MODIFIED"}` + "\n"
+	wantProto := slices.Concat(protobufWatchFrame(t, "ADDED", projected), protobufWatchFrame(t, "ERROR", status), protobufWatchFrame(t, "BOOKMARK", bookmark), protobufWatchFrame(t, "MODIFIED", projected))
+
+	for _, tc := range []struct {
+		name     string
+		protobuf bool
+		in       []byte
+		want     []byte
+	}{
+		{"protobuf", true, protoStream, wantProto},
+		{"json", false, jsonStream, []byte(wantJSON)},
+	} {
+		for _, reader := range []struct {
+			name string
+			wrap func(io.Reader) io.Reader
+		}{
+			{"whole", func(r io.Reader) io.Reader { return r }},
+			{"byte by byte", iotest.OneByteReader},
+			{"half", iotest.HalfReader},
+		} {
+			t.Run(tc.name+"/"+reader.name, func(t *testing.T) {
+				tr := wireTransport(t)
+				tree := tr.jsonEvent
+				if tc.protobuf {
+					tree = tr.protoEvent
+				}
+				body := &dropFieldsWatchBody{src: io.NopCloser(reader.wrap(bytes.NewReader(bytes.Clone(tc.in)))), t: tr, tree: tree, protobuf: tc.protobuf}
+				got, err := io.ReadAll(iotest.OneByteReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, tc.want) {
+					t.Errorf("filtered stream:\n got %q\nwant %q", got, tc.want)
+				}
+				if n := tr.malformed.Load(); n != 0 {
+					t.Errorf("%d malformed", n)
+				}
+			})
+		}
+	}
+}
+
+func TestDropFieldsWatchBodyPassesMalformedEventsOn(t *testing.T) {
+	good := protobufWatchFrame(t, "ADDED", wirePod())
+	bad := binary.BigEndian.AppendUint32(nil, 3)
+	bad = append(bad, 0x12, 0x05, 0x0a) // an object field longer than the event
+	truncated := good[:len(good)-3]
+	projected := wirePod()
+	wireClear(projected)
+	want := slices.Concat(bad, protobufWatchFrame(t, "ADDED", projected), truncated)
+	tr := wireTransport(t)
+	body := &dropFieldsWatchBody{src: io.NopCloser(bytes.NewReader(slices.Concat(bad, good, truncated))), t: tr, tree: tr.protoEvent, protobuf: true}
+	got, err := io.ReadAll(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("filtered stream:\n got %q\nwant %q", got, want)
+	}
+	if n := tr.malformed.Load(); n != 1 {
+		t.Errorf("%d malformed events counted, want 1", n)
+	}
+
+	// A JSON stream of something else than objects is passed on whole.
+	tr = wireTransport(t)
+	in := `{"type":"ADDED","object":{}}` + "\n" + `["not an event"] {"type":"ADDED","object":{"metadata":{"managedFields":[]}}}`
+	body = &dropFieldsWatchBody{src: io.NopCloser(strings.NewReader(in)), t: tr, tree: tr.jsonEvent}
+	got, err = io.ReadAll(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != in {
+		t.Errorf("filtered stream:\n got %q\nwant %q", got, in)
+	}
+	if n := tr.malformed.Load(); n != 1 {
+		t.Errorf("%d malformed counted, want 1", n)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func TestDropFieldsTransportPassesAMalformedListOn(t *testing.T) {
+	body := []byte(protobufMagic + "\x12\x05\x12\x10")
+	tr := wireTransport(t)
+	client := tr.wrap(&http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{
+			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf"}},
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		}, nil
+	})})
+	resp, err := client.Get("http://server/api/v1/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, body) {
+		t.Errorf("body = %q, want it unchanged: %q", got, body)
+	}
+	if n := tr.malformed.Load(); n != 1 {
+		t.Errorf("%d malformed counted, want 1", n)
+	}
+}
