@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,7 +25,7 @@ import (
 )
 
 func readmeWebPods(ctx context.Context, config *rest.Config) ([]*corev1.Pod, error) {
-	factory, err := informer.NewFactory(config, informer.FactoryOptions{Transform: informer.StripManagedFields[metav1.Object]})
+	factory, err := informer.NewFactory(config, informer.FactoryOptions{DropFields: []string{informer.ManagedFields}})
 	if err != nil {
 		return nil, err
 	}
