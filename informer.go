@@ -174,7 +174,7 @@ type Informer[T Object] struct {
 
 // NewInformer returns an informer for the objects lw lists and watches. It
 // does nothing until Run is called. It fails if lw is nil or opts are
-// invalid (a negative ResyncPeriod).
+// invalid (a negative ResyncPeriod, DropFields set).
 func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Informer[T], error) {
 	if lw == nil {
 		return nil, fmt.Errorf("%s: NewInformer needs a ListerWatcher, got nil", informerNameFor[T](opts.Name))

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/informertest"
 )
 
 // podDropFields are the paths the projection tests drop from pods: one of
@@ -302,11 +303,11 @@ func TestDropFieldsRejectsUnknownPaths(t *testing.T) {
 }
 
 func TestDropFieldsOfNewInformerIsAnError(t *testing.T) {
-	inf := informer.NewInformer[*corev1.Pod](nil, informer.InformerOptions[*corev1.Pod]{Name: "pods", DropFields: []string{informer.ManagedFields}})
-	_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{})
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
+	_, err := informer.NewInformer[*corev1.Pod](lw, informer.InformerOptions[*corev1.Pod]{Name: "pods", DropFields: []string{informer.ManagedFields}})
 	const want = "Informer pods: invalid options: InformerOptions.DropFields applies to informers made by For; the ListerWatcher of NewInformer decodes the objects: set its RESTOptions.DropFields"
 	if err == nil || err.Error() != want {
-		t.Errorf("AddEventHandler error = %v\nwant %s", err, want)
+		t.Errorf("NewInformer error = %v\nwant %s", err, want)
 	}
 }
 
