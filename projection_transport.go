@@ -149,7 +149,8 @@ func (t *dropFieldsTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	}
 	var filtered []byte
 	if protobuf {
-		filtered, err = dropProtobuf(body, tree)
+		var p protoRewriter
+		filtered, err = p.drop(body, tree)
 	} else {
 		var f jsonFilter
 		filtered, err = f.drop(body, tree, false)
@@ -200,6 +201,7 @@ type dropFieldsWatchBody struct {
 	// event too long to buffer or a JSON stream that is not objects.
 	passThrough bool
 	err         error // of src, returned once everything before it is out
+	proto       protoRewriter
 	json        jsonFilter
 	split       jsonSplitter
 }
@@ -302,7 +304,7 @@ func (b *dropFieldsWatchBody) filter(frame []byte) []byte {
 		if passedWhole(protoWatchEventType(event)) {
 			return frame
 		}
-		if filtered, err = dropProtobuf(event, b.tree); err == nil {
+		if filtered, err = b.proto.drop(event, b.tree); err == nil {
 			binary.BigEndian.PutUint32(frame, uint32(len(filtered)))
 			filtered = frame[:4+len(filtered)]
 		}

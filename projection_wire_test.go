@@ -95,7 +95,8 @@ func FuzzDropProtobuf(f *testing.F) {
 	tree := wireTransport(f).protoEvent.sub[0].sub[0] // one object: magic, envelope, pod
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := bytes.Clone(data)
-		out, err := dropProtobuf(data, tree)
+		var p protoRewriter
+		out, err := p.drop(data, tree)
 		if err != nil {
 			if !bytes.Equal(out, in) || !bytes.Equal(data, in) {
 				t.Fatalf("rejected input changed: %v", err)
@@ -294,5 +295,40 @@ func TestDropFieldsTransportPassesAMalformedListOn(t *testing.T) {
 	}
 	if n := tr.malformed.Load(); n != 1 {
 		t.Errorf("%d malformed counted, want 1", n)
+	}
+}
+
+// BenchmarkDropProtobuf drops wirePodDropFields from a pod's watch event,
+// in place, as the watch body does with each event.
+func BenchmarkDropProtobuf(b *testing.B) {
+	frame := protobufWatchFrame(b, "ADDED", wirePod())[4:]
+	tree := wireTransport(b).protoEvent
+	buf := make([]byte, len(frame))
+	var p protoRewriter
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(buf, frame)
+		if _, err := p.drop(buf, tree); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDropJSON is BenchmarkDropProtobuf for a JSON watch event.
+func BenchmarkDropJSON(b *testing.B) {
+	pod, err := utiljson.Marshal(wirePod())
+	if err != nil {
+		b.Fatal(err)
+	}
+	frame := []byte(`{"type":"ADDED","object":` + string(pod) + `}`)
+	tree := wireTransport(b).jsonEvent
+	buf := make([]byte, len(frame))
+	var filter jsonFilter
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(buf, frame)
+		if _, err := filter.drop(buf, tree, true); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
