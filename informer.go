@@ -440,6 +440,11 @@ type InformerStats struct {
 	// Consistency counts the consistency checks and the differences they
 	// found (see [Informer.CheckConsistency]).
 	Consistency ConsistencyStats
+	// DropFieldsFailures counts the list responses and watch events from
+	// which the ListerWatcher could not drop the fields of DropFields
+	// (bytes it could not parse): they were passed on whole, to be decoded
+	// or rejected by the client (see [RESTOptions].DropFields).
+	DropFieldsFailures int64
 }
 
 // Stats returns the informer's counters.
@@ -450,6 +455,8 @@ func (i *Informer[T]) Stats() InformerStats {
 		StoreErrors:     i.storeErrors.Load(),
 		MutatedObjects:  i.mutatedObjects(),
 		Consistency:     i.consistency.load(),
+		// Counted by the ListerWatchers built from a rest.Config.
+		DropFieldsFailures: dropFieldsFailures(i.lw),
 	}
 }
 

@@ -36,6 +36,25 @@ type dropFieldsTransport struct {
 	malformed                                  atomic.Int64
 }
 
+// failures returns the number of responses and watch events passed on
+// whole; 0 for a nil t.
+func (t *dropFieldsTransport) failures() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.malformed.Load()
+}
+
+// dropFieldsFailures returns what lw's dropFieldsTransport counted, or 0
+// for a ListerWatcher without one.
+func dropFieldsFailures(lw any) int64 {
+	counter, ok := lw.(interface{ dropFields() *dropFieldsTransport })
+	if !ok {
+		return 0
+	}
+	return counter.dropFields().failures()
+}
+
 // maxWatchFrame bounds the watch event the transport buffers to filter; a
 // longer one (none is near it: etcd limits objects to 1.5 MiB) turns the
 // rest of the watch into a pass-through.

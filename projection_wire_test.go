@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // wirePodDropFields are the paths the wire tests drop; wireClear clears
@@ -330,5 +331,31 @@ func BenchmarkDropJSON(b *testing.B) {
 		if _, err := filter.drop(buf, tree, true); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestDropFieldsFailuresAreCounted(t *testing.T) {
+	body := []byte("k8s\x00\x12\x05\x12\x10") // a list field longer than the body
+	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{
+			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {string(ContentTypeProtobuf)}},
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		}, nil
+	})}
+	lw, err := NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server.invalid"}, RESTOptions{
+		HTTPClient: client, DropFields: []string{ManagedFields},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lw.List(t.Context(), metav1.ListOptions{}); err == nil {
+		t.Error("List of a malformed body: no error")
+	}
+	inf, err := NewInformer(lw, InformerOptions[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(InformerStats{DropFieldsFailures: 1}, inf.Stats()); diff != "" {
+		t.Errorf("Stats (-want +got):\n%s", diff)
 	}
 }

@@ -21,6 +21,7 @@ type metadataListerWatcher struct {
 	client   metadata.ResourceInterface
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
+	drop     *dropFieldsTransport // nil without DropFields
 }
 
 // NewMetadataListerWatcher returns a ListerWatcher of only the metadata of
@@ -60,7 +61,12 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 	if opts.Namespace != "" {
 		scoped = getter.Namespace(opts.Namespace)
 	}
-	return &metadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions}, nil
+	return &metadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}, nil
+}
+
+// dropFields returns the filter of DropFields, for InformerStats.
+func (lw *metadataListerWatcher) dropFields() *dropFieldsTransport {
+	return lw.drop
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.
@@ -105,6 +111,7 @@ type dynamicListerWatcher struct {
 	client   dynamic.ResourceInterface
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
+	drop     *dropFieldsTransport // nil without DropFields
 }
 
 // NewDynamicListerWatcher returns a ListerWatcher of opts.Resource as
@@ -144,7 +151,12 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	if opts.Namespace != "" {
 		scoped = getter.Namespace(opts.Namespace)
 	}
-	return &dynamicListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions}, nil
+	return &dynamicListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}, nil
+}
+
+// dropFields returns the filter of DropFields, for InformerStats.
+func (lw *dynamicListerWatcher) dropFields() *dropFieldsTransport {
+	return lw.drop
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.

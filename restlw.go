@@ -83,7 +83,7 @@ type RESTOptions struct {
 	// bodies and each watch event; events of type ERROR (a Status) and
 	// BOOKMARK (metadata marking progress) are left alone.
 	// A response or event that cannot be parsed is decoded whole instead,
-	// and logged. Do not drop a field an index function, a selector or
+	// logged, and counted in the informer's Stats().DropFieldsFailures. Do not drop a field an index function, a selector or
 	// the metadata the informer needs (name, namespace, resourceVersion)
 	// depends on.
 	DropFields []string
@@ -110,6 +110,7 @@ type restListerWatcher[T Object] struct {
 	resource  schema.GroupVersionResource
 	namespace string
 	tweak     func(*metav1.ListOptions)
+	drop      *dropFieldsTransport // nil without DropFields
 }
 
 // NewRESTListerWatcher returns a ListerWatcher for objects of a Go type T (a
@@ -183,7 +184,13 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 		resource:  resource,
 		namespace: opts.Namespace,
 		tweak:     opts.TweakListOptions,
+		drop:      drop,
 	}, nil
+}
+
+// dropFields returns the filter of DropFields, for InformerStats.
+func (lw *restListerWatcher[T]) dropFields() *dropFieldsTransport {
+	return lw.drop
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.
