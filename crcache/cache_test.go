@@ -20,12 +20,14 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubetyped/informer/crcache/internal/pods"
 )
 
-// testPods is a small cluster of benchPods: 300 pods in 10 namespaces.
+// testPods is a small cluster of benchmark pods (pods.Pod): 300 pods in 10 namespaces.
 func testPods(cluster *fakeCluster) {
 	for i := range 300 {
-		cluster.Create(benchPod(i, 10))
+		cluster.Create(pods.Pod(i, 10))
 	}
 }
 
@@ -418,7 +420,7 @@ func cmNames(l corev1.ConfigMapList) []string {
 // that transforms run, and that RemoveInformer stops the informer.
 func TestInformer(t *testing.T) {
 	cluster := newFakeCluster()
-	cluster.Create(benchPod(1, 10))
+	cluster.Create(pods.Pod(1, 10))
 	opts := testOptions(t)
 	opts.DefaultTransform = func(obj any) (any, error) {
 		obj.(client.Object).SetManagedFields(nil)
@@ -450,8 +452,8 @@ func TestInformer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster.Create(benchPod(2, 10))
-	p := benchPod(2, 10)
+	cluster.Create(pods.Pod(2, 10))
+	p := pods.Pod(2, 10)
 	p.Labels["new"] = "label"
 	cluster.Update(p)
 	cluster.Delete(p)

@@ -1,4 +1,7 @@
-package crcache
+// Package pods builds the pods of the benchmark workloads
+// (shared/benchmarks.md, "The pods"), for the cache's tests and its
+// benchmark command.
+package pods
 
 import (
 	"fmt"
@@ -11,11 +14,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// benchPod returns pod i of the benchmark workloads (../../shared
-// benchmarks.md, "The pods"): namespace ns-<i%namespaces>, labels app, tier
-// and pod-template-hash, two annotations, an owner reference, one container
-// and a running status; about 5.5 KB on the heap.
-func benchPod(i, namespaces int) *corev1.Pod {
+// Pod returns pod i of the benchmark workloads: namespace
+// ns-<i%namespaces>, labels app (app-<i%100>), tier (tier-<i%3>) and
+// pod-template-hash, two annotations, an owner reference, one container and
+// a running status; about 5.5 KB on the heap. It is deterministic.
+func Pod(i, namespaces int) *corev1.Pod {
 	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second))
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
