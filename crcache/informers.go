@@ -191,12 +191,10 @@ func (s *informerSet) WaitForCacheSync(ctx context.Context) bool {
 	return true
 }
 
-// entryFor returns the informer for gvk in obj's form, creating it (and
-// running it, once the set is started) unless failOnMissing. With block,
-// it waits for a started informer to sync. started reports whether Start
-// was called.
-func (s *informerSet) entryFor(ctx context.Context, gvk schema.GroupVersionKind, obj runtime.Object, failOnMissing, block bool) (started bool, e *entry, err error) {
-	key := entryKey{gvk: gvk, form: formOf(obj)}
+// entryFor returns the informer for key, creating it (and running it,
+// once the set is started) unless failOnMissing. With block, it waits for
+// a started informer to sync. started reports whether Start was called.
+func (s *informerSet) entryFor(ctx context.Context, key entryKey, failOnMissing, block bool) (started bool, e *entry, err error) {
 	s.mu.RLock()
 	e, ok := s.entries[key]
 	started = s.started
@@ -217,7 +215,7 @@ func (s *informerSet) entryFor(ctx context.Context, gvk schema.GroupVersionKind,
 			case <-ctx.Done():
 			}
 		}
-		return started, nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %v informer to sync", gvk), 0)
+		return started, nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %v informer to sync", key.gvk), 0)
 	}
 	return started, e, nil
 }
@@ -339,7 +337,7 @@ func (s *informerSet) GetInformer(ctx context.Context, obj client.Object, opts .
 	if err != nil {
 		return nil, err
 	}
-	_, e, err := s.entryFor(ctx, gvk, obj, false, blockUntilSynced(opts))
+	_, e, err := s.entryFor(ctx, entryKey{gvk: gvk, form: formOf(obj)}, false, blockUntilSynced(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +350,7 @@ func (s *informerSet) GetInformerForKind(ctx context.Context, gvk schema.GroupVe
 	if err != nil {
 		return nil, err
 	}
-	_, e, err := s.entryFor(ctx, gvk, obj, false, blockUntilSynced(opts))
+	_, e, err := s.entryFor(ctx, entryKey{gvk: gvk, form: formOf(obj)}, false, blockUntilSynced(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +397,7 @@ func (s *informerSet) IndexField(ctx context.Context, obj client.Object, field s
 	if err != nil {
 		return err
 	}
-	_, e, err := s.entryFor(ctx, gvk, obj, false, false)
+	_, e, err := s.entryFor(ctx, entryKey{gvk: gvk, form: formOf(obj)}, false, false)
 	if err != nil {
 		return err
 	}

@@ -196,11 +196,11 @@ func (c *multiNamespaceCache) List(ctx context.Context, list client.ObjectList, 
 	if o.Continue != "" {
 		return errContinue
 	}
-	gvk, proto, err := objectForList(c.scheme, list)
+	key, err := listEntryKey(c.scheme, list)
 	if err != nil {
 		return err
 	}
-	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.mapper)
+	namespaced, err := apiutil.IsGVKNamespaced(key.gvk, c.mapper)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (c *multiNamespaceCache) List(ctx context.Context, list client.ObjectList, 
 	remaining := o.Limit
 	for _, ns := range c.sortedNamespaces() {
 		s := c.namespaces[ns]
-		e, err := s.readEntry(ctx, gvk, proto)
+		e, err := s.readEntry(ctx, key)
 		if err != nil {
 			return err
 		}

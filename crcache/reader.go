@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,11 +27,11 @@ const continueNotSupported = "continue-not-supported"
 // errContinue is returned for a list with a continue token.
 var errContinue = errors.New("continue list option is not supported by the cache")
 
-// readEntry returns the informer entry a read of gvk uses (obj is an object
-// of that kind), starting it unless ReaderFailOnMissingInformer is set and
-// waiting for its sync, or ErrCacheNotStarted before Start.
-func (s *informerSet) readEntry(ctx context.Context, gvk schema.GroupVersionKind, obj runtime.Object) (*entry, error) {
-	started, e, err := s.entryFor(ctx, gvk, obj, s.readerFailOnMissingInformer, true)
+// readEntry returns the informer entry a read uses, starting it unless
+// ReaderFailOnMissingInformer is set and waiting for its sync, or
+// ErrCacheNotStarted before Start.
+func (s *informerSet) readEntry(ctx context.Context, key entryKey) (*entry, error) {
+	started, e, err := s.entryFor(ctx, key, s.readerFailOnMissingInformer, true)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +49,7 @@ func (s *informerSet) Get(ctx context.Context, key client.ObjectKey, out client.
 	if err != nil {
 		return err
 	}
-	e, err := s.readEntry(ctx, gvk, out)
+	e, err := s.readEntry(ctx, entryKey{gvk: gvk, form: formOf(out)})
 	if err != nil {
 		return err
 	}
@@ -67,11 +65,11 @@ func (s *informerSet) List(ctx context.Context, out client.ObjectList, opts ...c
 	if o.Continue != "" {
 		return errContinue
 	}
-	gvk, proto, err := objectForList(s.scheme, out)
+	key, err := listEntryKey(s.scheme, out)
 	if err != nil {
 		return err
 	}
-	e, err := s.readEntry(ctx, gvk, proto)
+	e, err := s.readEntry(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -85,26 +83,20 @@ func (s *informerSet) List(ctx context.Context, out client.ObjectList, opts ...c
 	return writeList(out, []listPart{{e: e, objs: objs, deepCopy: e.deepCopy(o.UnsafeDisableDeepCopy)}})
 }
 
-// objectForList returns the kind of a list's items and an object of the
-// form the informer holds.
-func objectForList(scheme *runtime.Scheme, list client.ObjectList) (schema.GroupVersionKind, runtime.Object, error) {
+// listEntryKey returns the informer that holds the items of list: their
+// kind and form. It allocates nothing, since a List calls it every time; a
+// typed list of a kind the scheme does not know fails as scheme.New would.
+func listEntryKey(scheme *runtime.Scheme, list client.ObjectList) (entryKey, error) {
 	gvk, err := apiutil.GVKForObject(list, scheme)
 	if err != nil {
-		return gvk, nil, err
+		return entryKey{}, err
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	switch formOf(list) {
-	case formUnstructured:
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		return gvk, u, nil
-	case formMetadata:
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(gvk)
-		return gvk, m, nil
+	form := formOf(list)
+	if form == formTyped && !scheme.Recognizes(gvk) {
+		return entryKey{}, runtime.NewNotRegisteredErrForKind(scheme.Name(), gvk)
 	}
-	obj, err := scheme.New(gvk)
-	return gvk, obj, err
+	return entryKey{gvk: gvk, form: form}, nil
 }
 
 // deepCopy reports whether a read copies objects, given its

@@ -123,17 +123,26 @@ func runW7(cfg config) ([]row, error) {
 				}
 			}
 			name := rc.name + ", " + copyNote
-			ns := func(i int) []float64 { return field(results[i], func(s opStats) float64 { return s.nsPerOp }) }
-			allocs := func(i int) []float64 { return field(results[i], func(s opStats) float64 { return s.allocsPerOp }) }
-			rows = append(rows,
-				newRow("W7", name, "ns/op", ns(0), ns(1)),
-				newRow("W7", name, "allocs/op", allocs(0), allocs(1)))
-			fmt.Fprintf(os.Stderr, "W7 %s: controller-runtime %v, crcache %v ns/op", name, ns(0), ns(1))
-			if len(ops) == 3 {
-				rows = append(rows, newRow("W7", name+": copy floor in the crcache column", "ns/op", ns(0), ns(2)))
-				fmt.Fprintf(os.Stderr, ", copy floor %v", ns(2))
+			metrics := []struct {
+				name string
+				of   func(opStats) float64
+			}{
+				{"ns/op", func(s opStats) float64 { return s.nsPerOp }},
+				{"CPU ns/op", func(s opStats) float64 { return s.cpuNsPerOp }},
+				{"allocs/op", func(s opStats) float64 { return s.allocsPerOp }},
 			}
-			fmt.Fprintln(os.Stderr)
+			for _, m := range metrics {
+				rows = append(rows, newRow("W7", name, m.name, field(results[0], m.of), field(results[1], m.of)))
+			}
+			if len(ops) == 3 {
+				for _, m := range metrics[:2] {
+					rows = append(rows, newRow("W7", name+": copy floor in the crcache column", m.name, field(results[0], m.of), field(results[2], m.of)))
+				}
+			}
+			for i, side := range []string{"controller-runtime", "crcache", "copy floor"}[:len(ops)] {
+				fmt.Fprintf(os.Stderr, "W7 %s: %s: ns/op %.0f, CPU ns/op %.0f\n", name, side,
+					field(results[i], metrics[0].of), field(results[i], metrics[1].of))
+			}
 		}
 	}
 	return rows, nil
