@@ -316,6 +316,8 @@ func formatValue(metric string, v float64) string {
 	switch {
 	case metric == "allocs/op":
 		return fmt.Sprintf("%.0f", v)
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f s", v/1e9)
 	case v >= 1e6:
 		return fmt.Sprintf("%.2f ms", v/1e6)
 	case v >= 1e3:
