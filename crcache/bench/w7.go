@@ -136,6 +136,7 @@ func runW7(cfg config) ([]row, error) {
 				{"ns/op", func(s opStats) float64 { return s.nsPerOp }},
 				{"CPU ns/op", func(s opStats) float64 { return s.cpuNsPerOp }},
 				{"allocs/op", func(s opStats) float64 { return s.allocsPerOp }},
+				{"B/op", func(s opStats) float64 { return s.bytesPerOp }},
 			}
 			for _, m := range metrics {
 				rows = append(rows, newRow("W7", name, m.name, field(results[0], m.of), field(results[1], m.of)))
