@@ -87,7 +87,7 @@ func (c *clientListerWatcher[T, L]) List(ctx context.Context, options metav1.Lis
 	if err != nil {
 		return nil, fmt.Errorf("extracting the items of a %T: %w", list, err)
 	}
-	return &ListResult[T]{Items: items, ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue()}, nil
+	return &ListResult[T]{Items: items, ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue(), ShardSelector: appliedShardSelector(list)}, nil
 }
 
 // Watch implements ListerWatcher. The reflector drops (and reports) events
@@ -180,7 +180,7 @@ func (c *cacheListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	if err != nil {
 		return nil, fmt.Errorf("list result %T: %w", list, err)
 	}
-	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue()}, nil
+	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue(), ShardSelector: appliedShardSelector(list)}, nil
 }
 
 // Watch implements ListerWatcher.

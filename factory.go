@@ -78,6 +78,9 @@ type FactoryOptions struct {
 	// fields. Every path must exist in the type of every informer made
 	// (metadata paths do), else For fails.
 	DropFields []string
+	// Shard, if set, restricts every informer created without
+	// [InformerOptions].Shard to a shard of its resource (see [Shard]).
+	Shard *Shard
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -161,6 +164,11 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 	if err := validateResync("FactoryOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
 		return nil, fmt.Errorf("informer factory: %w", err)
 	}
+	if opts.Shard != nil {
+		if err := opts.Shard.validate(); err != nil {
+			return nil, fmt.Errorf("informer factory: FactoryOptions.%w", err)
+		}
+	}
 	f := &Factory{
 		config:     rest.CopyConfig(config),
 		opts:       opts,
@@ -230,6 +238,11 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 	}
 	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
 		return nil, fmt.Errorf("informer for %v: %w", typ, err)
+	}
+	if opts.Shard != nil {
+		if err := opts.Shard.validate(); err != nil {
+			return nil, fmt.Errorf("informer for %v: InformerOptions.%w", typ, err)
+		}
 	}
 	restOpts := RESTOptions{
 		Scheme:           f.opts.Scheme,
@@ -317,6 +330,9 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 		opts.ConsistencyCheck = f.opts.ConsistencyCheck
 	}
 	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
+	if opts.Shard == nil {
+		opts.Shard = f.opts.Shard
+	}
 	opts.Resource = key.Resource
 	opts.DropFields = nil // lw drops them
 	inf, err := NewInformer(lw, opts)
@@ -373,6 +389,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"MissingResourceRetry", opts.MissingResourceRetry != 0},
 		{"ConsistencyCheck", opts.ConsistencyCheck != ConsistencyCheckOptions{}},
 		{"DropFields", len(opts.DropFields) > 0},
+		{"Shard", opts.Shard != nil},
 	} {
 		if field.set {
 			set = append(set, field.name)

@@ -93,6 +93,11 @@ type InformerOptions[T Object] struct {
 	// ListerWatcher decodes the objects, rejects them: give them to the
 	// ListerWatcher's [RESTOptions] instead.
 	DropFields []string
+	// Shard, if set, restricts the informer to a shard of the resource (see
+	// [Shard] and docs/sharding.md): the server sends only the shard's
+	// objects. For an informer made by [For], nil means
+	// [FactoryOptions].Shard.
+	Shard *Shard
 }
 
 // Informer lists and watches one resource type, keeps the objects in an
@@ -185,6 +190,11 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	if len(opts.DropFields) > 0 {
 		return nil, fmt.Errorf("%s: invalid options: InformerOptions.DropFields applies to informers made by For; the ListerWatcher of NewInformer decodes the objects: set its RESTOptions.DropFields", informerNameFor[T](opts.Name))
 	}
+	if opts.Shard != nil {
+		if err := opts.Shard.validate(); err != nil {
+			return nil, fmt.Errorf("%s: invalid options: InformerOptions.%w", informerNameFor[T](opts.Name), err)
+		}
+	}
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -214,6 +224,9 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	if mutationDetectionRequested(opts.DetectMutations) {
 		i.detector = newMutationDetector(indexer, clk)
 		indexer.detector = i.detector
+	}
+	if opts.Shard != nil {
+		i.shardOn(opts.Shard)
 	}
 	return i, nil
 }

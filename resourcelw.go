@@ -178,7 +178,8 @@ func (lw *dynamicListerWatcher) List(ctx context.Context, options metav1.ListOpt
 	for i := range list.Items {
 		items[i] = &list.Items[i]
 	}
-	return &ListResult[*unstructured.Unstructured]{Items: items, ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue()}, nil
+	selector, _, _ := unstructured.NestedString(list.Object, "metadata", "shardInfo", "selector")
+	return &ListResult[*unstructured.Unstructured]{Items: items, ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue(), ShardSelector: selector}, nil
 }
 
 // Watch starts a watch whose events carry *unstructured.Unstructured.

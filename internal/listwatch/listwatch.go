@@ -12,4 +12,7 @@ type ListResult[T any] struct {
 	ResourceVersion string
 	// Continue is the token for the next page; empty on the last page.
 	Continue string
+	// ShardSelector is the shard selector the server says it applied (the
+	// list's metadata.shardInfo.selector); empty when it applied none.
+	ShardSelector string
 }

@@ -1,0 +1,219 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// shardMode is what a shardListerWatcher learned of the server.
+type shardMode int32
+
+const (
+	shardModeUnknown shardMode = iota
+	// shardModeServer: the server filters by the selector.
+	shardModeServer
+	// shardModeClient: the server ignores it; the lister-watcher filters.
+	shardModeClient
+)
+
+// shardListerWatcher restricts every list and watch of inner to hash ranges
+// of a shard key: it sets ListOptions.ShardSelector, checks once that the
+// server applies it, and, if it does not, fails with errShardingNotEnabled
+// or, with filterOnClient, filters the objects itself.
+type shardListerWatcher[T Object] struct {
+	inner          ListerWatcher[T]
+	key            ShardKey
+	filterOnClient bool
+	// ranges are the current ranges; a dynamic shard changes them, and the
+	// next list or watch asks for the new ones.
+	ranges atomic.Pointer[[]hashRange]
+	mode   atomic.Int32
+
+	// mu guards watches, the watches started and not yet stopped, which
+	// endWatches stops.
+	mu      sync.Mutex
+	watches map[*trackedWatch]struct{}
+}
+
+func newShardListerWatcher[T Object](inner ListerWatcher[T], key ShardKey, filterOnClient bool, ranges []hashRange) *shardListerWatcher[T] {
+	lw := &shardListerWatcher[T]{inner: inner, key: key, filterOnClient: filterOnClient, watches: map[*trackedWatch]struct{}{}}
+	lw.ranges.Store(&ranges)
+	return lw
+}
+
+// setRanges changes the ranges of the next lists and watches.
+func (lw *shardListerWatcher[T]) setRanges(ranges []hashRange) { lw.ranges.Store(&ranges) }
+
+// errNoRanges stops a list or watch of a shard that holds nothing (which
+// the server would read as "everything").
+var errNoRanges = errors.New("the shard holds no hash range")
+
+// selector returns the current shard selector.
+func (lw *shardListerWatcher[T]) selector() (string, error) {
+	ranges := *lw.ranges.Load()
+	if len(ranges) == 0 {
+		return "", errNoRanges
+	}
+	return shardSelector(lw.key, ranges), nil
+}
+
+// inShard reports whether obj belongs to the current ranges.
+func (lw *shardListerWatcher[T]) inShard(obj T) bool {
+	h := shardHash(shardValue(lw.key, obj))
+	for _, r := range *lw.ranges.Load() {
+		if r.contains(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// List lists the shard's objects.
+func (lw *shardListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
+	mode, err := lw.serverMode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if options.ShardSelector, err = lw.selector(); err != nil {
+		return nil, err
+	}
+	res, err := lw.inner.List(ctx, options)
+	if err != nil || res == nil || mode == shardModeServer {
+		return res, err
+	}
+	kept := res.Items[:0]
+	for _, obj := range res.Items {
+		if lw.inShard(obj) {
+			kept = append(kept, obj)
+		}
+	}
+	clear(res.Items[len(kept):])
+	res.Items = kept
+	return res, nil
+}
+
+// Watch watches the shard's objects.
+func (lw *shardListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	mode, err := lw.serverMode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if options.ShardSelector, err = lw.selector(); err != nil {
+		return nil, err
+	}
+	w, err := lw.inner.Watch(ctx, options)
+	if err != nil {
+		return nil, err
+	}
+	if mode == shardModeClient {
+		w = watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			obj, ok := ev.Object.(T)
+			return ev, !ok || lw.inShard(obj)
+		})
+	}
+	tw := &trackedWatch{Interface: w, lw: func(tw *trackedWatch) { lw.untrack(tw) }}
+	lw.mu.Lock()
+	lw.watches[tw] = struct{}{}
+	lw.mu.Unlock()
+	return tw, nil
+}
+
+// endWatches stops the running watches, so that the reflector watches again
+// from where it was, with the current ranges: narrowing a shard needs no
+// relist.
+func (lw *shardListerWatcher[T]) endWatches() {
+	lw.mu.Lock()
+	watches := make([]*trackedWatch, 0, len(lw.watches))
+	for tw := range lw.watches {
+		watches = append(watches, tw)
+	}
+	lw.mu.Unlock()
+	for _, tw := range watches {
+		tw.Stop()
+	}
+}
+
+func (lw *shardListerWatcher[T]) untrack(tw *trackedWatch) {
+	lw.mu.Lock()
+	delete(lw.watches, tw)
+	lw.mu.Unlock()
+}
+
+// IsWatchListSemanticsUnSupported passes on inner's answer.
+func (lw *shardListerWatcher[T]) IsWatchListSemanticsUnSupported() bool {
+	d, ok := lw.inner.(watchListSemanticsDeclarer)
+	return ok && d.IsWatchListSemanticsUnSupported()
+}
+
+// trackedWatch is a watch its lister-watcher can stop.
+type trackedWatch struct {
+	watch.Interface
+	once sync.Once
+	lw   func(*trackedWatch)
+}
+
+// Stop stops the watch once.
+func (tw *trackedWatch) Stop() {
+	tw.once.Do(func() {
+		tw.Interface.Stop()
+		tw.lw(tw)
+	})
+}
+
+// invalidShardSelector is rejected by a server that reads shard selectors
+// (start not below end) and ignored by one that does not.
+const invalidShardSelector = "shardRange(object.metadata.uid, '0x0000000000000001', '0x0000000000000000')"
+
+// serverMode finds out, on the first call that gets an answer, whether the
+// server applies shard selectors: a list of one object echoes the selector
+// in its shardInfo if it does. Lists of metadata lose the shardInfo on the
+// way, so without it the server is asked to parse an invalid selector, which
+// only a server that reads them rejects.
+func (lw *shardListerWatcher[T]) serverMode(ctx context.Context) (shardMode, error) {
+	if mode := shardMode(lw.mode.Load()); mode != shardModeUnknown {
+		return mode, nil
+	}
+	sel, err := lw.selector()
+	if err != nil {
+		return shardModeUnknown, err
+	}
+	res, err := lw.inner.List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1, ShardSelector: sel})
+	if err != nil {
+		return shardModeUnknown, fmt.Errorf("checking that the server supports shard selectors: %w", err)
+	}
+	supported := res != nil && res.ShardSelector != ""
+	if !supported {
+		_, err := lw.inner.List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1, ShardSelector: invalidShardSelector})
+		supported = err != nil && strings.Contains(err.Error(), "invalid shard selector")
+		if err != nil && !supported {
+			return shardModeUnknown, fmt.Errorf("checking that the server supports shard selectors: %w", err)
+		}
+	}
+	mode := shardModeServer
+	if !supported {
+		if !lw.filterOnClient {
+			return shardModeUnknown, errShardingNotEnabled
+		}
+		mode = shardModeClient
+	}
+	lw.mode.Store(int32(mode))
+	return mode, nil
+}
+
+// appliedShardSelector returns the shard selector a typed list says the
+// server applied, or "".
+func appliedShardSelector(list any) string {
+	if sharded, ok := list.(metav1.ShardedListInterface); ok {
+		if info := sharded.GetShardInfo(); info != nil {
+			return info.Selector
+		}
+	}
+	return ""
+}
