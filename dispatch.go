@@ -65,7 +65,9 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			k++
 		case opResync:
 			for _, obj := range i.indexer.List() {
-				i.note(notification[T]{kind: notifyUpdate, old: obj, obj: obj, resync: true})
+				if rec.bulk == nil || rec.bulk.within(obj) {
+					i.note(notification[T]{kind: notifyUpdate, old: obj, obj: obj, resync: true})
+				}
 			}
 			k++
 		case opBookmark:
@@ -84,6 +86,10 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			i.flush()
 			i.queue.markSynced()
 			initial = false
+		}
+		if rec.bulk != nil && rec.bulk.applied != nil {
+			i.flush()
+			rec.bulk.applied()
 		}
 		if len(i.notes) >= dispatchChunk/2 {
 			i.flush()
@@ -163,7 +169,13 @@ func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], 
 // final-state-unknown deletion for every cached object missing from the
 // list, and an update or add for each listed object in list order.
 func (i *Informer[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], initial bool) {
-	removed, previous, err := i.indexer.replaceAll(bulk.list, bulk.resourceVersion)
+	var removed, previous []T
+	var err error
+	if bulk.within != nil {
+		removed, previous, err = i.indexer.replaceWithin(bulk.list, bulk.resourceVersion, bulk.within)
+	} else {
+		removed, previous, err = i.indexer.replaceAll(bulk.list, bulk.resourceVersion)
+	}
 	if err != nil {
 		i.storeFailed(logger, err, opReplace, *new(T))
 		return
@@ -172,7 +184,7 @@ func (i *Informer[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], init
 		i.detector.track(bulk.list...)
 	}
 	for _, obj := range removed {
-		i.note(notification[T]{kind: notifyDelete, obj: obj, finalStateUnknown: true})
+		i.note(notification[T]{kind: notifyDelete, obj: obj, finalStateUnknown: !bulk.moved, moved: bulk.moved})
 	}
 	var zero T
 	for k, obj := range bulk.list {

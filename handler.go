@@ -45,6 +45,12 @@ type DeletedObject[T Object] struct {
 	// FinalStateUnknown is true when the deletion was inferred from a relist
 	// that no longer contained the object (the watch missed the deletion).
 	FinalStateUnknown bool
+	// Moved is true when the object was not deleted but left the informer's
+	// dynamic shard: another member of its [ShardGroup] holds it now.
+	// Object is its last state seen here. A controller should forget the
+	// object rather than clean up after a deletion; [Enqueue] and
+	// [EnqueueWithKey] do not enqueue it.
+	Moved bool
 }
 
 // ResourceEventHandlerFuncs adapts up to three functions to a

@@ -224,6 +224,28 @@ func (s *Indexer[T]) replaceAll(items []T, resourceVersion string) (removed, pre
 	return s.replace(items, resourceVersion, true)
 }
 
+// replaceWithin is replaceAll limited to the objects within accepts: the
+// stored objects it rejects are kept as they are, the others are replaced
+// by items (which within must accept). removed and previous are as for
+// replaceAll, about items only. Only the dispatcher writes while it runs.
+func (s *Indexer[T]) replaceWithin(items []T, resourceVersion string, within func(T) bool) (removed, previous []T, err error) {
+	var kept []T
+	for _, obj := range s.List() {
+		if !within(obj) {
+			kept = append(kept, obj)
+		}
+	}
+	if resourceVersion == "" {
+		resourceVersion = s.LastStoreSyncResourceVersion()
+	}
+	all := append(kept, items...)
+	removed, previous, err = s.replace(all, resourceVersion, true)
+	if previous != nil {
+		previous = previous[len(kept):]
+	}
+	return removed, previous, err
+}
+
 func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (removed, previous []T, err error) {
 	for i, obj := range items {
 		if err := checkObject(obj); err != nil {

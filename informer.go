@@ -128,6 +128,8 @@ type Informer[T Object] struct {
 	metricsID       InformerID
 	// detector is the cache mutation detector; nil unless enabled.
 	detector *mutationDetector[T]
+	// dynamic runs the reflectors of a dynamic shard; nil otherwise.
+	dynamic *dynamicShard[T]
 
 	// mu guards the fields below and serializes handler registration. It is
 	// never held while waiting for anything, nor while calling handlers,
@@ -254,18 +256,24 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	i.runLogger = logger
 	i.queue.transform = i.transform
 	i.queue.logger = logger
-	r := NewReflector(i.lw, ReflectorStore[T](i.queue), ReflectorOptions{
-		Name:              i.name,
-		ResyncPeriod:      i.resyncCheckPeriod,
-		ShouldResync:      i.proc.shouldResync,
-		WatchErrorHandler: i.watchErrorHandler,
-		Clock:             i.clock,
-		Backoff:           i.backoff,
-		DisableWatchList:  i.noWatchList,
+	newReflector := func(lw ListerWatcher[T], store ReflectorStore[T]) *Reflector[T] {
+		return NewReflector(lw, store, ReflectorOptions{
+			Name:              i.name,
+			ResyncPeriod:      i.resyncCheckPeriod,
+			ShouldResync:      i.proc.shouldResync,
+			WatchErrorHandler: i.watchErrorHandler,
+			Clock:             i.clock,
+			Backoff:           i.backoff,
+			DisableWatchList:  i.noWatchList,
 
-		MissingResourceRetry: i.missingRetry,
-	})
-	i.reflector.Store(r)
+			MissingResourceRetry: i.missingRetry,
+		})
+	}
+	var r *Reflector[T]
+	if i.dynamic == nil {
+		r = newReflector(i.lw, i.queue)
+		i.reflector.Store(r)
+	}
 	i.registerMetrics()
 	for _, l := range i.proc.snapshot() {
 		l.start(&i.listenersWG, logger, i.metrics)
@@ -295,7 +303,11 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	} else {
 		close(detected)
 	}
-	r.Run(ctx)
+	if r != nil {
+		r.Run(ctx)
+	} else {
+		i.dynamic.run(ctx, i.queue, newReflector)
+	}
 	<-checked
 
 	i.mu.Lock()
@@ -325,7 +337,13 @@ func (i *Informer[T]) Run(ctx context.Context) {
 // applied to the cache (and its notifications handed to the handlers). It
 // says nothing about the handlers having processed them: see
 // [Registration.HasSynced].
-func (i *Informer[T]) HasSynced() bool { return i.queue.hasSynced() }
+//
+// The informer of a dynamic shard has synced when the ranges its member
+// holds now are listed and applied: it stops being synced while a range
+// it gained is being listed.
+func (i *Informer[T]) HasSynced() bool {
+	return i.queue.hasSynced() && (i.dynamic == nil || i.dynamic.synced())
+}
 
 // HasSyncedChecker returns a checker whose Done channel is closed once
 // HasSynced is true, for waiting without polling, as with client-go's
@@ -360,6 +378,9 @@ func informerNameFor[T Object](name string) string {
 // LastSyncResourceVersion returns the resource version the reflector last
 // saw, or "" before Run.
 func (i *Informer[T]) LastSyncResourceVersion() string {
+	if i.dynamic != nil {
+		return i.indexer.LastStoreSyncResourceVersion()
+	}
 	if r := i.reflector.Load(); r != nil {
 		return r.LastSyncResourceVersion()
 	}
@@ -387,6 +408,9 @@ func (i *Informer[T]) stopUnstarted() {
 // lastError returns the error of the last failed list or watch since the
 // cache last received the server's full state, or nil (also before Run).
 func (i *Informer[T]) lastError() error {
+	if i.dynamic != nil {
+		return i.dynamic.lastError()
+	}
 	if r := i.reflector.Load(); r != nil {
 		return r.lastError()
 	}
@@ -458,6 +482,10 @@ type InformerStats struct {
 	// (bytes it could not parse): they were passed on whole, to be decoded
 	// or rejected by the client (see [RESTOptions].DropFields).
 	DropFieldsFailures int64
+	// ShardWatches is the number of list+watch streams of a dynamic shard:
+	// one per range gained since they were last merged (see
+	// docs/sharding.md); 0 for other informers.
+	ShardWatches int
 }
 
 // Stats returns the informer's counters.
@@ -470,7 +498,16 @@ func (i *Informer[T]) Stats() InformerStats {
 		Consistency:     i.consistency.load(),
 		// Counted by the ListerWatchers built from a rest.Config.
 		DropFieldsFailures: dropFieldsFailures(i.lw),
+		ShardWatches:       i.shardWatches(),
 	}
+}
+
+// shardWatches returns the number of reflectors of a dynamic shard.
+func (i *Informer[T]) shardWatches() int {
+	if i.dynamic == nil {
+		return 0
+	}
+	return i.dynamic.watches()
 }
 
 // mutatedObjects returns the number of modified objects the mutation

@@ -348,7 +348,7 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 		case notifyUpdate:
 			l.handler.OnUpdate(n.old, n.obj)
 		case notifyDelete:
-			l.handler.OnDelete(DeletedObject[T]{Name: NameOf(n.obj), Object: n.obj, FinalStateUnknown: n.finalStateUnknown})
+			l.handler.OnDelete(DeletedObject[T]{Name: NameOf(n.obj), Object: n.obj, FinalStateUnknown: n.finalStateUnknown, Moved: n.moved})
 		case notifyBookmark:
 			l.bookmark(n.obj.GetResourceVersion())
 		default:

@@ -59,6 +59,9 @@ type notification[T Object] struct {
 	resync bool
 	// finalStateUnknown marks a deletion inferred from a relist.
 	finalStateUnknown bool
+	// moved marks a deletion of an object that moved to another member of
+	// a shard group.
+	moved bool
 }
 
 // minimumResyncPeriod is the smallest resync period a handler can get, as in

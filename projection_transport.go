@@ -48,11 +48,16 @@ func (t *dropFieldsTransport) failures() int64 {
 // dropFieldsFailures returns what lw's dropFieldsTransport counted, or 0
 // for a ListerWatcher without one.
 func dropFieldsFailures(lw any) int64 {
+	return dropFieldsOf(lw).failures()
+}
+
+// dropFieldsOf returns the DropFields transport of lw, nil if it has none.
+func dropFieldsOf(lw any) *dropFieldsTransport {
 	counter, ok := lw.(interface{ dropFields() *dropFieldsTransport })
 	if !ok {
-		return 0
+		return nil
 	}
-	return counter.dropFields().failures()
+	return counter.dropFields()
 }
 
 // maxWatchFrame bounds the watch event the transport buffers to filter; a

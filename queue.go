@@ -70,10 +70,20 @@ type queueRecord[T Object] struct {
 	prep writePrep
 }
 
-// bulkRecord is the payload of a replace or bookmark record.
+// bulkRecord is the payload of a replace, resync or bookmark record.
 type bulkRecord[T Object] struct {
 	list            []T
 	resourceVersion string
+	// within, if set, limits a replace or resync to the objects it accepts
+	// (the ranges of one reflector of a dynamic shard): a replace leaves
+	// the other cached objects alone.
+	within func(T) bool
+	// moved marks a replace that drops the objects within because they
+	// moved to another member of the shard group.
+	moved bool
+	// applied, if set, is called by the dispatcher once the record is
+	// applied and its notifications are handed to the listeners.
+	applied func()
 }
 
 // queueChunkSize is the number of records per chunk of the queue.
@@ -241,6 +251,11 @@ func arenaSize(perRecord int) int {
 // takes ownership of list and transforms its items in place; items whose
 // transform fails are logged, counted and left out of the list.
 func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
+	return q.replace(list, &bulkRecord[T]{resourceVersion: resourceVersion})
+}
+
+// replace queues bulk as a replace record with list.
+func (q *eventQueue[T]) replace(list []T, bulk *bulkRecord[T]) error {
 	if q.transform != nil {
 		kept := list[:0]
 		for _, obj := range list {
@@ -251,7 +266,7 @@ func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 		clear(list[len(kept):])
 		list = kept
 	}
-	bulk := &bulkRecord[T]{list: list, resourceVersion: resourceVersion}
+	bulk.list = list
 	q.mu.Lock()
 	first := !q.populated
 	q.populated = true
@@ -261,9 +276,17 @@ func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 }
 
 // Resync queues one record asking for every cached object to be re-delivered.
-func (q *eventQueue[T]) Resync() error {
+func (q *eventQueue[T]) Resync() error { return q.resyncWithin(nil) }
+
+// resyncWithin queues a resync of the cached objects within accepts (all
+// if nil).
+func (q *eventQueue[T]) resyncWithin(within func(T) bool) error {
+	rec := queueRecord[T]{op: opResync}
+	if within != nil {
+		rec.bulk = &bulkRecord[T]{within: within}
+	}
 	q.mu.Lock()
-	q.appendLocked(queueRecord[T]{op: opResync})
+	q.appendLocked(rec)
 	q.mu.Unlock()
 	return nil
 }

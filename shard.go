@@ -158,5 +158,10 @@ var errShardingNotEnabled = errors.New("the API server ignores shard selectors: 
 
 // shardOn restricts the informer to shard; shard is valid.
 func (i *Informer[T]) shardOn(shard *Shard) {
+	if shard.Group != nil {
+		i.dynamic = newDynamicShard(i.lw, shard)
+		i.lw = i.dynamic.ownedLW
+		return
+	}
 	i.lw = newShardListerWatcher(i.lw, shard.key(), shard.FilterOnClient, []hashRange{shard.staticRange()})
 }

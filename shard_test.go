@@ -177,6 +177,17 @@ func (s *shardServer) keys() []string {
 	return plSorted(keys)
 }
 
+// objects returns every object.
+func (s *shardServer) objects() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*corev1.Pod
+	for _, p := range s.objs {
+		out = append(out, p)
+	}
+	return out
+}
+
 // requests returns the calls received so far.
 func (s *shardServer) requests() []shardCall {
 	s.mu.Lock()
@@ -262,15 +273,19 @@ func runShards(t *testing.T, server ListerWatcher[*corev1.Pod], count int, filte
 }
 
 // runAll runs the informers until the test ends, then stops them all and
-// checks that their goroutines are gone.
-func runAll[T Object](t *testing.T, infs ...*Informer[T]) {
+// checks that their goroutines are gone. It returns a function that runs
+// more informers the same way.
+func runAll[T Object](t *testing.T, infs ...*Informer[T]) (runMore func(...*Informer[T])) {
 	checkGoroutines := ExpectNoGoroutineLeak(t)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, inf := range infs {
-		wg.Go(func() { inf.Run(ctx) })
+	runMore = func(infs ...*Informer[T]) {
+		for _, inf := range infs {
+			wg.Go(func() { inf.Run(ctx) })
+		}
 	}
+	runMore(infs...)
 	t.Cleanup(func() {
 		cancel()
 		done := make(chan struct{})
@@ -282,6 +297,7 @@ func runAll[T Object](t *testing.T, infs ...*Informer[T]) {
 		}
 		checkGoroutines()
 	})
+	return runMore
 }
 
 // checkPartition checks that the informers' caches are disjoint, that each

@@ -1,5 +1,293 @@
 package informer
 
-// ShardGroup is the membership of the replicas of one controller that
-// share resources through dynamic shards.
-type ShardGroup struct{}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// ShardGroupLabel is the label of the Leases of a [ShardGroup]; its value
+// is the group's name.
+const ShardGroupLabel = "informer.kubetyped.io/shard-group"
+
+// ShardGroupOptions configures a [ShardGroup].
+type ShardGroupOptions struct {
+	// Name names the group: the replicas of one controller share it. It is
+	// the value of every member Lease's ShardGroupLabel. Required.
+	Name string
+	// Namespace holds the group's Leases. Required.
+	Namespace string
+	// Identity names this member, unique in the group; default the
+	// hostname (a pod's name). The member's Lease is "<Name>-<Identity>".
+	Identity string
+	// LeaseDuration is how long a member's Lease lasts without renewal:
+	// the others take over a member's ranges this long (plus up to two
+	// RenewIntervals) after its last renewal. Default 15s.
+	LeaseDuration time.Duration
+	// RenewInterval is how often the member renews its Lease and reads the
+	// group's: members that join or leave are seen this often. It must be
+	// shorter than LeaseDuration; default LeaseDuration/3.
+	RenewInterval time.Duration
+	// Clock measures the leases' age; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// ShardGroup is the membership of the replicas of one controller that share
+// resources through dynamic shards (a [Shard] with Group set). Each member
+// holds a coordination.k8s.io Lease, labelled with the group's name, which
+// Run renews; a member whose Lease has not been renewed for its duration,
+// or was deleted, has left. The hash space is split among the live members
+// by rendezvous hashing of 1,024 slots, a function of the set of members
+// only, so every member computes the same split and a change of membership
+// moves only the ranges of the member that left or joined. See
+// docs/sharding.md for the handover's bounds.
+//
+// Its methods are safe for concurrent use.
+type ShardGroup struct {
+	client    coordinationclient.LeasesGetter
+	opts      ShardGroupOptions
+	leaseName string
+	clock     clock.WithTicker
+	running   atomic.Bool
+
+	mu      sync.Mutex
+	members []string // live members, sorted
+	known   bool     // members holds a view of the group
+	changed chan struct{}
+
+	// Run's goroutine only: when each Lease was seen to change, and when
+	// this member last renewed its own.
+	seen      map[string]leaseSighting
+	lastRenew time.Time
+}
+
+// leaseSighting is when a Lease's renewal was first seen.
+type leaseSighting struct {
+	renew string
+	at    time.Time
+}
+
+// NewShardGroup returns the membership of this replica in the group
+// opts.Name. It makes no request: the replica joins when Run starts.
+func NewShardGroup(client coordinationclient.LeasesGetter, opts ShardGroupOptions) (*ShardGroup, error) {
+	if client == nil {
+		return nil, errors.New("shard group: the Lease client is nil")
+	}
+	if opts.Name == "" || opts.Namespace == "" {
+		return nil, errors.New("shard group: Name and Namespace are required")
+	}
+	if opts.Identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("shard group %s: no Identity and no hostname: %w", opts.Name, err)
+		}
+		opts.Identity = strings.ToLower(host)
+	}
+	if opts.LeaseDuration == 0 {
+		opts.LeaseDuration = 15 * time.Second
+	}
+	if opts.RenewInterval == 0 {
+		opts.RenewInterval = opts.LeaseDuration / 3
+	}
+	if opts.RenewInterval <= 0 || opts.RenewInterval >= opts.LeaseDuration {
+		return nil, fmt.Errorf("shard group %s: RenewInterval %v must be positive and shorter than LeaseDuration %v", opts.Name, opts.RenewInterval, opts.LeaseDuration)
+	}
+	g := &ShardGroup{
+		client:    client,
+		opts:      opts,
+		leaseName: opts.Name + "-" + opts.Identity,
+		clock:     opts.Clock,
+		changed:   make(chan struct{}),
+		seen:      map[string]leaseSighting{},
+	}
+	if errs := validation.IsDNS1123Subdomain(g.leaseName); len(errs) > 0 {
+		return nil, fmt.Errorf("shard group %s: the Lease name %q is invalid: %s", opts.Name, g.leaseName, strings.Join(errs, "; "))
+	}
+	if g.clock == nil {
+		g.clock = clock.RealClock{}
+	}
+	return g, nil
+}
+
+// Identity returns this member's name.
+func (g *ShardGroup) Identity() string { return g.opts.Identity }
+
+// Members returns the live members, sorted, as this member last saw them;
+// nil before Run has read the group.
+func (g *ShardGroup) Members() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.members)
+}
+
+// view returns the members, whether they are known yet, and a channel
+// closed at the next change.
+func (g *ShardGroup) view() (members []string, known bool, changed <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.members, g.known, g.changed
+}
+
+// publish makes members the group's view if it changed.
+func (g *ShardGroup) publish(members []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.known && slices.Equal(g.members, members) {
+		return
+	}
+	g.members, g.known = members, true
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// Run joins the group and keeps this member in it until ctx is done:
+// every RenewInterval it renews its Lease and reads the group's Leases. It
+// then deletes its Lease, so that the others take over its ranges at their
+// next reading, and leaves the group's informers with no range. It returns
+// nil then, or an error at once if the group is already running. Failed
+// requests are logged and retried at the next interval; a member that
+// could not renew its Lease for LeaseDuration gives its ranges up.
+func (g *ShardGroup) Run(ctx context.Context) error {
+	if !g.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("shard group %s: already running", g.opts.Name)
+	}
+	defer g.running.Store(false)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "shardGroup", g.opts.Name, "identity", g.opts.Identity)
+	ctx = klog.NewContext(ctx, logger)
+	ticker := g.clock.NewTicker(g.opts.RenewInterval)
+	defer ticker.Stop()
+	for {
+		g.refresh(ctx)
+		select {
+		case <-ctx.Done():
+			g.publish(nil)
+			// The Lease outlives ctx: delete it with a context of its own.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.RenewInterval)
+			err := g.client.Leases(g.opts.Namespace).Delete(dctx, g.leaseName, metav1.DeleteOptions{})
+			cancel()
+			if err != nil && !apierrors.IsNotFound(err) {
+				logger.Error(err, "Could not delete the member's Lease; the others take over when it expires", "lease", g.leaseName)
+			}
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// refresh renews the member's Lease, reads the group's and publishes the
+// live members.
+func (g *ShardGroup) refresh(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if err := g.renew(ctx); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Error(err, "Could not renew the member's Lease", "lease", g.leaseName)
+	} else {
+		g.lastRenew = g.clock.Now()
+	}
+	list, err := g.client.Leases(g.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ShardGroupLabel + "=" + g.opts.Name})
+	if err != nil {
+		if ctx.Err() == nil {
+			logger.Error(err, "Could not read the group's Leases")
+		}
+		// Without a view of the others, keep the last one, unless this
+		// member's own Lease has expired: then it must let go.
+		if !g.lastRenew.IsZero() && g.clock.Since(g.lastRenew) < g.opts.LeaseDuration {
+			return
+		}
+		list = &coordinationv1.LeaseList{}
+	}
+	members := liveMembers(list.Items, g.seen, g.clock.Now(), g.opts.Identity, g.lastRenew, g.opts.LeaseDuration)
+	g.publish(members)
+}
+
+// renew creates or renews the member's Lease.
+func (g *ShardGroup) renew(ctx context.Context) error {
+	leases := g.client.Leases(g.opts.Namespace)
+	now := metav1.NewMicroTime(g.clock.Now())
+	seconds := int32(math.Ceil(g.opts.LeaseDuration.Seconds()))
+	lease, err := leases.Get(ctx, g.leaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: g.leaseName, Namespace: g.opts.Namespace, Labels: map[string]string{ShardGroupLabel: g.opts.Name}},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       &g.opts.Identity,
+				LeaseDurationSeconds: &seconds,
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			},
+		}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	lease.Labels = map[string]string{ShardGroupLabel: g.opts.Name}
+	lease.Spec.HolderIdentity = &g.opts.Identity
+	lease.Spec.LeaseDurationSeconds = &seconds
+	lease.Spec.RenewTime = &now
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	return err
+}
+
+// liveMembers returns the sorted identities of the live members among
+// leases at now, updating seen. A Lease is live while less than its
+// duration has passed since its renewal was first seen to change: time
+// measured on this member's clock only, so that the members' clocks need
+// not agree. self is live while less than leaseDuration has passed since
+// lastRenew (this member's own successful renewal), whatever its Lease
+// says.
+func liveMembers(leases []coordinationv1.Lease, seen map[string]leaseSighting, now time.Time, self string, lastRenew time.Time, leaseDuration time.Duration) []string {
+	var members []string
+	present := map[string]bool{}
+	for i := range leases {
+		l := &leases[i]
+		present[l.Name] = true
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		if holder == "" || holder == self || l.Spec.LeaseDurationSeconds == nil {
+			continue
+		}
+		renew := holder
+		if l.Spec.RenewTime != nil {
+			renew += "@" + l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+		}
+		s, ok := seen[l.Name]
+		if !ok || s.renew != renew {
+			s = leaseSighting{renew: renew, at: now}
+			seen[l.Name] = s
+		}
+		if now.Sub(s.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
+			members = append(members, holder)
+		}
+	}
+	for name := range seen {
+		if !present[name] {
+			delete(seen, name)
+		}
+	}
+	if !lastRenew.IsZero() && now.Sub(lastRenew) < leaseDuration {
+		members = append(members, self)
+	}
+	slices.Sort(members)
+	return slices.Compact(members)
+}

@@ -217,3 +217,9 @@ func appliedShardSelector(list any) string {
 	}
 	return ""
 }
+
+// dropFields passes on the counter of inner's DropFields failures, for
+// InformerStats.
+func (lw *shardListerWatcher[T]) dropFields() *dropFieldsTransport {
+	return dropFieldsOf(lw.inner)
+}

@@ -6,7 +6,9 @@ import "k8s.io/client-go/util/workqueue"
 // cache.ObjectName) of every added, updated and deleted object to q: the
 // usual glue between an informer and a controller's workers, which then read
 // the object's current state from a Lister. A deletion enqueues the name the
-// object was stored under, whether or not its final state is known.
+// object was stored under, whether or not its final state is known; an
+// object that moved to another member of a shard group (DeletedObject.Moved)
+// is not enqueued: that member now reconciles it.
 //
 // Updates are enqueued even when the resource version did not change (the
 // periodic resyncs and relists deliver such updates), as client-go's
@@ -23,13 +25,18 @@ func Enqueue[T Object](q workqueue.TypedInterface[ObjectName]) ResourceEventHand
 	return ResourceEventHandlerFuncs[T]{
 		AddFunc:    func(obj T, _ bool) { q.Add(NameOf(obj)) },
 		UpdateFunc: func(_, newObj T) { q.Add(NameOf(newObj)) },
-		DeleteFunc: func(d DeletedObject[T]) { q.Add(d.Name) },
+		DeleteFunc: func(d DeletedObject[T]) {
+			if !d.Moved {
+				q.Add(d.Name)
+			}
+		},
 	}
 }
 
 // EnqueueWithKey returns a handler that adds key(obj) to q for every added
 // and updated object (the new state) and every deleted one (its last known
-// state, DeletedObject.Object, even when the final state is unknown). It
+// state, DeletedObject.Object, even when the final state is unknown, but not
+// when it moved to another member of a shard group). It
 // suits queues of the program's own key type, such as controller-runtime's
 // reconcile.Request or the name of an owning object.
 //
@@ -43,6 +50,10 @@ func EnqueueWithKey[T Object, K comparable](q workqueue.TypedInterface[K], key f
 	return ResourceEventHandlerFuncs[T]{
 		AddFunc:    func(obj T, _ bool) { q.Add(key(obj)) },
 		UpdateFunc: func(_, newObj T) { q.Add(key(newObj)) },
-		DeleteFunc: func(d DeletedObject[T]) { q.Add(key(d.Object)) },
+		DeleteFunc: func(d DeletedObject[T]) {
+			if !d.Moved {
+				q.Add(key(d.Object))
+			}
+		},
 	}
 }

@@ -1,0 +1,238 @@
+package informer
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// A dynamic shard's informer runs one reflector per range it gained: the
+// first assignment starts one for all the member's slots, and each later
+// widening one for the slots gained, which lists and watches them alone
+// and delivers their objects as adds, leaving the other ranges' watches
+// alone. A narrowing drops the objects of the slots lost from the cache,
+// notified as moved deletions, in order with the events; the reflectors
+// that held those slots watch on from where they were with the slots they
+// keep (no relist), and a reflector left with none stops.
+
+// maxRangeReflectors bounds the reflectors of one informer: a widening
+// beyond it replaces them all by one over every slot held, which lists
+// them again (their objects are notified as updates).
+const maxRangeReflectors = 8
+
+// dynamicShard is the part of an informer that follows its ShardGroup.
+type dynamicShard[T Object] struct {
+	group          *ShardGroup
+	key            ShardKey
+	filterOnClient bool
+	inner          ListerWatcher[T]
+	queue          *eventQueue[T]
+	// ownedLW lists the slots held now, for the informer's consistency
+	// check and DropFields counter.
+	ownedLW *shardListerWatcher[T]
+
+	// mu guards owned, reflectors and each reflector's slots. Stores hold
+	// it for reading while they queue, so that once a narrowing has queued
+	// its drop, no event of a dropped slot can follow.
+	mu         sync.RWMutex
+	owned      slotSet
+	reflectors []*rangeReflector[T]
+
+	// assigned is set once the first assignment is applied; unsynced
+	// counts the running reflectors whose list is not applied yet.
+	assigned atomic.Bool
+	unsynced atomic.Int32
+}
+
+// rangeReflector is one reflector of a dynamic shard and the slots it
+// holds.
+type rangeReflector[T Object] struct {
+	slots  slotSet // guarded by the shard's mu
+	lw     *shardListerWatcher[T]
+	r      *Reflector[T]
+	cancel context.CancelFunc
+	synced atomic.Bool
+	shard  *dynamicShard[T]
+}
+
+// markSynced records that the reflector's list was applied, or that it
+// stopped: either way nothing of it is pending.
+func (rr *rangeReflector[T]) markSynced() {
+	if rr.synced.CompareAndSwap(false, true) {
+		rr.shard.unsynced.Add(-1)
+	}
+}
+
+func newDynamicShard[T Object](inner ListerWatcher[T], shard *Shard) *dynamicShard[T] {
+	return &dynamicShard[T]{group: shard.Group, key: shard.key(), filterOnClient: shard.FilterOnClient, inner: inner,
+		ownedLW: newShardListerWatcher(inner, shard.key(), shard.FilterOnClient, nil)}
+}
+
+// synced reports whether the current assignment is listed and applied.
+func (d *dynamicShard[T]) synced() bool {
+	return d.assigned.Load() && d.unsynced.Load() == 0
+}
+
+// lastError returns the last error of a reflector, or nil.
+func (d *dynamicShard[T]) lastError() error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, rr := range d.reflectors {
+		if err := rr.r.lastError(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watches returns the number of running reflectors.
+func (d *dynamicShard[T]) watches() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.reflectors)
+}
+
+// run follows the group's assignment until ctx is done, then stops the
+// reflectors and returns once they have returned.
+func (d *dynamicShard[T]) run(ctx context.Context, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
+	d.queue = queue
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		members, known, changed := d.group.view()
+		if known {
+			d.apply(ctx, &wg, members, newReflector)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// apply moves the informer to the slots members give this member.
+func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members []string, newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
+	owned := ownedSlots(members, d.group.Identity())
+	d.mu.Lock()
+	removed, added := d.owned.minus(owned), owned.minus(d.owned)
+	d.owned = owned
+	d.ownedLW.setRanges(owned.ranges())
+	var stopped, narrowed []*rangeReflector[T]
+	if !removed.empty() {
+		kept := d.reflectors[:0]
+		for _, rr := range d.reflectors {
+			left := rr.slots.minus(removed)
+			changed := left != rr.slots
+			rr.slots = left
+			switch {
+			case left.empty():
+				stopped = append(stopped, rr)
+				continue
+			case changed:
+				rr.lw.setRanges(left.ranges())
+				narrowed = append(narrowed, rr)
+			}
+			kept = append(kept, rr)
+		}
+		clear(d.reflectors[len(kept):])
+		d.reflectors = kept
+		d.queue.replace(nil, &bulkRecord[T]{within: d.within(removed), moved: true})
+	}
+	var started *rangeReflector[T]
+	if !added.empty() {
+		if len(d.reflectors) >= maxRangeReflectors {
+			for _, rr := range d.reflectors {
+				rr.slots = slotSet{} // its store queues nothing more
+			}
+			stopped = append(stopped, d.reflectors...)
+			d.reflectors, added = nil, owned
+		}
+		started = d.newRangeReflector(added, newReflector)
+		d.reflectors = append(d.reflectors, started)
+	}
+	if !d.assigned.Load() && started == nil {
+		// Nothing to list: the informer is synced with no object.
+		d.queue.replace(nil, &bulkRecord[T]{within: d.within(slotSet{})})
+	}
+	d.assigned.Store(true)
+	d.mu.Unlock()
+
+	for _, rr := range stopped {
+		rr.cancel()
+		rr.markSynced()
+	}
+	for _, rr := range narrowed {
+		rr.lw.endWatches()
+	}
+	if started != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		started.cancel = cancel
+		wg.Go(func() { started.r.Run(rctx) })
+	}
+}
+
+// newRangeReflector returns a reflector of slots, not yet running. d.mu
+// must be held.
+func (d *dynamicShard[T]) newRangeReflector(slots slotSet, newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) *rangeReflector[T] {
+	rr := &rangeReflector[T]{slots: slots, shard: d, cancel: func() {}}
+	rr.lw = newShardListerWatcher(d.inner, d.key, d.filterOnClient, slots.ranges())
+	rr.r = newReflector(rr.lw, rangeStore[T]{rr})
+	d.unsynced.Add(1)
+	return rr
+}
+
+// within returns a function accepting the objects in slots.
+func (d *dynamicShard[T]) within(slots slotSet) func(T) bool {
+	return func(obj T) bool { return slots.containsHash(shardHash(shardValue(d.key, obj))) }
+}
+
+// rangeStore is the ReflectorStore of one reflector of a dynamic shard: it
+// queues what falls in the reflector's current slots and drops the rest (a
+// slot lost since the request was made, or every object the server did not
+// filter).
+type rangeStore[T Object] struct{ rr *rangeReflector[T] }
+
+// event queues obj with add if it is in the reflector's slots.
+func (s rangeStore[T]) event(obj T, add func(T) error) error {
+	d := s.rr.shard
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var zero T
+	if obj != zero && !s.rr.slots.containsHash(shardHash(shardValue(d.key, obj))) {
+		return nil
+	}
+	return add(obj)
+}
+
+func (s rangeStore[T]) Add(obj T) error    { return s.event(obj, s.rr.shard.queue.Add) }
+func (s rangeStore[T]) Update(obj T) error { return s.event(obj, s.rr.shard.queue.Update) }
+func (s rangeStore[T]) Delete(obj T) error { return s.event(obj, s.rr.shard.queue.Delete) }
+
+// Replace replaces the cached objects of the reflector's slots.
+func (s rangeStore[T]) Replace(list []T, resourceVersion string) error {
+	d := s.rr.shard
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	within := d.within(s.rr.slots)
+	kept := list[:0]
+	for _, obj := range list {
+		if within(obj) {
+			kept = append(kept, obj)
+		}
+	}
+	clear(list[len(kept):])
+	return d.queue.replace(kept, &bulkRecord[T]{resourceVersion: resourceVersion, within: within, applied: s.rr.markSynced})
+}
+
+// Resync re-delivers the cached objects of the reflector's slots.
+func (s rangeStore[T]) Resync() error {
+	d := s.rr.shard
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.queue.resyncWithin(d.within(s.rr.slots))
+}
+
+func (s rangeStore[T]) Bookmark(resourceVersion string) error {
+	return s.rr.shard.queue.Bookmark(resourceVersion)
+}
