@@ -12,8 +12,13 @@ import (
 // and delivers their objects as adds, leaving the other ranges' watches
 // alone. A narrowing drops the objects of the slots lost from the cache,
 // notified as moved deletions, in order with the events; the reflectors
-// that held those slots watch on from where they were with the slots they
-// keep (no relist), and a reflector left with none stops.
+// that held those slots keep their watches, whose events of the lost slots
+// their stores drop, and ask only for the slots they keep when they next
+// watch (the server ends every watch after 5 to 10 minutes): no relist.
+// A reflector left with no slot stops. (Ending a watch from the client
+// would narrow it at once, but client-go's stream watcher may then report
+// an error, and a watch shorter than a second counts as failed: both make
+// the reflector list again.)
 
 // maxRangeReflectors bounds the reflectors of one informer: a widening
 // beyond it replaces them all by one over every slot held, which lists
@@ -118,7 +123,7 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 	removed, added := d.owned.minus(owned), owned.minus(d.owned)
 	d.owned = owned
 	d.ownedLW.setRanges(owned.ranges())
-	var stopped, narrowed []*rangeReflector[T]
+	var stopped []*rangeReflector[T]
 	if !removed.empty() {
 		kept := d.reflectors[:0]
 		for _, rr := range d.reflectors {
@@ -131,7 +136,6 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 				continue
 			case changed:
 				rr.lw.setRanges(left.ranges())
-				narrowed = append(narrowed, rr)
 			}
 			kept = append(kept, rr)
 		}
@@ -161,9 +165,6 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 	for _, rr := range stopped {
 		rr.cancel()
 		rr.markSynced()
-	}
-	for _, rr := range narrowed {
-		rr.lw.endWatches()
 	}
 	if started != nil {
 		rctx, cancel := context.WithCancel(ctx)

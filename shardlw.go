@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,20 +34,16 @@ type shardListerWatcher[T Object] struct {
 	// next list or watch asks for the new ones.
 	ranges atomic.Pointer[[]hashRange]
 	mode   atomic.Int32
-
-	// mu guards watches, the watches started and not yet stopped, which
-	// endWatches stops.
-	mu      sync.Mutex
-	watches map[*trackedWatch]struct{}
 }
 
 func newShardListerWatcher[T Object](inner ListerWatcher[T], key ShardKey, filterOnClient bool, ranges []hashRange) *shardListerWatcher[T] {
-	lw := &shardListerWatcher[T]{inner: inner, key: key, filterOnClient: filterOnClient, watches: map[*trackedWatch]struct{}{}}
+	lw := &shardListerWatcher[T]{inner: inner, key: key, filterOnClient: filterOnClient}
 	lw.ranges.Store(&ranges)
 	return lw
 }
 
-// setRanges changes the ranges of the next lists and watches.
+// setRanges changes the ranges of the next lists and watches. A running
+// watch keeps its selector until it ends.
 func (lw *shardListerWatcher[T]) setRanges(ranges []hashRange) { lw.ranges.Store(&ranges) }
 
 // errNoRanges stops a list or watch of a shard that holds nothing (which
@@ -114,57 +109,22 @@ func (lw *shardListerWatcher[T]) Watch(ctx context.Context, options metav1.ListO
 	}
 	if mode == shardModeClient {
 		w = watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-			obj, ok := ev.Object.(T)
-			return ev, !ok || lw.inShard(obj)
+			switch ev.Type {
+			case watch.Added, watch.Modified, watch.Deleted:
+				obj, ok := ev.Object.(T)
+				return ev, !ok || lw.inShard(obj)
+			default: // bookmarks and errors
+				return ev, true
+			}
 		})
 	}
-	tw := &trackedWatch{Interface: w, lw: func(tw *trackedWatch) { lw.untrack(tw) }}
-	lw.mu.Lock()
-	lw.watches[tw] = struct{}{}
-	lw.mu.Unlock()
-	return tw, nil
-}
-
-// endWatches stops the running watches, so that the reflector watches again
-// from where it was, with the current ranges: narrowing a shard needs no
-// relist.
-func (lw *shardListerWatcher[T]) endWatches() {
-	lw.mu.Lock()
-	watches := make([]*trackedWatch, 0, len(lw.watches))
-	for tw := range lw.watches {
-		watches = append(watches, tw)
-	}
-	lw.mu.Unlock()
-	for _, tw := range watches {
-		tw.Stop()
-	}
-}
-
-func (lw *shardListerWatcher[T]) untrack(tw *trackedWatch) {
-	lw.mu.Lock()
-	delete(lw.watches, tw)
-	lw.mu.Unlock()
+	return w, nil
 }
 
 // IsWatchListSemanticsUnSupported passes on inner's answer.
 func (lw *shardListerWatcher[T]) IsWatchListSemanticsUnSupported() bool {
 	d, ok := lw.inner.(watchListSemanticsDeclarer)
 	return ok && d.IsWatchListSemanticsUnSupported()
-}
-
-// trackedWatch is a watch its lister-watcher can stop.
-type trackedWatch struct {
-	watch.Interface
-	once sync.Once
-	lw   func(*trackedWatch)
-}
-
-// Stop stops the watch once.
-func (tw *trackedWatch) Stop() {
-	tw.once.Do(func() {
-		tw.Interface.Stop()
-		tw.lw(tw)
-	})
 }
 
 // invalidShardSelector is rejected by a server that reads shard selectors
