@@ -31,6 +31,7 @@ var docSnippetFiles = []string{
 	"example_migration_controller_test.go",
 	"crcache/example_test.go",
 	"example_operations_test.go",
+	"example_sharding_test.go",
 }
 
 // docPages returns README.md and the Markdown files under docs/.
