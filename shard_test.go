@@ -372,3 +372,40 @@ func TestShardOnAServerWithoutTheGateFailsNamingIt(t *testing.T) {
 		t.Errorf("the informer synced or cached objects from a server that ignores its shard")
 	}
 }
+
+// TestShardFilterOnClientOverAStreamingList runs a shard filtered on the
+// client over a fake that ignores selectors, echoes none (as lists of
+// metadata do) and streams its initial list: the informer tells it ignores
+// selectors by its answer to an invalid one, and the streaming list's
+// closing bookmark passes the filter.
+func TestShardFilterOnClientOverAStreamingList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
+	var pods []*corev1.Pod
+	for i := range 60 {
+		pods = append(pods, shardPod(rng, i))
+	}
+	lw.SetList("10", pods...)
+	shard := &Shard{Index: 1, Count: 3, FilterOnClient: true} // not the shard of hash(""), a bookmark's UID
+	inf, err := NewInformer[*corev1.Pod](lw, InformerOptions[*corev1.Pod]{Shard: shard})
+	plMust(t, err)
+	runAll(t, inf)
+	Eventually(t, "synced", inf.HasSynced)
+	var want []string
+	for _, p := range pods {
+		if shard.staticRange().contains(shardHash(string(p.UID))) {
+			want = append(want, KeyOf(p))
+		}
+	}
+	if diff := cmp.Diff(plSorted(want), plSorted(inf.indexer.ListKeys())); diff != "" {
+		t.Errorf("cached (-want +got):\n%s", diff)
+	}
+	var selectors []string
+	for _, c := range lw.Calls() {
+		selectors = append(selectors, c.Verb+" "+c.Options.ShardSelector)
+	}
+	sel := shardSelector(ShardByUID, []hashRange{shard.staticRange()})
+	if diff := cmp.Diff([]string{"list " + sel, "list " + invalidShardSelector, "watch " + sel}, selectors); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
