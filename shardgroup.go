@@ -249,9 +249,9 @@ func (g *ShardGroup) renew(ctx context.Context) error {
 
 // liveMembers returns the sorted identities of the live members among
 // leases at now, updating seen. A Lease is live while less than its
-// duration has passed since its renewal was first seen to change: time
-// measured on this member's clock only, so that the members' clocks need
-// not agree. self is live while less than leaseDuration has passed since
+// duration has passed since its renewal was seen to change, measured on
+// this member's clock, so that the members' clocks need not agree; only
+// at first sight is its renewal time trusted, if it is in the past. self is live while less than leaseDuration has passed since
 // lastRenew (this member's own successful renewal), whatever its Lease
 // says.
 func liveMembers(leases []coordinationv1.Lease, seen map[string]leaseSighting, now time.Time, self string, lastRenew time.Time, leaseDuration time.Duration) []string {
@@ -272,7 +272,18 @@ func liveMembers(leases []coordinationv1.Lease, seen map[string]leaseSighting, n
 			renew += "@" + l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
 		}
 		s, ok := seen[l.Name]
-		if !ok || s.renew != renew {
+		switch {
+		case !ok:
+			// First sight: trust the renewal time if it is in the past, so
+			// that a Lease left by a dead member does not count as live for
+			// a whole duration; a member whose clock runs late then counts
+			// as gone until its next renewal is seen.
+			s = leaseSighting{renew: renew, at: now}
+			if l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Before(now) {
+				s.at = l.Spec.RenewTime.Time
+			}
+			seen[l.Name] = s
+		case s.renew != renew:
 			s = leaseSighting{renew: renew, at: now}
 			seen[l.Name] = s
 		}

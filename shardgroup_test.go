@@ -21,30 +21,35 @@ func lease(name, holder string, seconds int32, renew time.Time) coordinationv1.L
 }
 
 // TestLiveMembersByTheObserversClock checks lease expiry on a fake clock: a
-// Lease lives for its duration after its renewal was last seen to change,
-// whatever time it claims; the member itself lives while its own renewals
-// succeed.
+// Lease lives for its duration after its renewal was seen to change,
+// whatever time it claims, except at first sight, when a renewal time in
+// the past counts; the member itself lives while its own renewals succeed.
 func TestLiveMembersByTheObserversClock(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	seen := map[string]leaseSighting{}
-	skewed := clk.Now().Add(-time.Hour) // b's clock is an hour late
-	leases := []coordinationv1.Lease{lease("g-a", "a", 3, clk.Now()), lease("g-b", "b", 3, skewed), lease("g-c", "c", 3, clk.Now())}
+	late := clk.Now().Add(-time.Hour) // b's clock is an hour late, or b is dead
+	leases := []coordinationv1.Lease{lease("g-a", "a", 3, clk.Now()), lease("g-b", "b", 3, late), lease("g-c", "c", 3, clk.Now().Add(-2*time.Second))}
 	live := func(self time.Time) []string {
 		return liveMembers(leases, seen, clk.Now(), "self", self, 3*time.Second)
 	}
-	if diff := cmp.Diff([]string{"a", "b", "c", "self"}, live(clk.Now())); diff != "" {
+	if diff := cmp.Diff([]string{"a", "c", "self"}, live(clk.Now())); diff != "" {
 		t.Errorf("at first (-want +got):\n%s", diff)
 	}
 	renewed := clk.Now()
-	clk.Step(2 * time.Second)
-	leases[0] = lease("g-a", "a", 3, clk.Now()) // a renews; b and c do not
+	clk.Step(time.Second + 500*time.Millisecond)
+	leases[1] = lease("g-b", "b", 3, late.Add(time.Second)) // b renews, by its late clock
+	if diff := cmp.Diff([]string{"a", "b", "self"}, live(renewed)); diff != "" {
+		t.Errorf("after 1.5s, c expired, b renewed (-want +got):\n%s", diff)
+	}
+	clk.Step(time.Second)
+	leases[0] = lease("g-a", "a", 3, clk.Now()) // a renews; b does not
 	leases = leases[:2]                         // c's Lease is deleted
 	if diff := cmp.Diff([]string{"a", "b", "self"}, live(renewed)); diff != "" {
-		t.Errorf("after 2s (-want +got):\n%s", diff)
+		t.Errorf("after 2.5s (-want +got):\n%s", diff)
 	}
-	clk.Step(1500 * time.Millisecond)
+	clk.Step(2 * time.Second)
 	if diff := cmp.Diff([]string{"a"}, live(renewed)); diff != "" {
-		t.Errorf("after 3.5s, b expired and self failed to renew (-want +got):\n%s", diff)
+		t.Errorf("after 4.5s, b expired and self failed to renew (-want +got):\n%s", diff)
 	}
 	if _, ok := seen["g-c"]; ok {
 		t.Errorf("the deleted Lease is still remembered")
