@@ -199,13 +199,17 @@ func (s *informerSet) entryFor(ctx context.Context, key entryKey, failOnMissing,
 	e, ok := s.entries[key]
 	started = s.started
 	s.mu.RUnlock()
+	created := false
 	if !ok {
-		started, e, err = s.addEntry(key, failOnMissing)
+		started, e, created, err = s.addEntry(key, failOnMissing)
 		if err != nil {
 			return started, nil, err
 		}
 	}
-	if block && started && !e.inf.shared.HasSynced() {
+	// An informer this call created has not synced when the read began,
+	// even if it has by now (a loaded machine may pause this goroutine
+	// for the whole list): the read waits for it like any other.
+	if block && started && (created || !e.inf.shared.HasSynced()) {
 		// A context already done fails the read even if the informer
 		// syncs meanwhile: select would pick either case at random.
 		if ctx.Err() == nil {
@@ -220,29 +224,31 @@ func (s *informerSet) entryFor(ctx context.Context, key entryKey, failOnMissing,
 	return started, e, nil
 }
 
-// addEntry returns the informer for key, creating it unless failOnMissing.
-func (s *informerSet) addEntry(key entryKey, failOnMissing bool) (started bool, e *entry, err error) {
+// addEntry returns the informer for key, creating it unless failOnMissing;
+// created reports whether this call created it.
+func (s *informerSet) addEntry(key entryKey, failOnMissing bool) (started bool, e *entry, created bool, err error) {
 	gvk := key.gvk
 	s.mu.Lock()
 	e, ok := s.entries[key]
 	if !ok {
 		if failOnMissing {
 			s.mu.Unlock()
-			return false, nil, &cache.ErrResourceNotCached{GVK: gvk}
+			return false, nil, false, &cache.ErrResourceNotCached{GVK: gvk}
 		}
 		e, err = s.newEntry(key)
 		if err != nil {
 			s.mu.Unlock()
-			return false, nil, err
+			return false, nil, false, err
 		}
 		s.entries[key] = e
+		created = true
 		if s.started {
 			s.startLocked(e)
 		}
 	}
 	started = s.started
 	s.mu.Unlock()
-	return started, e, nil
+	return started, e, created, nil
 }
 
 // newEntry creates the informer for key. Call with s.mu held.
