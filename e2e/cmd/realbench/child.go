@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubetyped/informer"
+)
+
+// The implementations compared, as the -impl flag names them.
+const (
+	implClientGo = "client-go"
+	implOurs     = "ours"
+)
+
+// syncResult is what a sync child reports (E1).
+type syncResult struct {
+	// CPUSeconds is the user and system CPU time the process used from the
+	// informer's creation until it synced (getrusage; what the process used
+	// before, starting and initializing packages, is the same binary's for
+	// both implementations and left out).
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// WallSeconds is the time from the informer's creation until synced.
+	WallSeconds float64 `json:"wallSeconds"`
+	// PeakHeap is the largest heap (objects live or not yet swept) sampled
+	// every millisecond until synced.
+	PeakHeap uint64 `json:"peakHeap"`
+	// RetainedHeap is the live heap after two collections once synced,
+	// with the informer running.
+	RetainedHeap uint64 `json:"retainedHeap"`
+	// BaselineHeap is the live heap after a collection before the informer
+	// was created: RetainedHeap less BaselineHeap is what the informer keeps.
+	BaselineHeap uint64 `json:"baselineHeap"`
+}
+
+// watchRecord is a child's notification of an update (E2): the pod's new
+// resource version and when the handler received it (Unix nanoseconds: the
+// parent's and the children's clocks are the same machine's).
+type watchRecord struct {
+	RV string `json:"rv"`
+	At int64  `json:"at"`
+}
+
+// podInformer is one implementation's running pod informer, reduced to what
+// the children need.
+type podInformer struct {
+	hasSynced func() bool
+}
+
+// runChild is the child process: mode sync syncs the pods and reports a
+// syncResult; mode watch syncs, says "synced", records every update's
+// notification until it has seen the resource version the parent then
+// writes on stdin, and reports the records.
+func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	baseline := readHeapObjects()
+	before, err := rusageSeconds()
+	if err != nil {
+		return err
+	}
+	sampler := startHeapSampler(time.Millisecond)
+	added := make(chan struct{})
+	var addCount int
+	var mu sync.Mutex
+	records := make([]watchRecord, 0, 1<<14)
+	seen := map[string]bool{}
+	onAdd := func() {
+		// Only the informer's single handler goroutine calls this.
+		addCount++
+		if addCount == pods {
+			close(added)
+		}
+	}
+	onUpdate := func(rv string) {
+		at := time.Now().UnixNano()
+		mu.Lock()
+		records = append(records, watchRecord{RV: rv, At: at})
+		seen[rv] = true
+		mu.Unlock()
+	}
+	start := time.Now()
+	var inf podInformer
+	switch impl {
+	case implClientGo:
+		inf, err = startClientGo(ctx, config, dropManagedFields, onAdd, onUpdate)
+	case implOurs:
+		inf, err = startOurs(ctx, config, dropManagedFields, onAdd, onUpdate)
+	default:
+		err = fmt.Errorf("unknown implementation %q", impl)
+	}
+	if err != nil {
+		return err
+	}
+	select {
+	case <-added:
+	case <-time.After(10 * time.Minute):
+		return fmt.Errorf("%s: fewer than %d adds after 10 minutes", impl, pods)
+	}
+	for !inf.hasSynced() {
+		time.Sleep(100 * time.Microsecond)
+	}
+	wall := time.Since(start)
+	after, err := rusageSeconds()
+	if err != nil {
+		return err
+	}
+	peak := sampler.Stop()
+	out := json.NewEncoder(os.Stdout)
+	switch mode {
+	case "sync":
+		runtime.GC()
+		runtime.GC()
+		res := syncResult{
+			CPUSeconds:   after - before,
+			WallSeconds:  wall.Seconds(),
+			PeakHeap:     peak,
+			RetainedHeap: readHeapObjects(),
+			BaselineHeap: baseline,
+		}
+		runtime.KeepAlive(inf)
+		return out.Encode(res)
+	case "watch":
+		fmt.Println("synced")
+		in := bufio.NewScanner(os.Stdin)
+		if !in.Scan() {
+			return fmt.Errorf("no last resource version on stdin: %v", in.Err())
+		}
+		last := strings.TrimSpace(in.Text())
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			mu.Lock()
+			done := seen[last]
+			mu.Unlock()
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: no notification of resource version %s after 5 minutes", impl, last)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Encode(records)
+	default:
+		return fmt.Errorf("unknown child mode %q", mode)
+	}
+}
+
+// startClientGo starts the pod informer of client-go's shared informer
+// factory over a protobuf clientset, as a controller would build it.
+func startClientGo(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (podInformer, error) {
+	client, err := clientset(config)
+	if err != nil {
+		return podInformer{}, err
+	}
+	var opts []informers.SharedInformerOption
+	if dropManagedFields {
+		opts = append(opts, informers.WithTransform(func(obj any) (any, error) {
+			if m, err := meta.Accessor(obj); err == nil {
+				m.SetManagedFields(nil)
+			}
+			return obj, nil
+		}))
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { onAdd() },
+		UpdateFunc: func(_, newObj any) {
+			if pod, ok := newObj.(*corev1.Pod); ok {
+				onUpdate(pod.ResourceVersion)
+			}
+		},
+	}); err != nil {
+		return podInformer{}, err
+	}
+	factory.Start(ctx.Done())
+	return podInformer{hasSynced: inf.HasSynced}, nil
+}
+
+// startOurs starts this library's pod informer from its factory, with the
+// namespace index client-go's factory gives its informers.
+func startOurs(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (podInformer, error) {
+	var opts informer.FactoryOptions
+	if dropManagedFields {
+		opts.Transform = informer.StripManagedFields[metav1.Object]
+	}
+	factory, err := informer.NewFactory(config, opts)
+	if err != nil {
+		return podInformer{}, err
+	}
+	inf, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{
+		Indexers: map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+	})
+	if err != nil {
+		return podInformer{}, err
+	}
+	if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		AddFunc:    func(*corev1.Pod, bool) { onAdd() },
+		UpdateFunc: func(_, newObj *corev1.Pod) { onUpdate(newObj.ResourceVersion) },
+	}); err != nil {
+		return podInformer{}, err
+	}
+	factory.Start(ctx)
+	return podInformer{hasSynced: inf.HasSynced}, nil
+}
+
+// rusageSeconds returns the user and system CPU time this process has used.
+func rusageSeconds() (float64, error) {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds(), nil
+}
+
+// heapObjectsMetric is the runtime/metrics name of the bytes held by heap
+// objects, live or not yet swept: the heap's size as the GC paces it.
+const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+
+// readHeapObjects returns the bytes held by heap objects now.
+func readHeapObjects() uint64 {
+	sample := []metrics.Sample{{Name: heapObjectsMetric}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// heapSampler records the largest heap size seen while it runs.
+type heapSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	peak uint64
+}
+
+// startHeapSampler samples the heap size every interval until Stop.
+func startHeapSampler(interval time.Duration) *heapSampler {
+	s := &heapSampler{stop: make(chan struct{}), done: make(chan struct{}), peak: readHeapObjects()}
+	go func() {
+		defer close(s.done)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-s.stop:
+				s.peak = max(s.peak, readHeapObjects())
+				return
+			case <-ticker.C:
+				s.peak = max(s.peak, readHeapObjects())
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends sampling and returns the peak heap size in bytes.
+func (s *heapSampler) Stop() uint64 {
+	close(s.stop)
+	<-s.done
+	return s.peak
+}

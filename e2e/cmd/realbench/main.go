@@ -1,0 +1,212 @@
+// Command realbench runs the real-server workloads of shared/benchmarks.md,
+// E1 (initial sync) and E2 (end-to-end latency), comparing client-go v0.37's
+// shared informer with this library's, against an etcd and kube-apiserver it
+// starts itself on 127.0.0.1 (from the binaries hack/build-assets.sh builds,
+// as the e2e suite does):
+//
+//	cd e2e && go run ./cmd/realbench [-quick] [-json] [-n 5000]
+//
+// It creates N production-like pods (internal/prodpods) the way a cluster
+// writes them: created by kube-controller-manager, status set by
+// kube-scheduler and kubelet through the status subresource, so that each
+// has managed fields of three managers. Each informer then runs in a process
+// of its own (this command run again as a child), so that CPU time from
+// getrusage and heap figures belong to one implementation only.
+//
+// It prints one Markdown table (workload, case, metric, client-go, ours,
+// ratio = client-go ÷ ours, so that >1 means ours is faster or smaller), or
+// with -json the same rows as JSON lines.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kubetyped/informer/e2e/internal/cluster"
+)
+
+// config is the command line.
+type config struct {
+	pods    int
+	runs    int
+	updates int
+	writers int
+	json    bool
+	assets  string
+	dropMF  bool
+}
+
+func main() {
+	var cfg config
+	quick := flag.Bool("quick", false, "CI mode: 1,000 updates in E2 instead of 10,000 (N stays 5,000 unless -n)")
+	flag.IntVar(&cfg.pods, "n", 5000, "production-like pods on the server (E1 and E2)")
+	flag.IntVar(&cfg.runs, "runs", 3, "E1 syncs per implementation, interleaved; medians are reported")
+	flag.IntVar(&cfg.updates, "updates", 10000, "E2: pod updates made through the API while both informers watch")
+	flag.IntVar(&cfg.writers, "writers", 4, "E2: concurrent writers")
+	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
+	flag.BoolVar(&cfg.dropMF, "drop-managed-fields", true, "E1: also sync with managed fields dropped on both sides (a transform each)")
+	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
+	child := flag.String("child", "", "internal: run as the informer process of one implementation (sync or watch)")
+	impl := flag.String("impl", "", "internal: the child's implementation (client-go or ours)")
+	kubeconfig := flag.String("kubeconfig", "", "internal: the child's kubeconfig")
+	flag.Parse()
+	if *child != "" {
+		if err := runChild(*child, *impl, *kubeconfig, cfg.pods, cfg.dropMF); err != nil {
+			fmt.Fprintln(os.Stderr, "realbench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *quick {
+		setUnlessGiven("updates", &cfg.updates, 1000)
+	}
+	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 {
+		fmt.Fprintln(os.Stderr, "realbench: -n, -runs, -updates and -writers must be positive")
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "realbench:", err)
+		os.Exit(1)
+	}
+}
+
+// setUnlessGiven sets *v to quick unless flag name was given.
+func setUnlessGiven(name string, v *int, quick int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	if !given {
+		*v = quick
+	}
+}
+
+// defaultAssets is where hack/lib.sh puts the binaries: $KUBE_ASSETS, or the
+// per-user cache directory for kube-apiserver v1.37.1.
+func defaultAssets() string {
+	if dir := os.Getenv("KUBE_ASSETS"); dir != "" {
+		return dir
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(cache, "kubetyped-informer", "kube-v1.37.1")
+}
+
+func run(cfg config) (err error) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	dir, err := os.MkdirTemp("", "realbench-")
+	if err != nil {
+		return err
+	}
+	logf("starting etcd and kube-apiserver in %s", dir)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	c, err := cluster.Start(startCtx, cluster.Options{Assets: cfg.assets, Dir: dir})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("starting the servers (logs kept in %s): %w", dir, err)
+	}
+	defer func() {
+		if stopErr := c.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+		if err == nil {
+			err = os.RemoveAll(dir)
+		} else {
+			logf("servers' logs kept in %s", dir)
+		}
+	}()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+
+	start := time.Now()
+	size, err := seed(ctx, c, cfg.pods)
+	if err != nil {
+		return fmt.Errorf("creating %d pods: %w", cfg.pods, err)
+	}
+	logf("created %d pods in %s (3 writes each); %.0f B each as protobuf on the server", cfg.pods, time.Since(start).Round(time.Second), size)
+
+	var rows []row
+	e1, err := runE1(ctx, cfg, kubeconfig)
+	if err != nil {
+		return fmt.Errorf("E1: %w", err)
+	}
+	rows = append(rows, e1...)
+	e2, err := runE2(ctx, c, cfg, kubeconfig)
+	if err != nil {
+		return fmt.Errorf("E2: %w", err)
+	}
+	rows = append(rows, e2...)
+	printRows(os.Stdout, rows, cfg.json)
+	if !cfg.json {
+		fmt.Printf("\n%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2: %d updates by %d writers.\n",
+			cfg.pods, size, cfg.runs, cfg.updates, cfg.writers)
+	}
+	return nil
+}
+
+// logf reports progress on stderr, so that stdout holds only the results.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s realbench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// row is one line of the output contract.
+type row struct {
+	Workload string  `json:"workload"`
+	Case     string  `json:"case"`
+	Metric   string  `json:"metric"`
+	ClientGo float64 `json:"clientgo"`
+	Ours     float64 `json:"ours"`
+	// Ratio is client-go ÷ ours; nil (null) when a figure is not positive,
+	// as a latency can be (see runE2), where a ratio would mean nothing.
+	Ratio *float64 `json:"ratio"`
+}
+
+func newRow(workload, kase, metric string, clientGo, ours float64) row {
+	r := row{Workload: workload, Case: kase, Metric: metric, ClientGo: clientGo, Ours: ours}
+	if clientGo > 0 && ours > 0 {
+		ratio := clientGo / ours
+		r.Ratio = &ratio
+	}
+	return r
+}
+
+func printRows(w *os.File, rows []row, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range rows {
+			_ = enc.Encode(r)
+		}
+		return
+	}
+	fmt.Fprintln(w, "| workload | case | metric | client-go | ours | ratio |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|")
+	for _, r := range rows {
+		ratio := "–"
+		if r.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f×", *r.Ratio)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Case, r.Metric, format(r.ClientGo), format(r.Ours), ratio)
+	}
+}
+
+// format prints a figure with three significant digits at most.
+func format(v float64) string {
+	switch {
+	case v >= 100 || v <= -100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10 || v <= -10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
