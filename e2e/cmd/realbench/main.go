@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -171,6 +172,7 @@ type row struct {
 	Ratio *float64 `json:"ratio"`
 }
 
+// newRow returns a row with its ratio.
 func newRow(workload, kase, metric string, clientGo, ours float64) row {
 	r := row{Workload: workload, Case: kase, Metric: metric, ClientGo: clientGo, Ours: ours}
 	if clientGo > 0 && ours > 0 {
@@ -180,7 +182,8 @@ func newRow(workload, kase, metric string, clientGo, ours float64) row {
 	return r
 }
 
-func printRows(w *os.File, rows []row, asJSON bool) {
+// printRows writes rows as a Markdown table or, with asJSON, as JSON lines.
+func printRows(w io.Writer, rows []row, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, r := range rows {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -59,7 +60,33 @@ func seed(ctx context.Context, c *cluster.Cluster, n int) (protoBytes float64, e
 	if err := g.Wait(); err != nil {
 		return 0, err
 	}
+	if err := checkShape(ctx, client, pods[0]); err != nil {
+		return 0, err
+	}
 	return protobufSize(ctx, client, pods[:min(len(pods), 200)])
+}
+
+// checkShape fails unless the server's copy of want has the managers,
+// conditions and container statuses of the generated pod.
+func checkShape(ctx context.Context, client kubernetes.Interface, want corev1.Pod) error {
+	got, err := client.CoreV1().Pods(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	managers := func(p *corev1.Pod) []string {
+		var names []string
+		for _, m := range p.ManagedFields {
+			names = append(names, m.Manager+"/"+m.Subresource)
+		}
+		return names
+	}
+	if !slices.Equal(managers(got), managers(&want)) || len(got.Status.Conditions) != len(want.Status.Conditions) ||
+		len(got.Status.ContainerStatuses) != len(want.Status.ContainerStatuses) {
+		return fmt.Errorf("pod %s/%s on the server has managers %v, %d conditions and %d container statuses; generated: %v, %d, %d",
+			want.Namespace, want.Name, managers(got), len(got.Status.Conditions), len(got.Status.ContainerStatuses),
+			managers(&want), len(want.Status.Conditions), len(want.Status.ContainerStatuses))
+	}
+	return nil
 }
 
 // writePod creates pod and sets its status in the three steps of seed.
