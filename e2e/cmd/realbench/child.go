@@ -58,12 +58,6 @@ type watchRecord struct {
 	At int64  `json:"at"`
 }
 
-// podInformer is one implementation's running pod informer, reduced to what
-// the children need.
-type podInformer struct {
-	hasSynced func() bool
-}
-
 // runChild is the child process: mode sync syncs the pods and reports a
 // syncResult; mode watch syncs, says "synced", records every update's
 // notification until it has seen the resource version the parent then
@@ -102,12 +96,12 @@ func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) e
 		mu.Unlock()
 	}
 	start := time.Now()
-	var inf podInformer
+	var hasSynced func() bool
 	switch impl {
 	case implClientGo:
-		inf, err = startClientGo(ctx, config, dropManagedFields, onAdd, onUpdate)
+		hasSynced, err = startClientGo(ctx, config, dropManagedFields, onAdd, onUpdate)
 	case implOurs:
-		inf, err = startOurs(ctx, config, dropManagedFields, onAdd, onUpdate)
+		hasSynced, err = startOurs(ctx, config, dropManagedFields, onAdd, onUpdate)
 	default:
 		err = fmt.Errorf("unknown implementation %q", impl)
 	}
@@ -119,7 +113,7 @@ func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) e
 	case <-time.After(10 * time.Minute):
 		return fmt.Errorf("%s: fewer than %d adds after 10 minutes", impl, pods)
 	}
-	for !inf.hasSynced() {
+	for !hasSynced() {
 		time.Sleep(100 * time.Microsecond)
 	}
 	wall := time.Since(start)
@@ -140,7 +134,6 @@ func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) e
 			RetainedHeap: readHeapObjects(),
 			BaselineHeap: baseline,
 		}
-		runtime.KeepAlive(inf)
 		return out.Encode(res)
 	case "watch":
 		fmt.Println("synced")
@@ -170,12 +163,12 @@ func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) e
 	}
 }
 
-// startClientGo starts the pod informer of client-go's shared informer
+// startClientGo starts and returns the HasSynced of the pod informer of client-go's shared informer
 // factory over a protobuf clientset, as a controller would build it.
-func startClientGo(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (podInformer, error) {
+func startClientGo(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
 	client, err := clientset(config)
 	if err != nil {
-		return podInformer{}, err
+		return nil, err
 	}
 	var opts []informers.SharedInformerOption
 	if dropManagedFields {
@@ -196,37 +189,38 @@ func startClientGo(ctx context.Context, config *rest.Config, dropManagedFields b
 			}
 		},
 	}); err != nil {
-		return podInformer{}, err
+		return nil, err
 	}
 	factory.Start(ctx.Done())
-	return podInformer{hasSynced: inf.HasSynced}, nil
+	return inf.HasSynced, nil
 }
 
-// startOurs starts this library's pod informer from its factory, with the
-// namespace index client-go's factory gives its informers.
-func startOurs(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (podInformer, error) {
+// startOurs starts and returns the HasSynced of this library's pod informer
+// from its factory, with the namespace index client-go's factory gives its
+// informers.
+func startOurs(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
 	var opts informer.FactoryOptions
 	if dropManagedFields {
 		opts.Transform = informer.StripManagedFields[metav1.Object]
 	}
 	factory, err := informer.NewFactory(config, opts)
 	if err != nil {
-		return podInformer{}, err
+		return nil, err
 	}
 	inf, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{
 		Indexers: map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 	})
 	if err != nil {
-		return podInformer{}, err
+		return nil, err
 	}
 	if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
 		AddFunc:    func(*corev1.Pod, bool) { onAdd() },
 		UpdateFunc: func(_, newObj *corev1.Pod) { onUpdate(newObj.ResourceVersion) },
 	}); err != nil {
-		return podInformer{}, err
+		return nil, err
 	}
 	factory.Start(ctx)
-	return podInformer{hasSynced: inf.HasSynced}, nil
+	return inf.HasSynced, nil
 }
 
 // rusageSeconds returns the user and system CPU time this process has used.

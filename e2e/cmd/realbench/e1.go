@@ -45,10 +45,10 @@ func syncOnce(ctx context.Context, impl, kubeconfig string, pods int, dropManage
 // runE1 measures the initial sync of cfg.pods pods, each implementation in a
 // process of its own, cfg.runs times each, interleaved (client-go, ours,
 // client-go, …) after one untimed sync that warms the server up; with
-// cfg.dropMF, again with managed fields dropped on both sides.
+// cfg.droppedCase, again with managed fields dropped on both sides.
 func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
 	cases := []bool{false}
-	if cfg.dropMF {
+	if cfg.droppedCase {
 		cases = append(cases, true)
 	}
 	var rows []row

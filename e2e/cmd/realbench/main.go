@@ -35,13 +35,13 @@ import (
 
 // config is the command line.
 type config struct {
-	pods    int
-	runs    int
-	updates int
-	writers int
-	json    bool
-	assets  string
-	dropMF  bool
+	pods        int
+	runs        int
+	updates     int
+	writers     int
+	json        bool
+	assets      string
+	droppedCase bool
 }
 
 func main() {
@@ -52,14 +52,15 @@ func main() {
 	flag.IntVar(&cfg.updates, "updates", 10000, "E2: pod updates made through the API while both informers watch")
 	flag.IntVar(&cfg.writers, "writers", 4, "E2: concurrent writers")
 	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
-	flag.BoolVar(&cfg.dropMF, "drop-managed-fields", true, "E1: also sync with managed fields dropped on both sides (a transform each)")
+	flag.BoolVar(&cfg.droppedCase, "dropped-case", true, "E1: also sync with managed fields dropped on both sides (a transform each)")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	child := flag.String("child", "", "internal: run as the informer process of one implementation (sync or watch)")
 	impl := flag.String("impl", "", "internal: the child's implementation (client-go or ours)")
 	kubeconfig := flag.String("kubeconfig", "", "internal: the child's kubeconfig")
+	dropManagedFields := flag.Bool("drop-managed-fields", false, "internal: the child drops managed fields (a transform)")
 	flag.Parse()
 	if *child != "" {
-		if err := runChild(*child, *impl, *kubeconfig, cfg.pods, cfg.dropMF); err != nil {
+		if err := runChild(*child, *impl, *kubeconfig, cfg.pods, *dropManagedFields); err != nil {
 			fmt.Fprintln(os.Stderr, "realbench child:", err)
 			os.Exit(1)
 		}
