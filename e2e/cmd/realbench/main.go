@@ -48,7 +48,7 @@ func main() {
 	var cfg config
 	quick := flag.Bool("quick", false, "CI mode: 1,000 updates in E2 instead of 10,000 (N stays 5,000 unless -n)")
 	flag.IntVar(&cfg.pods, "n", 5000, "production-like pods on the server (E1 and E2)")
-	flag.IntVar(&cfg.runs, "runs", 3, "E1 syncs per implementation, interleaved; medians are reported")
+	flag.IntVar(&cfg.runs, "runs", 3, "E1 syncs per implementation, interleaved, and E2 rounds; medians are reported")
 	flag.IntVar(&cfg.updates, "updates", 10000, "E2: pod updates made through the API while both informers watch")
 	flag.IntVar(&cfg.writers, "writers", 4, "E2: concurrent writers")
 	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
@@ -150,8 +150,8 @@ func run(cfg config) (err error) {
 	rows = append(rows, e2...)
 	printRows(os.Stdout, rows, cfg.json)
 	if !cfg.json {
-		fmt.Printf("\n%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2: %d updates by %d writers.\n",
-			cfg.pods, size, cfg.runs, cfg.updates, cfg.writers)
+		fmt.Printf("\n%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.\n",
+			cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers)
 	}
 	return nil
 }
