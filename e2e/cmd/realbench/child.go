@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -197,11 +196,13 @@ func startClientGo(ctx context.Context, config *rest.Config, dropManagedFields b
 
 // startOurs starts and returns the HasSynced of this library's pod informer
 // from its factory, with the namespace index client-go's factory gives its
-// informers.
+// informers; dropManagedFields drops them with DropFields.
 func startOurs(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
 	var opts informer.FactoryOptions
 	if dropManagedFields {
-		opts.Transform = informer.StripManagedFields[metav1.Object]
+		// Dropped on the wire, before decoding: the best this library
+		// offers (client-go can only strip them after decoding).
+		opts.DropFields = []string{informer.ManagedFields}
 	}
 	factory, err := informer.NewFactory(config, opts)
 	if err != nil {

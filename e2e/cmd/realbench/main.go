@@ -52,12 +52,12 @@ func main() {
 	flag.IntVar(&cfg.updates, "updates", 10000, "E2: pod updates made through the API while both informers watch")
 	flag.IntVar(&cfg.writers, "writers", 4, "E2: concurrent writers")
 	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
-	flag.BoolVar(&cfg.droppedCase, "dropped-case", true, "E1: also sync with managed fields dropped on both sides (a transform each)")
+	flag.BoolVar(&cfg.droppedCase, "dropped-case", true, "E1: also sync with managed fields dropped on both sides (client-go: a transform; ours: DropFields)")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	child := flag.String("child", "", "internal: run as the informer process of one implementation (sync or watch)")
 	impl := flag.String("impl", "", "internal: the child's implementation (client-go or ours)")
 	kubeconfig := flag.String("kubeconfig", "", "internal: the child's kubeconfig")
-	dropManagedFields := flag.Bool("drop-managed-fields", false, "internal: the child drops managed fields (a transform)")
+	dropManagedFields := flag.Bool("drop-managed-fields", false, "internal: the child drops managed fields")
 	flag.Parse()
 	if *child != "" {
 		if err := runChild(*child, *impl, *kubeconfig, cfg.pods, *dropManagedFields); err != nil {
