@@ -75,6 +75,15 @@ type InformerOptions[T Object] struct {
 	// [Informer.CheckConsistency]). For an informer made by [For], the zero
 	// value means [FactoryOptions].ConsistencyCheck.
 	ConsistencyCheck ConsistencyCheckOptions
+	// DisableInterning turns off interning: by default every object is
+	// passed, before it is cached and after the transform, through a pass
+	// that makes the strings repeated across cached objects (label and
+	// annotation keys and values, owner references, images, env vars, node
+	// names, condition types, managed fields…) share one copy. It changes
+	// no value, but managed fields' FieldsV1.Raw bytes are then shared
+	// between objects (see docs/semantics.md, "Interning"). For an informer
+	// made by [For], [FactoryOptions].DisableInterning also turns it off.
+	DisableInterning bool
 	// DetectMutations enables the cache mutation detector, meant for tests
 	// and CI; the environment variable KUBE_CACHE_MUTATION_DETECTOR=true
 	// enables it in every informer, as in client-go. It keeps a deep copy of
@@ -223,6 +232,9 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	}
 	i.proc.clock = clk
 	i.lister.applied, i.lister.name = &i.applied, informerName(i)
+	if !opts.DisableInterning {
+		i.queue.interns, i.queue.intern = newInternTable(), internFuncFor[T]()
+	}
 	if mutationDetectionRequested(opts.DetectMutations) {
 		i.detector = newMutationDetector(indexer, clk)
 		indexer.detector = i.detector

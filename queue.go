@@ -141,7 +141,11 @@ type eventQueue[T Object] struct {
 	// synced once processed, any other first record makes it synced at once.
 	populated bool
 
-	transform       TransformFunc[T]
+	transform TransformFunc[T]
+	// interns and intern, when set, intern the strings of every object
+	// queued for the cache, after the transform (see intern.go).
+	interns         *internTable
+	intern          internFunc[T]
 	logger          klog.Logger
 	transformErrors atomic.Int64
 	// store prepares the cache's part of each event (nil: no preparation).
@@ -194,6 +198,9 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 	obj, ok := q.transformed(op, obj)
 	if !ok {
 		return nil
+	}
+	if q.intern != nil && op != opDelete {
+		internObject(q.interns, q.intern, obj)
 	}
 	rec := queueRecord[T]{op: op, obj: obj}
 	var buf [4][]string
@@ -265,6 +272,11 @@ func (q *eventQueue[T]) replace(list []T, bulk *bulkRecord[T]) error {
 		}
 		clear(list[len(kept):])
 		list = kept
+	}
+	if q.intern != nil {
+		for _, obj := range list {
+			internObject(q.interns, q.intern, obj)
+		}
 	}
 	bulk.list = list
 	q.mu.Lock()

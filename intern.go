@@ -1,0 +1,325 @@
+package informer
+
+import (
+	"hash/maphash"
+	"strings"
+	"sync"
+	"unsafe"
+	"weak"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Interning: an informer's queue passes every object it will cache through
+// an intern function before the cache sees it, so that strings repeated
+// across cached objects (label and annotation keys and values, owner
+// references, images, env vars, node names, condition types, managed
+// fields…) share one copy. It runs after the transform, on the reflector's
+// goroutine, whatever the ListerWatcher, and changes no value: only where
+// the bytes of equal strings live.
+//
+// Go's unique package is not used: its table forgets a value as soon as no
+// unique.Handle to it is left, and cached objects hold strings, not handles,
+// so a string interned once would get a new copy the next time. The table
+// below keeps, per distinct string, a weak pointer to the bytes of its one
+// copy: the copy lives exactly as long as some object uses it, and the
+// table's entry for a string no object uses any more is dropped by the next
+// sweep, so the table never outgrows what is cached.
+//
+// managedFields' FieldsV1.Raw bytes are shared the same way: that is the
+// one mutable thing interning shares between cached objects (see
+// docs/semantics.md, "Interning").
+
+// minSweepInserts is the fewest insertions between two sweeps of an intern
+// table, so that a small table is not swept on every insertion.
+const minSweepInserts = 1024
+
+// internTable maps strings to their one shared copy. Its methods must be
+// called with mu held (internObject takes it once per object).
+type internTable struct {
+	mu    sync.Mutex
+	seed  maphash.Seed
+	slots map[uint64]internSlot
+	// inserts counts insertions since the last sweep; peak is the most
+	// slots the map held since it was last rebuilt.
+	inserts, peak int
+}
+
+// internSlot is the shared copy of one string: a weak pointer to its bytes
+// and its length.
+type internSlot struct {
+	data weak.Pointer[byte]
+	n    int
+}
+
+// newInternTable returns an empty table.
+func newInternTable() *internTable {
+	return &internTable{seed: maphash.MakeSeed(), slots: map[uint64]internSlot{}}
+}
+
+// str returns the shared copy of s, making a copy of s the shared one if
+// there is none. The shared copy is always a fresh heap allocation, never
+// s itself, so that the table never points into a larger buffer (or into
+// read-only memory, where weak pointers cannot point) that s may share.
+func (t *internTable) str(s string) string {
+	if len(s) == 0 {
+		return s
+	}
+	h := maphash.String(t.seed, s)
+	if slot, ok := t.slots[h]; ok {
+		if p := slot.data.Value(); p != nil {
+			if c := unsafe.String(p, slot.n); c == s {
+				return c
+			}
+			return s // another string with the same hash: leave s alone
+		}
+	}
+	c := strings.Clone(s)
+	t.slots[h] = internSlot{data: weak.Make(unsafe.StringData(c)), n: len(c)}
+	t.inserted()
+	return c
+}
+
+// bytes returns b or a slice of the same content whose bytes are shared
+// with other objects. The result's capacity is its length, so appending to
+// it copies; writing to it in place changes every object sharing it, which
+// the no-mutation rule forbids and the mutation detector reports.
+func (t *internTable) bytes(b []byte) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	s := t.str(unsafe.String(unsafe.SliceData(b), len(b)))
+	if unsafe.StringData(s) == unsafe.SliceData(b) {
+		return b
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// set interns the string *p, writing to *p only if that changes where its
+// bytes are: an object interned before (a listed object the ListerWatcher
+// hands out again) is not written to, so readers of it do not race with
+// the reflector.
+func set[S ~string](t *internTable, p *S) {
+	if c := t.str(string(*p)); unsafe.StringData(c) != unsafe.StringData(string(*p)) {
+		*p = S(c)
+	}
+}
+
+// inserted counts an insertion and sweeps when as many insertions as the
+// table has slots happened since the last sweep: sweeping costs O(slots),
+// so it is amortized O(1) per insertion.
+func (t *internTable) inserted() {
+	t.inserts++
+	t.peak = max(t.peak, len(t.slots))
+	if t.inserts >= max(len(t.slots), minSweepInserts) {
+		t.sweep()
+	}
+}
+
+// sweep drops the slots whose string no object uses any more, and
+// rebuilds the map once it holds less than a quarter of its peak, since a
+// Go map never gives back the memory of deleted entries.
+func (t *internTable) sweep() {
+	t.inserts = 0
+	for h, slot := range t.slots {
+		if slot.data.Value() == nil {
+			delete(t.slots, h)
+		}
+	}
+	if len(t.slots) < t.peak/4 {
+		t.slots = resized(t.slots)
+		t.peak = len(t.slots)
+	}
+}
+
+// resized copies m into a map sized for its length (maps.Clone would keep
+// m's size).
+func resized(m map[uint64]internSlot) map[uint64]internSlot {
+	out := make(map[uint64]internSlot, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// len returns the number of slots, live or not yet swept.
+func (t *internTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.slots)
+}
+
+// internFunc interns the strings of one object in place.
+type internFunc[T Object] func(t *internTable, obj T)
+
+// internFuncFor returns the intern function for T, chosen once: a walk of
+// the fields worth interning for the core types that dominate caches
+// (pods), the object's content for unstructured objects, and its metadata
+// for every other type. Type-specific code is what keeps this free of
+// reflection, which would cost more than the decoding it follows.
+func internFuncFor[T Object]() internFunc[T] {
+	var f any
+	switch any(*new(T)).(type) {
+	case *corev1.Pod:
+		f = internFunc[*corev1.Pod](func(t *internTable, p *corev1.Pod) { t.pod(p) })
+	case *unstructured.Unstructured:
+		f = internFunc[*unstructured.Unstructured](func(t *internTable, u *unstructured.Unstructured) {
+			t.content(u.Object)
+		})
+	case *metav1.PartialObjectMetadata:
+		f = internFunc[*metav1.PartialObjectMetadata](func(t *internTable, m *metav1.PartialObjectMetadata) {
+			t.objectMeta(&m.ObjectMeta)
+		})
+	default:
+		return func(t *internTable, obj T) { t.meta(obj) }
+	}
+	return f.(internFunc[T])
+}
+
+// internObject interns obj's strings with f under t's lock.
+func internObject[T Object](t *internTable, f internFunc[T], obj T) {
+	t.mu.Lock()
+	f(t, obj)
+	t.mu.Unlock()
+}
+
+// meta interns the metadata of an object through its accessors.
+func (t *internTable) meta(obj metav1.Object) {
+	if ns := obj.GetNamespace(); ns != "" {
+		if c := t.str(ns); unsafe.StringData(c) != unsafe.StringData(ns) {
+			obj.SetNamespace(c)
+		}
+	}
+	if g := obj.GetGenerateName(); g != "" {
+		if c := t.str(g); unsafe.StringData(c) != unsafe.StringData(g) {
+			obj.SetGenerateName(c)
+		}
+	}
+	t.stringMap(obj.GetLabels())
+	t.stringMap(obj.GetAnnotations())
+	t.ownerRefs(obj.GetOwnerReferences())
+	t.managedFields(obj.GetManagedFields())
+}
+
+// objectMeta interns the fields of m that repeat across objects: not the
+// name, UID or resource version.
+func (t *internTable) objectMeta(m *metav1.ObjectMeta) {
+	set(t, &m.Namespace)
+	set(t, &m.GenerateName)
+	t.stringMap(m.Labels)
+	t.stringMap(m.Annotations)
+	t.ownerRefs(m.OwnerReferences)
+	t.strs(m.Finalizers)
+	t.managedFields(m.ManagedFields)
+}
+
+// stringMap interns m's keys and values in place. Assigning to an existing
+// key also stores the key given, so the map keeps the shared copy of it.
+func (t *internTable) stringMap(m map[string]string) {
+	for k, v := range m {
+		if ck, cv := t.str(k), t.str(v); !sameBytes(ck, k) || !sameBytes(cv, v) {
+			m[ck] = cv
+		}
+	}
+}
+
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b string) bool {
+	return unsafe.StringData(a) == unsafe.StringData(b) && len(a) == len(b)
+}
+
+// strs interns the elements of s in place.
+func (t *internTable) strs(s []string) {
+	for i := range s {
+		set(t, &s[i])
+	}
+}
+
+func (t *internTable) ownerRefs(refs []metav1.OwnerReference) {
+	for i := range refs {
+		r := &refs[i]
+		set(t, &r.APIVersion)
+		set(t, &r.Kind)
+		set(t, &r.Name)
+		set(t, &r.UID)
+	}
+}
+
+func (t *internTable) managedFields(entries []metav1.ManagedFieldsEntry) {
+	for i := range entries {
+		e := &entries[i]
+		set(t, &e.Manager)
+		set(t, &e.APIVersion)
+		set(t, &e.FieldsType)
+		set(t, &e.Subresource)
+		set(t, &e.Operation)
+		if e.FieldsV1 != nil {
+			if raw := t.bytes(e.FieldsV1.Raw); len(raw) > 0 && &raw[0] != &e.FieldsV1.Raw[0] {
+				e.FieldsV1.Raw = raw
+			}
+		}
+	}
+}
+
+// content interns the keys and string values of an unstructured object,
+// except metadata's name, uid and resourceVersion.
+func (t *internTable) content(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			if ck, cv := t.str(k), t.str(v); !sameBytes(ck, k) || !sameBytes(cv, v) {
+				m[ck] = cv
+			}
+			continue
+		case map[string]any:
+			if k == "metadata" {
+				t.unstructuredMeta(v)
+			} else {
+				t.content(v)
+			}
+		case []any:
+			t.contentSlice(v)
+		}
+		if ck := t.str(k); !sameBytes(ck, k) {
+			m[ck] = v
+		}
+	}
+}
+
+// unstructuredMeta interns metadata, leaving the strings unique to one
+// object alone.
+func (t *internTable) unstructuredMeta(m map[string]any) {
+	for k, v := range m {
+		switch k {
+		case "name", "uid", "resourceVersion", "creationTimestamp":
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			if cv := t.str(v); !sameBytes(cv, v) {
+				m[k] = cv
+			}
+		case map[string]any:
+			t.content(v)
+		case []any:
+			t.contentSlice(v)
+		}
+	}
+}
+
+func (t *internTable) contentSlice(s []any) {
+	for i, v := range s {
+		switch v := v.(type) {
+		case string:
+			if cv := t.str(v); !sameBytes(cv, v) {
+				s[i] = cv
+			}
+		case map[string]any:
+			t.content(v)
+		case []any:
+			t.contentSlice(v)
+		}
+	}
+}

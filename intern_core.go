@@ -1,0 +1,264 @@
+package informer
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The pod walk: pods are most of what large caches hold. It interns the
+// strings that repeat between pods (most come from a shared template or
+// name shared things: nodes, images, volumes, conditions) and leaves alone
+// those unique to one pod (name, UID, resource version, pod IPs, container
+// IDs), which would only cost a table slot each.
+
+func (t *internTable) pod(p *corev1.Pod) {
+	t.objectMeta(&p.ObjectMeta)
+	t.podSpec(&p.Spec)
+	t.podStatus(&p.Status)
+}
+
+func (t *internTable) podSpec(s *corev1.PodSpec) {
+	for i := range s.Volumes {
+		t.volume(&s.Volumes[i])
+	}
+	for i := range s.InitContainers {
+		t.container(&s.InitContainers[i])
+	}
+	for i := range s.Containers {
+		t.container(&s.Containers[i])
+	}
+	set(t, &s.RestartPolicy)
+	set(t, &s.DNSPolicy)
+	t.stringMap(s.NodeSelector)
+	set(t, &s.ServiceAccountName)
+	set(t, &s.DeprecatedServiceAccount)
+	set(t, &s.NodeName)
+	set(t, &s.Subdomain)
+	set(t, &s.SchedulerName)
+	set(t, &s.PriorityClassName)
+	if s.PreemptionPolicy != nil {
+		set(t, s.PreemptionPolicy)
+	}
+	for i := range s.ImagePullSecrets {
+		set(t, &s.ImagePullSecrets[i].Name)
+	}
+	for i := range s.Tolerations {
+		tol := &s.Tolerations[i]
+		set(t, &tol.Key)
+		set(t, &tol.Value)
+		set(t, &tol.Operator)
+		set(t, &tol.Effect)
+	}
+	if sc := s.SecurityContext; sc != nil && sc.SeccompProfile != nil {
+		set(t, &sc.SeccompProfile.Type)
+	}
+}
+
+func (t *internTable) volume(v *corev1.Volume) {
+	set(t, &v.Name)
+	src := &v.VolumeSource
+	if src.ConfigMap != nil {
+		set(t, &src.ConfigMap.Name)
+		t.keyToPaths(src.ConfigMap.Items)
+	}
+	if src.Secret != nil {
+		set(t, &src.Secret.SecretName)
+		t.keyToPaths(src.Secret.Items)
+	}
+	if src.EmptyDir != nil {
+		set(t, &src.EmptyDir.Medium)
+	}
+	if src.HostPath != nil {
+		set(t, &src.HostPath.Path)
+	}
+	if src.PersistentVolumeClaim != nil {
+		set(t, &src.PersistentVolumeClaim.ClaimName)
+	}
+	if src.DownwardAPI != nil {
+		t.downwardAPIFiles(src.DownwardAPI.Items)
+	}
+	if src.Projected == nil {
+		return
+	}
+	for i := range src.Projected.Sources {
+		ps := &src.Projected.Sources[i]
+		if ps.ServiceAccountToken != nil {
+			set(t, &ps.ServiceAccountToken.Path)
+			set(t, &ps.ServiceAccountToken.Audience)
+		}
+		if ps.ConfigMap != nil {
+			set(t, &ps.ConfigMap.Name)
+			t.keyToPaths(ps.ConfigMap.Items)
+		}
+		if ps.Secret != nil {
+			set(t, &ps.Secret.Name)
+			t.keyToPaths(ps.Secret.Items)
+		}
+		if ps.DownwardAPI != nil {
+			t.downwardAPIFiles(ps.DownwardAPI.Items)
+		}
+	}
+}
+
+func (t *internTable) keyToPaths(items []corev1.KeyToPath) {
+	for i := range items {
+		set(t, &items[i].Key)
+		set(t, &items[i].Path)
+	}
+}
+
+func (t *internTable) downwardAPIFiles(items []corev1.DownwardAPIVolumeFile) {
+	for i := range items {
+		f := &items[i]
+		set(t, &f.Path)
+		if f.FieldRef != nil {
+			set(t, &f.FieldRef.APIVersion)
+			set(t, &f.FieldRef.FieldPath)
+		}
+	}
+}
+
+func (t *internTable) container(c *corev1.Container) {
+	set(t, &c.Name)
+	set(t, &c.Image)
+	set(t, &c.WorkingDir)
+	t.strs(c.Command)
+	t.strs(c.Args)
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		set(t, &p.Name)
+		set(t, &p.Protocol)
+	}
+	for i := range c.EnvFrom {
+		e := &c.EnvFrom[i]
+		set(t, &e.Prefix)
+		if e.ConfigMapRef != nil {
+			set(t, &e.ConfigMapRef.Name)
+		}
+		if e.SecretRef != nil {
+			set(t, &e.SecretRef.Name)
+		}
+	}
+	for i := range c.Env {
+		t.envVar(&c.Env[i])
+	}
+	for i := range c.VolumeMounts {
+		m := &c.VolumeMounts[i]
+		set(t, &m.Name)
+		set(t, &m.MountPath)
+		set(t, &m.SubPath)
+	}
+	t.probe(c.LivenessProbe)
+	t.probe(c.ReadinessProbe)
+	t.probe(c.StartupProbe)
+	set(t, &c.TerminationMessagePath)
+	set(t, &c.TerminationMessagePolicy)
+	set(t, &c.ImagePullPolicy)
+	if sc := c.SecurityContext; sc != nil {
+		if sc.Capabilities != nil {
+			t.capabilities(sc.Capabilities.Add)
+			t.capabilities(sc.Capabilities.Drop)
+		}
+		if sc.SeccompProfile != nil {
+			set(t, &sc.SeccompProfile.Type)
+		}
+	}
+}
+
+func (t *internTable) capabilities(caps []corev1.Capability) {
+	for i := range caps {
+		set(t, &caps[i])
+	}
+}
+
+func (t *internTable) envVar(e *corev1.EnvVar) {
+	set(t, &e.Name)
+	set(t, &e.Value)
+	src := e.ValueFrom
+	if src == nil {
+		return
+	}
+	if r := src.FieldRef; r != nil {
+		set(t, &r.APIVersion)
+		set(t, &r.FieldPath)
+	}
+	if r := src.ResourceFieldRef; r != nil {
+		set(t, &r.ContainerName)
+		set(t, &r.Resource)
+	}
+	if r := src.ConfigMapKeyRef; r != nil {
+		set(t, &r.Name)
+		set(t, &r.Key)
+	}
+	if r := src.SecretKeyRef; r != nil {
+		set(t, &r.Name)
+		set(t, &r.Key)
+	}
+}
+
+func (t *internTable) probe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	h := &p.ProbeHandler
+	if h.Exec != nil {
+		t.strs(h.Exec.Command)
+	}
+	if g := h.HTTPGet; g != nil {
+		set(t, &g.Path)
+		set(t, &g.Host)
+		set(t, &g.Scheme)
+		t.intOrString(&g.Port)
+		for i := range g.HTTPHeaders {
+			hh := &g.HTTPHeaders[i]
+			set(t, &hh.Name)
+			set(t, &hh.Value)
+		}
+	}
+	if s := h.TCPSocket; s != nil {
+		set(t, &s.Host)
+		t.intOrString(&s.Port)
+	}
+}
+
+func (t *internTable) intOrString(v *intstr.IntOrString) {
+	if v.Type == intstr.String {
+		set(t, &v.StrVal)
+	}
+}
+
+func (t *internTable) podStatus(s *corev1.PodStatus) {
+	set(t, &s.Phase)
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		set(t, &c.Type)
+		set(t, &c.Status)
+		set(t, &c.Reason)
+		set(t, &c.Message)
+	}
+	set(t, &s.Reason)
+	set(t, &s.Message)
+	set(t, &s.NominatedNodeName)
+	set(t, &s.HostIP)
+	for i := range s.HostIPs {
+		set(t, &s.HostIPs[i].IP)
+	}
+	set(t, &s.QOSClass)
+	t.containerStatuses(s.InitContainerStatuses)
+	t.containerStatuses(s.ContainerStatuses)
+}
+
+func (t *internTable) containerStatuses(statuses []corev1.ContainerStatus) {
+	for i := range statuses {
+		cs := &statuses[i]
+		set(t, &cs.Name)
+		set(t, &cs.Image)
+		set(t, &cs.ImageID)
+		if w := cs.State.Waiting; w != nil {
+			set(t, &w.Reason)
+		}
+		if term := cs.LastTerminationState.Terminated; term != nil {
+			set(t, &term.Reason)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package informer
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/randfill"
+)
+
+// internedCopy interns a deep copy of obj with T's intern function and
+// returns it; obj is left as it was.
+func internedCopy[T interface {
+	Object
+	DeepCopy() T
+}](t *internTable, obj T) T {
+	c := obj.DeepCopy()
+	internObject(t, internFuncFor[T](), c)
+	return c
+}
+
+// TestInternChangesNoValue interns random pods, unstructured objects and
+// metadata and compares each with an untouched deep copy.
+func TestInternChangesNoValue(t *testing.T) {
+	table := newInternTable()
+	f := randfill.NewWithSeed(14).NilChance(0.2).NumElements(0, 4)
+	for i := range 300 {
+		var pod corev1.Pod
+		f.Fill(&pod)
+		if diff := cmp.Diff(&pod, internedCopy(table, &pod)); diff != "" {
+			t.Fatalf("pod %d changed by interning (-before +after):\n%s", i, diff)
+		}
+		var meta metav1.PartialObjectMetadata
+		f.Fill(&meta.ObjectMeta)
+		if diff := cmp.Diff(&meta, internedCopy(table, &meta)); diff != "" {
+			t.Fatalf("metadata %d changed by interning (-before +after):\n%s", i, diff)
+		}
+		var cm corev1.ConfigMap // a type without a walk of its own: metadata only
+		f.Fill(&cm)
+		if diff := cmp.Diff(&cm, internedCopy(table, &cm)); diff != "" {
+			t.Fatalf("config map %d changed by interning (-before +after):\n%s", i, diff)
+		}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "ns", "labels": map[string]any{"app": "a"}},
+		"spec":     map[string]any{"list": []any{"x", int64(1), map[string]any{"k": "v"}, []any{"y"}}, "flag": true},
+	}}
+	if diff := cmp.Diff(u, internedCopy(table, u)); diff != "" {
+		t.Fatalf("unstructured object changed by interning (-before +after):\n%s", diff)
+	}
+}
+
+// TestInternShares checks that equal strings of two objects end up sharing
+// their bytes, managed fields included, and that unique ones are left alone.
+func TestInternShares(t *testing.T) {
+	table := newInternTable()
+	mk := func(name string) *corev1.Pod {
+		p := NewPod("ns-"+strings.Repeat("x", 1), name, "1", PodLabels(map[string]string{"app": "web"}), PodNode("node-1"))
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}
+		p.Spec.Containers = []corev1.Container{{Name: "c", Image: "registry/app:1"}}
+		return p
+	}
+	a, b := internedCopy(table, mk("a")), internedCopy(table, mk("b"))
+	same := func(what string, x, y string) {
+		t.Helper()
+		if unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q not shared", what, x)
+		}
+	}
+	same("namespace", a.Namespace, b.Namespace)
+	same("node", a.Spec.NodeName, b.Spec.NodeName)
+	same("image", a.Spec.Containers[0].Image, b.Spec.Containers[0].Image)
+	same("label value", a.Labels["app"], b.Labels["app"])
+	for k := range a.Labels {
+		for k2 := range b.Labels {
+			same("label key", k, k2)
+		}
+	}
+	if &a.ManagedFields[0].FieldsV1.Raw[0] != &b.ManagedFields[0].FieldsV1.Raw[0] {
+		t.Error("managed fields' bytes not shared")
+	}
+	if raw := a.ManagedFields[0].FieldsV1.Raw; cap(raw) != len(raw) {
+		t.Errorf("shared bytes have capacity %d beyond their length %d: an append would write into them", cap(raw), len(raw))
+	}
+	if a.Name == b.Name || unsafe.StringData(a.Name) == unsafe.StringData(b.Name) {
+		t.Error("names shared")
+	}
+}
+
+// TestInternTableShrinks interns the strings of many objects, lets the
+// objects go and checks that a sweep leaves the table empty.
+func TestInternTableShrinks(t *testing.T) {
+	table := newInternTable()
+	pods := make([]*corev1.Pod, 3000)
+	for i := range pods {
+		// Strings longer than 16 bytes: tiny ones may share an allocation
+		// with a live object and outlive their own (see weak.Pointer).
+		pods[i] = internedCopy(table, NewPod("ns", "p", "1", PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))))
+	}
+	if n := table.len(); n < len(pods) {
+		t.Fatalf("table holds %d strings, want at least %d", n, len(pods))
+	}
+	runtime.KeepAlive(pods)
+	Eventually(t, "the table to forget every string", func() bool {
+		runtime.GC()
+		table.mu.Lock()
+		table.sweep()
+		table.mu.Unlock()
+		return table.len() == 0
+	})
+}
