@@ -215,6 +215,11 @@ func newDiffOurSide(t testing.TB, cfg diffInformerConfig) *diffOurSide {
 		opts.Transform = diffTransformPod
 	}
 	o := &diffOurSide{lw: fake, inf: MustNewInformer(t, diffListerWatcher{fake, cfg.Streaming}, opts)}
+	// Handlers compare object identity here, and on a relist this library
+	// passes an unchanged object's cached copy as both old and new, where
+	// client-go passes the new copy (docs/semantics.md; tested in
+	// relist_reuse_test.go): off here, so that the rest is compared.
+	o.inf.queue.reuseCached = false
 	_ = o.inf.setWatchErrorHandler(func(_ context.Context, err error) { o.errs.add(err) })
 	return o
 }

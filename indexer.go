@@ -171,6 +171,26 @@ func (s *Indexer[T]) Bookmark(resourceVersion string) {
 	s.mu.Unlock()
 }
 
+// cachedAt returns the stored object with obj's namespace and name if its
+// resource version is obj's (and not empty): the object obj describes
+// again, as a relist does for every unchanged object.
+func (s *Indexer[T]) cachedAt(obj T) (T, bool) {
+	var cached T
+	rv := obj.GetResourceVersion()
+	if rv == "" {
+		return cached, false
+	}
+	name := NameOf(obj)
+	s.mu.RLock()
+	e := s.c.entries.get(name)
+	found := e != nil && e.rv == rv
+	if found {
+		cached = e.obj
+	}
+	s.mu.RUnlock()
+	return cached, found
+}
+
 // upsert stores obj under NameOf(obj) and sets the store's resource version
 // to obj's. It returns the object it replaced (zero T and false if obj is
 // new). On error nothing changes.

@@ -45,3 +45,16 @@ type ReflectorStore[T Object] interface {
 	// Bookmark records that the watch has progressed to resourceVersion.
 	Bookmark(resourceVersion string) error
 }
+
+// listedPreparer is implemented by a ReflectorStore that prepares listed
+// objects as they arrive (the informer's queue): the reflector passes it
+// each page of a list and each object of a streaming list at once, so that
+// it holds only what the store keeps, and hands the prepared list over with
+// replacePrepared instead of Replace.
+type listedPreparer[T Object] interface {
+	// prepareListed prepares items in place and returns those kept, a
+	// prefix of items.
+	prepareListed(items []T) []T
+	// replacePrepared records a complete list of prepared items.
+	replacePrepared(list []T, resourceVersion string) error
+}

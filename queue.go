@@ -150,6 +150,10 @@ type eventQueue[T Object] struct {
 	transformErrors atomic.Int64
 	// store prepares the cache's part of each event (nil: no preparation).
 	store *Indexer[T]
+	// reuseCached makes prepareListed keep the cached object for an item
+	// listed at the cached resource version; on unless a test compares
+	// object identity with client-go's (difftest).
+	reuseCached bool
 
 	synced     atomic.Bool
 	syncedOnce sync.Once
@@ -166,10 +170,11 @@ var errTransformReturnedNothing = errors.New("transform returned no object")
 // (see writePrep). store and transform may be nil.
 func newEventQueue[T Object](store *Indexer[T], transform TransformFunc[T], logger klog.Logger) *eventQueue[T] {
 	q := &eventQueue[T]{
-		store:     store,
-		transform: transform,
-		logger:    logger,
-		syncedCh:  make(chan struct{}),
+		store:       store,
+		reuseCached: store != nil,
+		transform:   transform,
+		logger:      logger,
+		syncedCh:    make(chan struct{}),
 	}
 	q.ready.L = &q.mu
 	return q
@@ -255,29 +260,58 @@ func arenaSize(perRecord int) int {
 }
 
 // Replace queues a complete list at resourceVersion as one record. The queue
-// takes ownership of list and transforms its items in place; items whose
-// transform fails are logged, counted and left out of the list.
+// takes ownership of list and prepares its items in place (see
+// prepareListed); items whose transform fails are logged, counted and left
+// out of the list.
 func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
-	return q.replace(list, &bulkRecord[T]{resourceVersion: resourceVersion})
+	return q.replacePrepared(q.prepareListed(list), resourceVersion)
 }
 
-// replace queues bulk as a replace record with list.
+// replace prepares list (see prepareListed) and queues bulk as a replace
+// record with it.
 func (q *eventQueue[T]) replace(list []T, bulk *bulkRecord[T]) error {
-	if q.transform != nil {
-		kept := list[:0]
-		for _, obj := range list {
-			if obj, ok := q.transformed(opReplace, obj); ok {
-				kept = append(kept, obj)
+	return q.queueReplace(q.prepareListed(list), bulk)
+}
+
+// prepareListed prepares listed objects for the cache, in place, and
+// returns those kept (a prefix of items, whose tail it clears). An item the
+// cache holds at the same resource version is replaced by the cached
+// object, and the listed copy let go: so a relist of an unchanged cache
+// holds little more than the cache, provided the reflector prepares each
+// page or streamed object as it arrives (the listedPreparer interface).
+// The other items are transformed and interned. The cached object kept has
+// been transformed already; it is not transformed again.
+func (q *eventQueue[T]) prepareListed(items []T) []T {
+	kept := items[:0]
+	for _, obj := range items {
+		if q.reuseCached {
+			if cached, ok := q.store.cachedAt(obj); ok {
+				kept = append(kept, cached)
+				continue
 			}
 		}
-		clear(list[len(kept):])
-		list = kept
-	}
-	if q.intern != nil {
-		for _, obj := range list {
+		obj, ok := q.transformed(opReplace, obj)
+		if !ok {
+			continue
+		}
+		if q.intern != nil {
 			internObject(q.interns, q.intern, obj)
 		}
+		kept = append(kept, obj)
 	}
+	clear(items[len(kept):])
+	return kept
+}
+
+// replacePrepared queues a complete list whose items prepareListed
+// returned.
+func (q *eventQueue[T]) replacePrepared(list []T, resourceVersion string) error {
+	return q.queueReplace(list, &bulkRecord[T]{resourceVersion: resourceVersion})
+}
+
+// queueReplace queues bulk as a replace record with list, whose items are
+// prepared.
+func (q *eventQueue[T]) queueReplace(list []T, bulk *bulkRecord[T]) error {
 	bulk.list = list
 	q.mu.Lock()
 	first := !q.populated

@@ -124,8 +124,10 @@ type reflectorCounters struct {
 //
 // Objects handed to the store come from the ListerWatcher unchanged.
 type Reflector[T Object] struct {
-	lw                ListerWatcher[T]
-	store             ReflectorStore[T]
+	lw    ListerWatcher[T]
+	store ReflectorStore[T]
+	// preparer is store when it prepares listed objects as they arrive.
+	preparer          listedPreparer[T]
 	name              string
 	typeDescription   string
 	resyncPeriod      time.Duration
@@ -200,6 +202,7 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 		missingResourceRetry: opts.MissingResourceRetry,
 		relist:               make(chan struct{}, 1),
 	}
+	r.preparer, _ = store.(listedPreparer[T])
 	if r.name == "" {
 		r.name = r.typeDescription
 	}

@@ -44,7 +44,7 @@ func (r *Reflector[T]) list(ctx context.Context) error {
 	}
 	r.noteAnswered(ctx)
 	r.setResourceVersionUnavailable(false)
-	if err := r.store.Replace(items, rv); err != nil {
+	if err := r.replace(items, rv); err != nil {
 		return fmt.Errorf("unable to sync list result: %w", err)
 	}
 	r.setLastSyncResourceVersion(rv)
@@ -97,7 +97,7 @@ func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, 
 			if page == nil {
 				return nil, "", paginated, errNilListResult
 			}
-			return r.validListItems(ctx, nil, page.Items), page.ResourceVersion, paginated, nil
+			return r.prepared(r.validListItems(ctx, nil, page.Items), 0), page.ResourceVersion, paginated, nil
 		}
 		if page == nil {
 			return nil, "", paginated, errNilListResult
@@ -106,7 +106,7 @@ func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, 
 			listRV = page.ResourceVersion
 			items = make([]T, 0, len(page.Items))
 		}
-		items = r.validListItems(ctx, items, page.Items)
+		items = r.prepared(r.validListItems(ctx, items, page.Items), len(items))
 		if page.Continue == "" {
 			return items, listRV, paginated, nil
 		}
@@ -133,4 +133,22 @@ func (r *Reflector[T]) validListItems(ctx context.Context, dst, items []T) []T {
 		dst = append(dst, item)
 	}
 	return dst
+}
+
+// prepared has the store prepare items[from:], the items of the page just
+// received, if it prepares listed objects (see listedPreparer), so that
+// what it does not keep is let go before the next page arrives.
+func (r *Reflector[T]) prepared(items []T, from int) []T {
+	if r.preparer == nil {
+		return items
+	}
+	return items[:from+len(r.preparer.prepareListed(items[from:]))]
+}
+
+// replace hands a complete list to the store.
+func (r *Reflector[T]) replace(items []T, resourceVersion string) error {
+	if r.preparer == nil {
+		return r.store.Replace(items, resourceVersion)
+	}
+	return r.preparer.replacePrepared(items, resourceVersion)
 }

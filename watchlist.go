@@ -44,7 +44,7 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 			return nil, err
 		}
 		r.noteAnswered(ctx)
-		collected := newInitialObjects[T]()
+		collected := newInitialObjects(r.preparer)
 		var listRV string
 		ended, err := r.handleEvents(ctx, w, start, collected, func(rv string, pastInitialEvents bool) {
 			// Only a bookmark (or a later event) carries the version the
@@ -67,7 +67,7 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 			continue
 		}
 		r.setResourceVersionUnavailable(false)
-		if err := r.store.Replace(collected.list(), listRV); err != nil {
+		if err := r.replace(collected.list(), listRV); err != nil {
 			w.Stop()
 			return nil, fmt.Errorf("unable to sync streaming list result: %w", err)
 		}
@@ -145,20 +145,32 @@ func (d *initialEventsWatchdog) check(ctx context.Context, now time.Time) {
 func (d *initialEventsWatchdog) stop() { d.timer.Stop() }
 
 // initialObjects collects the initial events of a streaming list: the
-// latest state of each object by name, in order of first appearance.
+// latest state of each object by name, in order of first appearance. With
+// a preparer, each object is prepared as it arrives (see listedPreparer).
 type initialObjects[T Object] struct {
-	index   map[ObjectName]int
-	items   []T
-	removed int
+	index    map[ObjectName]int
+	items    []T
+	removed  int
+	preparer listedPreparer[T]
+	one      [1]T
 }
 
-func newInitialObjects[T Object]() *initialObjects[T] {
-	return &initialObjects[T]{index: make(map[ObjectName]int)}
+func newInitialObjects[T Object](preparer listedPreparer[T]) *initialObjects[T] {
+	return &initialObjects[T]{index: make(map[ObjectName]int), preparer: preparer}
 }
 
 // Add records obj, replacing an earlier state of the same object.
 func (c *initialObjects[T]) Add(obj T) error {
 	name := NameOf(obj)
+	if c.preparer != nil {
+		c.one[0] = obj
+		kept := c.preparer.prepareListed(c.one[:])
+		if len(kept) == 0 {
+			return nil // its transform failed (logged and counted)
+		}
+		obj = kept[0]
+		c.one[0] = *new(T)
+	}
 	if i, ok := c.index[name]; ok {
 		c.items[i] = obj
 		return nil

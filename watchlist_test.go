@@ -190,7 +190,7 @@ func TestStreamingListDisabled(t *testing.T) {
 }
 
 func TestInitialObjects(t *testing.T) {
-	c := newInitialObjects[*corev1.Pod]()
+	c := newInitialObjects[*corev1.Pod](nil)
 	a1, a2, b, c1 := NewPod("ns", "a", "1"), NewPod("ns", "a", "2"), NewPod("ns", "b", "3"), NewPod("ns", "c", "4")
 	for _, step := range []func() error{
 		func() error { return c.Add(a1) },

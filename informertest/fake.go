@@ -207,7 +207,7 @@ func (f *FakeListerWatcher[T]) List(ctx context.Context, options metav1.ListOpti
 		end = start + int(options.Limit)
 	}
 	result := &listwatch.ListResult[T]{
-		Items:           append([]T(nil), f.items[start:end]...),
+		Items:           copies(f.items[start:end]),
 		ResourceVersion: f.resourceVersion,
 	}
 	if end < len(f.items) {
@@ -256,7 +256,7 @@ func (f *FakeListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOpt
 	var initial []watch.Event
 	if options.SendInitialEvents != nil && *options.SendInitialEvents && !f.manualInitial {
 		initial = make([]watch.Event, 0, len(f.items)+1)
-		for _, item := range f.items {
+		for _, item := range copies(f.items) {
 			initial = append(initial, watch.Event{Type: watch.Added, Object: item})
 		}
 		end := newFakeBookmark[T](f.resourceVersion)
@@ -287,6 +287,9 @@ func (f *FakeListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOpt
 // SetWatchBuffer), or ctx's error. Any event may be sent, including ones a
 // reflector must reject (wrong object type, nil object).
 func (f *FakeListerWatcher[T]) Send(ctx context.Context, ev watch.Event) error {
+	if ev.Object != nil && !isNilPointer(ev.Object) {
+		ev.Object = ev.Object.DeepCopyObject()
+	}
 	_, err := f.sendToOpenWatch(ctx, ev)
 	return err
 }
@@ -410,4 +413,26 @@ func newFakeBookmark[T object](resourceVersion string) T {
 	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
 	obj.SetResourceVersion(resourceVersion)
 	return obj
+}
+
+// copies returns deep copies of items. The fake hands out copies, as a
+// decoding ListerWatcher hands out fresh objects: an informer owns what it
+// receives (it interns the objects' strings in place), so a test may keep
+// reading the objects it gave the fake.
+func copies[T object](items []T) []T {
+	var zero T
+	out := make([]T, len(items))
+	for i, item := range items {
+		if item != zero {
+			out[i] = item.DeepCopyObject().(T)
+		}
+	}
+	return out
+}
+
+// isNilPointer reports whether obj is a typed nil pointer, which a test may
+// send to check that the reflector drops it.
+func isNilPointer(obj runtime.Object) bool {
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
