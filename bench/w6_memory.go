@@ -40,21 +40,83 @@ const relistGCPercent = 10
 const prodListRV = "20000000"
 
 // prodSource serves one informer's lists and watches. Every List call
-// decodes list (a PodList body) anew and counts itself in lists; watches
-// come from the script (the first once the harness releases it), or, for
-// an informer served over HTTP (w6_wire.go), from stream, the body of its
-// first watch.
+// decodes its page anew, and counts itself in lists when it starts a list;
+// watches come from the script (the first once the harness releases it), or,
+// for an informer served over HTTP (w6_wire.go), from stream, the body of
+// its first watch.
+//
+// A list comes in pages of prodPageSize pods, as a server paginating at the
+// reflectors' page size of 500 serves them (both reflectors ask for a
+// limit), each page's body naming the next in its continue token; a request
+// without a limit gets every page as one list.
 type prodSource struct {
-	list    []byte
+	pages   [][]byte // PodList bodies
 	stream  []byte
 	watches *watchScript
 	lists   atomic.Int32
 }
 
-// listPods serves one List call.
-func (s *prodSource) listPods() (*corev1.PodList, error) {
+// prodPageSize is the number of pods in one page of a prodSource's list:
+// the page size both reflectors ask for.
+const prodPageSize = 500
+
+// encodeProdPages encodes pods as the pages of one list at resourceVersion.
+func encodeProdPages(pods []corev1.Pod, resourceVersion string) ([][]byte, error) {
+	var pages [][]byte
+	for start := 0; start == 0 || start < len(pods); start += prodPageSize {
+		end := min(start+prodPageSize, len(pods))
+		list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: resourceVersion}, Items: pods[start:end]}
+		if end < len(pods) {
+			list.Continue = strconv.Itoa(len(pages) + 1)
+		}
+		page, err := encodeProto(list)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, page)
+	}
+	return pages, nil
+}
+
+// page returns the body of the page a continue token names (the first for
+// ""), counting a list when it starts.
+func (s *prodSource) page(continueToken string) ([]byte, error) {
+	if continueToken == "" {
+		s.lists.Add(1)
+		return s.pages[0], nil
+	}
+	i, err := strconv.Atoi(continueToken)
+	if err != nil || i <= 0 || i >= len(s.pages) {
+		return nil, apierrors.NewResourceExpired("unknown continue token")
+	}
+	return s.pages[i], nil
+}
+
+// listPods serves one List call: the page the continue token names, or
+// without a limit every page as one list.
+func (s *prodSource) listPods(options metav1.ListOptions) (*corev1.PodList, error) {
+	if options.Limit != 0 {
+		body, err := s.page(options.Continue)
+		if err != nil {
+			return nil, err
+		}
+		return decodeProdPodList(body)
+	}
 	s.lists.Add(1)
-	return decodeProdPodList(s.list)
+	var all *corev1.PodList
+	for _, body := range s.pages {
+		list, err := decodeProdPodList(body)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = list
+		} else {
+			all.Items = append(all.Items, list.Items...)
+		}
+	}
+	all.Continue = ""
+	return all, nil
 }
 
 // clientGoProdListerWatcher is prodSource as a cache.ListerWatcher.
@@ -66,8 +128,8 @@ func (lw clientGoProdListerWatcher) List(options metav1.ListOptions) (runtime.Ob
 }
 
 // ListWithContext implements cache.ListerWithContext.
-func (lw clientGoProdListerWatcher) ListWithContext(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	return lw.src.listPods()
+func (lw clientGoProdListerWatcher) ListWithContext(_ context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	return lw.src.listPods(options)
 }
 
 // Watch implements cache.Watcher.
@@ -89,8 +151,8 @@ func (lw clientGoProdListerWatcher) IsWatchListSemanticsUnSupported() bool { ret
 type ourProdListerWatcher struct{ src *prodSource }
 
 // List implements informer.ListerWatcher.
-func (lw ourProdListerWatcher) List(context.Context, metav1.ListOptions) (*informer.ListResult[*corev1.Pod], error) {
-	list, err := lw.src.listPods()
+func (lw ourProdListerWatcher) List(_ context.Context, options metav1.ListOptions) (*informer.ListResult[*corev1.Pod], error) {
+	list, err := lw.src.listPods(options)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +160,7 @@ func (lw ourProdListerWatcher) List(context.Context, metav1.ListOptions) (*infor
 	for i := range list.Items {
 		items[i] = &list.Items[i]
 	}
-	return &informer.ListResult[*corev1.Pod]{Items: items, ResourceVersion: list.ResourceVersion}, nil
+	return &informer.ListResult[*corev1.Pod]{Items: items, ResourceVersion: list.ResourceVersion, Continue: list.Continue}, nil
 }
 
 // Watch implements informer.ListerWatcher.
@@ -167,7 +229,7 @@ func runMemory(cfg config) ([]row, error) {
 	}
 	fmt.Fprintf(os.Stderr, "bench: W6 production-like pod %.0f B as protobuf, %.0f B on the heap once decoded\n", protoBytes, heapBytes)
 	pods := newProdPods(cfg.prodPods)
-	list, err := encodeProdPodList(pods, prodListRV)
+	list, err := encodeProdPages(pods, prodListRV)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +239,7 @@ func runMemory(cfg config) ([]row, error) {
 		return nil, err
 	}
 	pods = nil // from here on only the protobuf bytes stay
-	emptyList, err := encodeProdPodList(nil, "1")
+	emptyList, err := encodeProdPages(nil, "1")
 	if err != nil {
 		return nil, err
 	}
@@ -265,12 +327,12 @@ func runMemory(cfg config) ([]row, error) {
 // retained heap per cached pod. Without strip it then relists the unchanged
 // pods (the watch ends with "resource version too old") and samples the
 // heap until the informer has processed the whole new list.
-func measureCache(newInformer newProdInformerFunc, list []byte, pods int, strip bool) (cacheResult, error) {
+func measureCache(newInformer newProdInformerFunc, list [][]byte, pods int, strip bool) (cacheResult, error) {
 	// The first handler is done once the list is delivered, the second
 	// once the relist's updates are too.
 	handlers := append(newCountingHandlers(1, pods, nil), newCountingHandlers(1, 2*pods, nil)...)
 	expired := watch.Event{Type: watch.Error, Object: &apierrors.NewResourceExpired("too old resource version").ErrStatus}
-	src := &prodSource{list: list, watches: newWatchScript([]watch.Event{expired})}
+	src := &prodSource{pages: list, watches: newWatchScript([]watch.Event{expired})}
 	before := liveHeap()
 	it, err := newInformer(src, strip, handlers)
 	if err != nil {
@@ -320,10 +382,10 @@ func measureCache(newInformer newProdInformerFunc, list []byte, pods int, strip 
 // every event: decoding, the transform when strip is set, caching and
 // dispatch. A wire informer (newOurWireProdInformer) reads stream itself,
 // over HTTP; the others read the events client-go's decoders make of it.
-func measureWatchEvents(newInformer newProdInformerFunc, emptyList, stream []byte, events int, strip, wire bool) (eventResult, error) {
+func measureWatchEvents(newInformer newProdInformerFunc, emptyList [][]byte, stream []byte, events int, strip, wire bool) (eventResult, error) {
 	handlers := newCountingHandlers(1, events, nil)
 	script := newWatchScript(nil)
-	src := &prodSource{list: emptyList, watches: script}
+	src := &prodSource{pages: emptyList, watches: script}
 	pumped := make(chan struct{})
 	if wire {
 		src.stream = stream

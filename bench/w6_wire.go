@@ -71,7 +71,8 @@ type listThenWatch struct {
 // IsWatchListSemanticsUnSupported makes our reflector list and then watch.
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
-// prodTransport answers a REST client's list requests with src.list and
+// prodTransport answers a REST client's list requests with src's pages (by
+// their continue tokens; a list without a limit gets them too) and
 // its first watch request, once the harness releases src.watches, with
 // src.stream; later watches, and the first after its stream, stay idle.
 type prodTransport struct {
@@ -83,8 +84,11 @@ type prodTransport struct {
 func (t *prodTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	if req.URL.Query().Get("watch") != "true" {
-		t.src.lists.Add(1)
-		return prodResponse(req, protoContentType, bytes.NewReader(t.src.list), int64(len(t.src.list))), nil
+		body, err := t.src.page(req.URL.Query().Get("continue"))
+		if err != nil {
+			return nil, err
+		}
+		return prodResponse(req, protoContentType, bytes.NewReader(body), int64(len(body))), nil
 	}
 	select {
 	case <-t.src.watches.released:

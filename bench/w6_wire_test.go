@@ -36,8 +36,8 @@ func clearTypicalControllerDropFields(pod *corev1.Pod) {
 // production-like pods: listed and watched through the REST ListerWatcher,
 // each pod equals its full decode with the dropped fields cleared.
 func TestWireProjectionOfProdPods(t *testing.T) {
-	pods := newProdPods(300)
-	list, err := encodeProdPodList(pods, prodListRV)
+	pods := newProdPods(1200) // more than two pages
+	list, err := encodeProdPages(pods, prodListRV)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestWireProjectionOfProdPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &prodSource{list: list, stream: stream, watches: newWatchScript(nil)}
+	src := &prodSource{pages: list, stream: stream, watches: newWatchScript(nil)}
 	src.watches.release()
 	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://w6.invalid"}, informer.RESTOptions{
 		ContentType: informer.ContentTypeProtobuf,
