@@ -32,6 +32,18 @@ import (
 // one mutable thing interning shares between cached objects (see
 // docs/semantics.md, "Interning").
 
+// largeString is the length from which a string is only interned once it
+// has been seen twice: a large string unique to one object (a managed
+// fields entry naming the pod's IP, a unique annotation) would otherwise
+// be copied into the table for nothing. Measured on W6 (e), production-like
+// pods whose managed fields are mostly unique: copying every string cost
+// 55,371 B per event against 49,393 without interning.
+const largeString = 128
+
+// seenSlots is the size of the filter of large strings seen once: a
+// direct-mapped array of hashes (32 KB), so that it never grows.
+const seenSlots = 4096
+
 // minSweepInserts is the fewest insertions between two sweeps of an intern
 // table, so that a small table is not swept on every insertion.
 const minSweepInserts = 1024
@@ -42,6 +54,9 @@ type internTable struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
 	slots map[uint64]internSlot
+	// seen holds the hashes of large strings seen once, by hash modulo
+	// seenSlots; allocated with the first large string.
+	seen []uint64
 	// inserts counts insertions since the last sweep; peak is the most
 	// slots the map held since it was last rebuilt.
 	inserts, peak int
@@ -76,10 +91,27 @@ func (t *internTable) str(s string) string {
 			return s // another string with the same hash: leave s alone
 		}
 	}
+	if len(s) >= largeString && !t.seenBefore(h) {
+		return s
+	}
 	c := strings.Clone(s)
 	t.slots[h] = internSlot{data: weak.Make(unsafe.StringData(c)), n: len(c)}
 	t.inserted()
 	return c
+}
+
+// seenBefore reports whether a large string with hash h was seen before,
+// and records it if not.
+func (t *internTable) seenBefore(h uint64) bool {
+	if t.seen == nil {
+		t.seen = make([]uint64, seenSlots)
+	}
+	slot := &t.seen[h%seenSlots]
+	if *slot == h {
+		return true
+	}
+	*slot = h
+	return false
 }
 
 // bytes returns b or a slice of the same content whose bytes are shared
