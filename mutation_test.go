@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -154,5 +155,39 @@ func TestMutationDetectorIsEnabledByClientGoEnvironmentVariable(t *testing.T) {
 	off, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	if on.detector == nil || off.detector != nil || on.indexer.detector == nil {
 		t.Errorf("detector with %s=true: %v, without: %v", mutationDetectorEnv, on.detector != nil, off.detector != nil)
+	}
+}
+
+// TestMutationDetectorCatchesWritesToSharedBytes writes, from a handler,
+// into managed fields' bytes that interning made the cached objects share:
+// the detector reports every object whose value changed, the one written
+// to and the ones sharing its bytes.
+func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
+	inf, lw := plInformer(InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
+	withFields := func(name string) *corev1.Pod {
+		p := demoPod(name, "1")
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}}
+		return p
+	}
+	lw.SetList("5", withFields("p1"), withFields("p2"), demoPod("p3", "1"))
+	mutated := make(chan struct{})
+	_, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
+		if p.Name == "p1" {
+			p.ManagedFields[0].FieldsV1.Raw[2] = 'F' // breaks the no-mutation rule
+			close(mutated)
+		}
+	}})
+	plMust(t, err)
+	stop := runWithLogs(t, inf)
+	<-mutated
+	logs := stop()
+	if got := inf.Stats().MutatedObjects; got != 2 {
+		t.Errorf("MutatedObjects = %d, want 2 (p1 and p2, which shares its bytes):\n%s", got, logs)
+	}
+	for _, name := range []string{`object="ns/p1"`, `object="ns/p2"`} {
+		if !strings.Contains(logs, name) {
+			t.Errorf("no report of %s in:\n%s", name, logs)
+		}
 	}
 }
