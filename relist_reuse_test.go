@@ -38,7 +38,7 @@ func (c *updateCapture) get(key string) ([2]*corev1.Pod, bool) {
 func TestRelistKeepsUnchangedCachedObjects(t *testing.T) {
 	for _, mode := range []string{"paginated", "one list", "streaming"} {
 		t.Run(mode, func(t *testing.T) {
-			inf, lw := plInformer(InformerOptions[*corev1.Pod]{})
+			inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 			lw.SetDisableWatchList(mode != "streaming")
 			lw.SetPagination(mode == "paginated")
 			var listed []*corev1.Pod

@@ -23,7 +23,10 @@ func TestInterningChangesNoCachedValue(t *testing.T) {
 	}
 	cached := func(disable bool) []*corev1.Pod {
 		src := &prodSource{pages: pages, watches: newWatchScript(nil)}
-		inf := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{DisableInterning: disable})
+		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{DisableInterning: disable})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); inf.Run(ctx) }()
