@@ -67,6 +67,9 @@ func TestInternShares(t *testing.T) {
 		p.Spec.Containers = []corev1.Container{{Name: "c", Image: "registry/app:1"}}
 		return p
 	}
+	// A string is shared from its second sighting on: the first object
+	// keeps its own copy.
+	_ = internedCopy(table, mk("first"))
 	a, b := internedCopy(table, mk("a")), internedCopy(table, mk("b"))
 	same := func(what string, x, y string) {
 		t.Helper()
@@ -102,7 +105,10 @@ func TestInternTableShrinks(t *testing.T) {
 	for i := range pods {
 		// Strings longer than 16 bytes: tiny ones may share an allocation
 		// with a live object and outlive their own (see weak.Pointer).
-		pods[i] = internedCopy(table, NewPod("ns", "p", "1", PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))))
+		// Twice: a string enters the table when seen a second time.
+		node := PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))
+		_ = internedCopy(table, NewPod("ns", "p", "1", node))
+		pods[i] = internedCopy(table, NewPod("ns", "p", "1", node))
 	}
 	if n := table.len(); n < len(pods) {
 		t.Fatalf("table holds %d strings, want at least %d", n, len(pods))
