@@ -72,7 +72,7 @@ type listThenWatch struct {
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // prodTransport answers a REST client's list requests with src's pages (by
-// their continue tokens; a list without a limit gets them too) and
+// their continue tokens, whatever the limit: a client follows the token) and
 // its first watch request, once the harness releases src.watches, with
 // src.stream; later watches, and the first after its stream, stay idle.
 type prodTransport struct {

@@ -36,7 +36,7 @@ func clearTypicalControllerDropFields(pod *corev1.Pod) {
 // production-like pods: listed and watched through the REST ListerWatcher,
 // each pod equals its full decode with the dropped fields cleared.
 func TestWireProjectionOfProdPods(t *testing.T) {
-	pods := newProdPods(1200) // more than two pages
+	pods := newProdPods(300) // one page
 	list, err := encodeProdPages(pods, prodListRV)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestWireProjectionOfProdPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := decodeProdPodList(list)
+	full, err := decodeProdPodList(list[0])
 	if err != nil {
 		t.Fatal(err)
 	}
