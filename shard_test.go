@@ -114,7 +114,9 @@ func (s *shardServer) List(_ context.Context, options metav1.ListOptions) (*List
 	res := &ListResult[*corev1.Pod]{ResourceVersion: fmt.Sprint(s.rv)}
 	for _, p := range s.objs {
 		if shardMatches(sel, p) {
-			res.Items = append(res.Items, p)
+			// Each response holds objects of its own, as a decoding
+			// client's: an informer interns what it receives in place.
+			res.Items = append(res.Items, p.DeepCopy())
 		}
 	}
 	if sel != nil {
@@ -134,7 +136,7 @@ func (s *shardServer) Watch(_ context.Context, options metav1.ListOptions) (watc
 	from, _ := strconv.Atoi(options.ResourceVersion)
 	for _, ev := range s.history {
 		if p := ev.Object.(*corev1.Pod); plRV(p) > from && shardMatches(sel, p) {
-			w.ch <- ev
+			w.ch <- watch.Event{Type: ev.Type, Object: p.DeepCopy()}
 		}
 	}
 	s.watchers[w] = struct{}{}
@@ -161,7 +163,7 @@ func (s *shardServer) apply(typ watch.EventType, p *corev1.Pod) {
 	s.history = append(s.history, ev)
 	for w := range s.watchers {
 		if shardMatches(w.sel, p) {
-			w.ch <- ev
+			w.ch <- watch.Event{Type: ev.Type, Object: p.DeepCopy()}
 		}
 	}
 }
