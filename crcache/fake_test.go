@@ -267,7 +267,9 @@ func (s *fakeSource) convert(obj client.Object) runtime.Object {
 			ObjectMeta: *obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta).DeepCopy(),
 		}
 	default:
-		return obj
+		// A copy per response, as a decoding client's: this library's
+		// informers intern what they receive in place.
+		return obj.DeepCopyObject()
 	}
 }
 
