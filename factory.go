@@ -81,9 +81,9 @@ type FactoryOptions struct {
 	// Shard, if set, restricts every informer created without
 	// [InformerOptions].Shard to a shard of its resource (see [Shard]).
 	Shard *Shard
-	// DisableInterning turns off interning in every informer (see
-	// InformerOptions.DisableInterning).
-	DisableInterning bool
+	// InternStrings turns on interning in every informer (see
+	// InformerOptions.InternStrings).
+	InternStrings bool
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -336,7 +336,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if opts.Shard == nil {
 		opts.Shard = f.opts.Shard
 	}
-	opts.DisableInterning = opts.DisableInterning || f.opts.DisableInterning
+	opts.InternStrings = opts.InternStrings || f.opts.InternStrings
 	opts.Resource = key.Resource
 	opts.DropFields = nil // lw drops them
 	inf, err := NewInformer(lw, opts)
@@ -394,7 +394,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"ConsistencyCheck", opts.ConsistencyCheck != ConsistencyCheckOptions{}},
 		{"DropFields", len(opts.DropFields) > 0},
 		{"Shard", opts.Shard != nil},
-		{"DisableInterning", opts.DisableInterning},
+		{"InternStrings", opts.InternStrings},
 	} {
 		if field.set {
 			set = append(set, field.name)

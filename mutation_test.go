@@ -164,7 +164,7 @@ func TestMutationDetectorIsEnabledByClientGoEnvironmentVariable(t *testing.T) {
 // to and the ones sharing its bytes.
 func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, InternStrings: true, Clock: clk})
 	withFields := func(name string) *corev1.Pod {
 		p := demoPod(name, "1")
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}}

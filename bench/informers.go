@@ -94,16 +94,18 @@ func buildClientGoInformer(lw cache.ListerWatcher, watches *watchScript, transfo
 // newOurInformer builds our informer.
 func newOurInformer(listPods int, listRV string, events []watch.Event, handlers []*countingHandler) (*informerUnderTest, error) {
 	watches := newWatchScript(events)
-	return buildOurInformer(newOurListerWatcher(newPods(listPods), listRV, watches), watches, nil, handlers)
+	return buildOurInformer(newOurListerWatcher(newPods(listPods), listRV, watches), watches, nil, false, handlers)
 }
 
 // buildOurInformer builds our informer over lw, whose watches come from
-// watches, with the namespace index, transform (when not nil) and handlers.
-func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScript, transform informer.TransformFunc[*corev1.Pod], handlers []*countingHandler) (*informerUnderTest, error) {
+// watches, with the namespace index, transform (when not nil), interning
+// (InternStrings) and handlers.
+func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScript, transform informer.TransformFunc[*corev1.Pod], intern bool, handlers []*countingHandler) (*informerUnderTest, error) {
 	inf, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
-		Indexers:  map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
-		Resource:  corev1.SchemeGroupVersion.WithResource("pods"),
-		Transform: transform,
+		Indexers:      map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+		Resource:      corev1.SchemeGroupVersion.WithResource("pods"),
+		Transform:     transform,
+		InternStrings: intern,
 	})
 	if err != nil {
 		return nil, err

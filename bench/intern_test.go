@@ -14,16 +14,16 @@ import (
 )
 
 // TestInterningChangesNoCachedValue caches the production-like pods, decoded
-// from their protobuf bytes, with interning (the default) and without, and
+// from their protobuf bytes, with interning and without (the default), and
 // compares the two caches.
 func TestInterningChangesNoCachedValue(t *testing.T) {
 	pages, err := encodeProdPages(newProdPods(1200), prodListRV)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached := func(disable bool) []*corev1.Pod {
+	cached := func(intern bool) []*corev1.Pod {
 		src := &prodSource{pages: pages, watches: newWatchScript(nil)}
-		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{DisableInterning: disable})
+		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{InternStrings: intern})
 		if err != nil {
 			t.Fatal(err)
 		}

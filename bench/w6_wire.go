@@ -58,7 +58,7 @@ func newOurWireProdInformer(dropFields []string) newProdInformerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return buildOurInformer(listThenWatch{lw}, src.watches, nil, handlers)
+		return buildOurInformer(listThenWatch{lw}, src.watches, nil, false, handlers)
 	}
 }
 
