@@ -200,19 +200,37 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 	if obj == zero {
 		return errNilObject
 	}
-	obj, ok := q.transformed(op, obj)
+	var buf [4][]string
+	rec, values, ok := q.prepareEvent(op, obj, buf[:0])
 	if !ok {
 		return nil
+	}
+	q.appendEvent(rec, values)
+	return nil
+}
+
+// prepareEvent transforms and interns obj and prepares its cache write,
+// appending its index values to buf; it reports false if the transform
+// failed (logged and counted). It runs the transform and the index
+// functions, which are user code: the caller must hold no lock.
+func (q *eventQueue[T]) prepareEvent(op queueOp, obj T, buf [][]string) (queueRecord[T], [][]string, bool) {
+	obj, ok := q.transformed(op, obj)
+	if !ok {
+		return queueRecord[T]{}, nil, false
 	}
 	if q.intern != nil && op != opDelete {
 		internObject(q.interns, q.intern, obj)
 	}
 	rec := queueRecord[T]{op: op, obj: obj}
-	var buf [4][]string
-	var values [][]string
+	values := buf
 	if q.store != nil {
-		values = q.store.prepareWrite(obj, op != opDelete, &rec.prep, buf[:0])
+		values = q.store.prepareWrite(obj, op != opDelete, &rec.prep, buf)
 	}
+	return rec, values, true
+}
+
+// appendEvent queues an event prepared by prepareEvent.
+func (q *eventQueue[T]) appendEvent(rec queueRecord[T], values [][]string) {
 	q.mu.Lock()
 	if !q.populated {
 		// As in RealFIFO: an event before any list means there is no
@@ -222,7 +240,6 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 	}
 	q.appendPreparedLocked(rec, values)
 	q.mu.Unlock()
-	return nil
 }
 
 // appendPreparedLocked queues rec, copying its index values and labels into

@@ -194,25 +194,40 @@ func (d *dynamicShard[T]) within(slots slotSet) func(T) bool {
 // filter).
 type rangeStore[T Object] struct{ rr *rangeReflector[T] }
 
-// event queues obj with add if it is in the reflector's slots.
-func (s rangeStore[T]) event(obj T, add func(T) error) error {
+// event queues obj as an op event if it is in the reflector's slots. The
+// transform and the index functions (user code, which may call back into
+// the informer, e.g. Stats) run before d.mu is taken: under it, a call back
+// that reads d.mu would deadlock against a narrowing waiting to write it.
+func (s rangeStore[T]) event(op queueOp, obj T) error {
 	d := s.rr.shard
-	d.mu.RLock()
-	defer d.mu.RUnlock()
 	var zero T
-	if obj != zero && !s.rr.slots.containsHash(shardHash(shardValue(d.key, obj))) {
+	if obj == zero {
+		return errNilObject
+	}
+	h := shardHash(shardValue(d.key, obj))
+	var buf [4][]string
+	rec, values, ok := d.queue.prepareEvent(op, obj, buf[:0])
+	if !ok {
 		return nil
 	}
-	return add(obj)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if s.rr.slots.containsHash(h) {
+		d.queue.appendEvent(rec, values)
+	}
+	return nil
 }
 
-func (s rangeStore[T]) Add(obj T) error    { return s.event(obj, s.rr.shard.queue.Add) }
-func (s rangeStore[T]) Update(obj T) error { return s.event(obj, s.rr.shard.queue.Update) }
-func (s rangeStore[T]) Delete(obj T) error { return s.event(obj, s.rr.shard.queue.Delete) }
+func (s rangeStore[T]) Add(obj T) error    { return s.event(opAdd, obj) }
+func (s rangeStore[T]) Update(obj T) error { return s.event(opUpdate, obj) }
+func (s rangeStore[T]) Delete(obj T) error { return s.event(opDelete, obj) }
 
-// Replace replaces the cached objects of the reflector's slots.
+// Replace replaces the cached objects of the reflector's slots. The
+// objects are prepared (transformed, interned) before d.mu is taken, as in
+// event.
 func (s rangeStore[T]) Replace(list []T, resourceVersion string) error {
 	d := s.rr.shard
+	list = d.queue.prepareListed(list)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	within := d.within(s.rr.slots)
@@ -223,7 +238,7 @@ func (s rangeStore[T]) Replace(list []T, resourceVersion string) error {
 		}
 	}
 	clear(list[len(kept):])
-	return d.queue.replace(kept, &bulkRecord[T]{resourceVersion: resourceVersion, within: within, applied: s.rr.markSynced})
+	return d.queue.queueReplace(kept, &bulkRecord[T]{resourceVersion: resourceVersion, within: within, applied: s.rr.markSynced})
 }
 
 // Resync re-delivers the cached objects of the reflector's slots.
