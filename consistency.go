@@ -87,6 +87,11 @@ func (c *consistencyCounters) load() ConsistencyStats {
 	}
 }
 
+// errDynamicShard is returned by a check of an informer with a dynamic
+// shard: each of its reflectors has reached its own resource version, so no
+// single list can be compared with its cache.
+var errDynamicShard = errors.New("consistency checks are not supported with a dynamic shard (Shard.Group): its cache has no single resource version to list at")
+
 // errNotSynced is returned by a check of an informer that is not running
 // or has not synced: its cache has no state to compare.
 var errNotSynced = errors.New("the informer is not running or has not synced")
@@ -110,7 +115,8 @@ const maxLoggedKeys = 10
 // informer's options, differences make the informer relist.
 //
 // It fails, with nothing counted, if the informer is not running or has not
-// synced; it fails and counts a failure if the list fails, for example with
+// synced, or has a dynamic shard (Shard.Group, whose range reflectors each
+// reach their own resource version; its periodic checks do not run); it fails and counts a failure if the list fails, for example with
 // "410 Gone" when the cache is further behind than the server keeps history
 // (then the informer relists anyway). The list goes through the informer's
 // ListerWatcher, with its selectors; an object the informer's transform
@@ -126,6 +132,9 @@ func (i *Informer[T]) CheckConsistency(ctx context.Context) (ConsistencyReport, 
 
 // checkConsistency is CheckConsistency, logging to logger.
 func (i *Informer[T]) checkConsistency(ctx context.Context, logger klog.Logger) (ConsistencyReport, error) {
+	if i.dynamic != nil {
+		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errDynamicShard)
+	}
 	r := i.reflector.Load()
 	if r == nil || i.stopped.Load() || !i.HasSynced() {
 		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errNotSynced)

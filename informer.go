@@ -303,7 +303,10 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		i.dispatch(logger)
 	}()
 	checked := make(chan struct{})
-	if period := i.consistencyCheck.Period; period > 0 {
+	if period := i.consistencyCheck.Period; period > 0 && i.dynamic != nil {
+		logger.Info("Warning: not running consistency checks: a dynamic shard's cache has no single resource version to list at", "period", period)
+		close(checked)
+	} else if period > 0 {
 		go func() {
 			defer close(checked)
 			i.runConsistencyChecks(ctx, logger, period)

@@ -32,8 +32,8 @@ type dynamicShard[T Object] struct {
 	filterOnClient bool
 	inner          ListerWatcher[T]
 	queue          *eventQueue[T]
-	// ownedLW lists the slots held now, for the informer's consistency
-	// check and DropFields counter.
+	// ownedLW lists the slots held now; the informer reads its DropFields
+	// counter through it.
 	ownedLW *shardListerWatcher[T]
 
 	// mu guards owned, reflectors and each reflector's slots. Stores hold

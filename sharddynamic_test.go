@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -183,5 +184,16 @@ func TestDynamicShardWithNoSlotsIsSynced(t *testing.T) {
 	}
 	if fmt.Sprint(server.requests()) != "[]" {
 		t.Errorf("requests %v, want none", server.requests())
+	}
+}
+
+func TestDynamicShardRefusesConsistencyCheck(t *testing.T) {
+	server := newShardServer()
+	m := newMember(t, server, newOwnership(), "x")
+	m.group.publish([]string{"x"})
+	runAll(t, m.inf)
+	Eventually(t, "synced", m.inf.HasSynced)
+	if _, err := m.inf.CheckConsistency(t.Context()); !errors.Is(err, errDynamicShard) {
+		t.Errorf("CheckConsistency: %v, want %v", err, errDynamicShard)
 	}
 }
