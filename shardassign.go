@@ -1,7 +1,6 @@
 package informer
 
 import (
-	"math/bits"
 	"slices"
 )
 
@@ -37,23 +36,6 @@ func (s slotSet) minus(t slotSet) slotSet {
 		s[i] &^= t[i]
 	}
 	return s
-}
-
-// union returns the slots in s or t.
-func (s slotSet) union(t slotSet) slotSet {
-	for i := range s {
-		s[i] |= t[i]
-	}
-	return s
-}
-
-// count returns the number of slots in s.
-func (s *slotSet) count() int {
-	n := 0
-	for _, w := range s {
-		n += bits.OnesCount64(w)
-	}
-	return n
 }
 
 // empty reports whether s has no slot.

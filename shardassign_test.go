@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -130,4 +131,21 @@ func TestSlotSetRanges(t *testing.T) {
 	if got := shardSelector(ShardByUID, s.ranges()[2:]); got != "shardRange(object.metadata.uid, '0xffc0000000000000', '0x10000000000000000')" {
 		t.Errorf("selector of the last slot: %s", got)
 	}
+}
+
+// union returns the slots in s or t.
+func (s slotSet) union(t slotSet) slotSet {
+	for i := range s {
+		s[i] |= t[i]
+	}
+	return s
+}
+
+// count returns the number of slots in s.
+func (s *slotSet) count() int {
+	n := 0
+	for _, w := range s {
+		n += bits.OnesCount64(w)
+	}
+	return n
 }
