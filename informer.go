@@ -38,9 +38,8 @@ type InformerOptions[T Object] struct {
 	// ResyncPeriod is the default resync period of handlers (0 = none) and
 	// the informer's initial resync check period, as client-go's
 	// defaultEventHandlerResyncPeriod. For an informer made by [For], 0
-	// means [FactoryOptions].ResyncPeriod. A negative period is rejected by
-	// For; an informer made by NewInformer returns the error from every
-	// method that can fail, and its Run logs it and returns at once.
+	// means [FactoryOptions].ResyncPeriod. A negative period is rejected:
+	// For and NewInformer return an error.
 	ResyncPeriod time.Duration
 	// Indexers are the cache's secondary indexes.
 	Indexers map[string]IndexFunc[T]
