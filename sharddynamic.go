@@ -204,12 +204,14 @@ func (s rangeStore[T]) event(op queueOp, obj T) error {
 	if obj == zero {
 		return errNilObject
 	}
-	h := shardHash(shardValue(d.key, obj))
 	var buf [4][]string
 	rec, values, ok := d.queue.prepareEvent(op, obj, buf[:0])
 	if !ok {
 		return nil
 	}
+	// The slot is that of the transformed object, as the cache's (see
+	// within).
+	h := shardHash(shardValue(d.key, rec.obj))
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if s.rr.slots.containsHash(h) {
