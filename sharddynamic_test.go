@@ -197,3 +197,44 @@ func TestDynamicShardRefusesConsistencyCheck(t *testing.T) {
 		t.Errorf("CheckConsistency: %v, want %v", err, errDynamicShard)
 	}
 }
+
+// A transform may call back into the informer: while it runs, inside the
+// range store, the shard must still follow its group (it once held the
+// shard's lock across the transform, so a group change queued behind it
+// and blocked the Stats call the transform made).
+func TestDynamicShardTransformDoesNotHoldTheShard(t *testing.T) {
+	server := newShardServer()
+	g, err := NewShardGroup(fake.NewClientset().CoordinationV1(), ShardGroupOptions{Name: "ctl", Namespace: "ns", Identity: "x"})
+	plMust(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var inf *Informer[*corev1.Pod]
+	inf, err = NewInformer[*corev1.Pod](server, InformerOptions[*corev1.Pod]{Name: "x", Shard: &Shard{Group: g},
+		Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+			if p.Name == "block" {
+				close(entered)
+				<-release
+				_ = inf.Stats()
+			}
+			return p, nil
+		}})
+	plMust(t, err)
+	g.publish([]string{"x"})
+	runAll(t, inf)
+	Eventually(t, "synced", inf.HasSynced)
+	server.apply(watch.Added, NewPod("ns", "block", "2"))
+	<-entered
+	// The transform is blocked: the group changes under it.
+	g.publish([]string{"x", "y"})
+	want := ownedSlots([]string{"x", "y"}, "x")
+	Eventually(t, "the narrowing applied", func() bool {
+		d := inf.dynamic
+		if !d.mu.TryRLock() {
+			return false
+		}
+		defer d.mu.RUnlock()
+		return d.owned == want
+	})
+	// Its Stats call returns: else the informer's Run, which runAll waits
+	// for, would not.
+	close(release)
+}
