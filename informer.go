@@ -81,11 +81,10 @@ type InformerOptions[T Object] struct {
 	// types, managed fields…) share one copy. It changes no value, but
 	// managed fields' FieldsV1.Raw bytes are then shared between objects
 	// (see docs/semantics.md, "Interning"). It is off by default because
-	// it costs more than it saves on a fast event path: on 100,000
-	// production-like pods it keeps 19,873 B per pod instead of about
-	// 23,300 (W6(a)), but it adds about 4 µs per event to W1's pre-decoded
-	// pods (4.9 against 0.7 µs) and slows W2's initial sync 2–4×
-	// (docs/benchmarks.md). For an informer made by [For],
+	// it costs more than it saves on a fast event path: with it, 100,000
+	// production-like pods keep 19,873 B each (W6(a); about 23,200 without
+	// it), but it adds about 4 µs per event to W1's pre-decoded pods (4.9
+	// against 0.7 µs) and slows W2's initial sync 2–4× (docs/benchmarks.md). For an informer made by [For],
 	// [FactoryOptions].InternStrings also turns it on.
 	InternStrings bool
 	// DetectMutations enables the cache mutation detector, meant for tests
