@@ -7,6 +7,7 @@
 //	go run ./bench -run W1,W3      # pick workloads (W6 runs only when named)
 //	go run ./bench -quick          # small sizes, for CI
 //	go run ./bench -svg docs/benchmarks.svg
+//	go run ./bench -run W6 -retainedsvg docs/retained.svg
 package main
 
 import (
@@ -69,6 +70,7 @@ func benchMain() int {
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
+	retainedSVGPath := flag.String("retainedsvg", "", "also write a bar chart of W6's retained heap per pod by configuration to this SVG file (needs -run W6)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 
@@ -97,7 +99,7 @@ func benchMain() int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(cfg, selected, *jsonOut, *svgPath); err != nil {
+	if err := run(cfg, selected, *jsonOut, charts{ratios: *svgPath, retained: *retainedSVGPath}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
 		return 1
 	}
@@ -131,8 +133,17 @@ func selectWorkloads(list string) ([]workload, error) {
 	return out, nil
 }
 
-// run measures the selected workloads and prints their rows.
-func run(cfg config, selected []workload, jsonOut bool, svgPath string) error {
+// charts names the SVG files run writes beside its table ("": none).
+type charts struct {
+	// ratios gets every row's ratio (writeSVGFile).
+	ratios string
+	// retained gets W6's retained bytes per pod (writeRetainedSVGFile).
+	retained string
+}
+
+// run measures the selected workloads, prints their rows and writes the
+// charts asked for.
+func run(cfg config, selected []workload, jsonOut bool, out charts) error {
 	jsonSize, heapSize, err := podSizes(1000)
 	if err != nil {
 		return err
@@ -150,8 +161,13 @@ func run(cfg config, selected []workload, jsonOut bool, svgPath string) error {
 		fmt.Fprintf(os.Stderr, "bench: %s done in %v\n", w.id, time.Since(start).Round(time.Millisecond))
 		rows = append(rows, rs...)
 	}
-	if svgPath != "" {
-		if err := writeSVGFile(svgPath, rows); err != nil {
+	if out.ratios != "" {
+		if err := writeSVGFile(out.ratios, rows); err != nil {
+			return err
+		}
+	}
+	if out.retained != "" {
+		if err := writeRetainedSVGFile(out.retained, rows); err != nil {
 			return err
 		}
 	}
