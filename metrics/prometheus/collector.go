@@ -52,6 +52,10 @@ var (
 	consistencyDifferencesDesc = informerDesc("informer_consistency_differences_total",
 		"Objects on which consistency checks found the cache and the server different: kind is missing (on the server only), extra (in the cache only) or stale (different resource versions).",
 		"kind")
+	dropFieldsFailuresDesc = informerDesc("informer_drop_fields_failures_total",
+		"List responses and watch events from which the fields of DropFields could not be dropped (unparsable bytes, passed on whole).")
+	shardWatchesDesc = informerDesc("informer_shard_watches",
+		"List+watch streams of a dynamic shard, one per range gained since they were last merged; 0 for other informers.")
 
 	pendingDesc = handlerDesc("informer_handler_pending",
 		"Notifications queued for the handler and not yet delivered.")
@@ -68,7 +72,7 @@ var (
 var pulledDescs = []*prometheus.Desc{
 	queueDepthDesc, syncedDesc, storeResourceVersionDesc, transformErrorsDesc, storeErrorsDesc,
 	listsDesc, watchRestartsDesc, droppedEventsDesc, errorEventsDesc, invalidListItemsDesc,
-	consistencyChecksDesc, consistencyDifferencesDesc, pendingDesc, deliveredDesc, panicsDesc, coalescedDesc, handlerDroppedDesc,
+	consistencyChecksDesc, consistencyDifferencesDesc, dropFieldsFailuresDesc, shardWatchesDesc, pendingDesc, deliveredDesc, panicsDesc, coalescedDesc, handlerDroppedDesc,
 }
 
 // collector is the Provider seen as a prometheus.Collector.
@@ -161,6 +165,8 @@ func collectInformer(ch chan<- prometheus.Metric, name, resource string, s infor
 	out.send(consistencyDifferencesDesc, prometheus.CounterValue, float64(c.Missing), "missing")
 	out.send(consistencyDifferencesDesc, prometheus.CounterValue, float64(c.Extra), "extra")
 	out.send(consistencyDifferencesDesc, prometheus.CounterValue, float64(c.Stale), "stale")
+	out.send(dropFieldsFailuresDesc, prometheus.CounterValue, float64(s.Stats.DropFieldsFailures))
+	out.send(shardWatchesDesc, prometheus.GaugeValue, float64(s.Stats.ShardWatches))
 }
 
 func collectHandler(ch chan<- prometheus.Metric, informerName, name string, s informer.HandlerStats) {

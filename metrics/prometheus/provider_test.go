@@ -150,6 +150,8 @@ func TestProviderExportsHandlerSeries(t *testing.T) {
 			"informer_watch_restarts_total" + labels:                                                 0,
 			"informer_watch_error_events_total" + labels:                                             0,
 			"informer_invalid_list_items_total" + labels:                                             0,
+			"informer_drop_fields_failures_total" + labels:                                           0,
+			"informer_shard_watches" + labels:                                                        0,
 			`informer_lists_total{informer="pods",method="list",reason="error",resource="pods"}`:     0,
 			`informer_lists_total{informer="pods",method="list",reason="expired",resource="pods"}`:   0,
 			`informer_lists_total{informer="pods",method="list",reason="initial",resource="pods"}`:   0,
@@ -189,6 +191,31 @@ func TestProviderExportsHandlerSeries(t *testing.T) {
 			t.Errorf("series after the informer stopped (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// The series of counters that only some informers have (built from a
+// rest.Config with DropFields; dynamic shards) carry the snapshot's values.
+func TestProviderExportsDropFieldsAndShardSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	provider, err := informerprom.NewProvider(reg)
+	mustNot(t, err)
+	provider.AddInformer(informer.InformerID{Name: "pods", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}, func() informer.InformerSnapshot {
+		return informer.InformerSnapshot{Stats: informer.InformerStats{DropFieldsFailures: 3, ShardWatches: 2}}
+	})
+	const labels = `{informer="pods",resource="pods"}`
+	got := gather(t, reg, "informer_")
+	want := map[string]float64{
+		"informer_drop_fields_failures_total" + labels: 3,
+		"informer_shard_watches" + labels:              2,
+	}
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			delete(got, key)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
 }
 
 func TestProviderRenamesClashingInformersAndHandlers(t *testing.T) {
