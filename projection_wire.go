@@ -92,21 +92,13 @@ func (p *protoRewriter) messageSize(msg []byte, n *dropNode) (int, error) {
 			size += fieldLen
 			continue
 		}
-		if c.drop {
-			continue
-		}
-		if typ != protowire.BytesType {
-			return 0, fmt.Errorf("%w protobuf: field %d (%s) is not a message", errMalformed, num, c.name)
-		}
-		content, _ := protowire.ConsumeBytes(field[tagLen:])
-		dropped, err := protoEntryDropped(content, c)
-		if err != nil {
+		action, content, err := protoFieldAction(c, num, typ, field[tagLen:])
+		switch {
+		case err != nil:
 			return 0, err
-		}
-		if dropped {
+		case action == protoDrop:
 			continue
-		}
-		if len(c.sub) == 0 && !c.magic {
+		case action == protoKeep:
 			size += fieldLen
 			continue
 		}
@@ -122,31 +114,75 @@ func (p *protoRewriter) messageSize(msg []byte, n *dropNode) (int, error) {
 	return size, nil
 }
 
+// protoAction is what the passes of a protoRewriter do with one field.
+type protoAction int
+
+const (
+	protoKeep    protoAction = iota // copied whole
+	protoDrop                       // left out
+	protoRewrite                    // a message whose own fields are dropped
+)
+
+// protoFieldAction tells what to do with a field that the projection tree
+// names, c, from its tag's num and typ and value, the bytes after the tag.
+// For protoRewrite it returns the field's content. (The passes look fields
+// up themselves and call it only for named ones: most fields are not, and
+// the call is not inlined.)
+func protoFieldAction(c *dropNode, num protowire.Number, typ protowire.Type, value []byte) (protoAction, []byte, error) {
+	switch {
+	case c.drop:
+		return protoDrop, nil, nil
+	case typ != protowire.BytesType:
+		return 0, nil, fmt.Errorf("%w protobuf: field %d (%s) is not a message", errMalformed, num, c.name)
+	}
+	content, _ := protowire.ConsumeBytes(value)
+	dropped, err := protoEntryDropped(content, c)
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case dropped:
+		return protoDrop, nil, nil
+	case len(c.sub) == 0 && !c.magic:
+		return protoKeep, nil, nil
+	}
+	return protoRewrite, content, nil
+}
+
 // protoEntryDropped tells whether entry, an entry of the map field n, has
 // one of the keys n drops.
 func protoEntryDropped(entry []byte, n *dropNode) (bool, error) {
 	if len(n.keys) == 0 {
 		return false, nil
 	}
-	for len(entry) > 0 {
-		num, typ, tagLen := protowire.ConsumeTag(entry)
-		if tagLen < 0 {
-			return false, fmt.Errorf("%w protobuf: map entry of %s: %v", errMalformed, n.name, protowire.ParseError(tagLen))
-		}
-		if num == 1 && typ == protowire.BytesType {
-			key, keyLen := protowire.ConsumeBytes(entry[tagLen:])
-			if keyLen < 0 {
-				return false, fmt.Errorf("%w protobuf: map key of %s: %v", errMalformed, n.name, protowire.ParseError(keyLen))
-			}
-			return slices.Contains(n.keys, string(key)), nil
-		}
-		valLen := protowire.ConsumeFieldValue(num, typ, entry[tagLen:])
-		if valLen < 0 {
-			return false, fmt.Errorf("%w protobuf: map entry of %s: %v", errMalformed, n.name, protowire.ParseError(valLen))
-		}
-		entry = entry[tagLen+valLen:]
+	key, found, err := protoBytesField(entry, 1)
+	if err != nil {
+		return false, fmt.Errorf("%w protobuf: map entry of %s: %v", errMalformed, n.name, err)
 	}
-	return false, nil
+	return found && slices.Contains(n.keys, string(key)), nil
+}
+
+// protoBytesField returns the value of msg's first field num of the bytes
+// wire type, and whether there is one.
+func protoBytesField(msg []byte, num protowire.Number) ([]byte, bool, error) {
+	for len(msg) > 0 {
+		n, typ, tagLen := protowire.ConsumeTag(msg)
+		if tagLen < 0 {
+			return nil, false, protowire.ParseError(tagLen)
+		}
+		if n == num && typ == protowire.BytesType {
+			v, vLen := protowire.ConsumeBytes(msg[tagLen:])
+			if vLen < 0 {
+				return nil, false, protowire.ParseError(vLen)
+			}
+			return v, true, nil
+		}
+		valLen := protowire.ConsumeFieldValue(n, typ, msg[tagLen:])
+		if valLen < 0 {
+			return nil, false, protowire.ParseError(valLen)
+		}
+		msg = msg[tagLen+valLen:]
+	}
+	return nil, false, nil
 }
 
 // contentWrite writes buf[r:end], content checked by contentSize, to
@@ -163,21 +199,17 @@ func (p *protoRewriter) contentWrite(buf []byte, w, r, end int, n *dropNode) int
 		valLen := protowire.ConsumeFieldValue(num, typ, buf[r+tagLen:end])
 		fieldEnd := r + tagLen + valLen
 		c := n.byNumber(num)
-		if c != nil && c.drop {
+		action := protoKeep
+		var content []byte
+		if c != nil {
+			// contentSize checked the field: no error.
+			action, content, _ = protoFieldAction(c, num, typ, buf[r+tagLen:fieldEnd])
+		}
+		switch action {
+		case protoDrop:
 			r = fieldEnd
 			continue
-		}
-		if c == nil || typ != protowire.BytesType {
-			w += copy(buf[w:], buf[r:fieldEnd])
-			r = fieldEnd
-			continue
-		}
-		content, _ := protowire.ConsumeBytes(buf[r+tagLen : fieldEnd])
-		if dropped, _ := protoEntryDropped(content, c); dropped {
-			r = fieldEnd
-			continue
-		}
-		if len(c.sub) == 0 && !c.magic {
+		case protoKeep:
 			w += copy(buf[w:], buf[r:fieldEnd])
 			r = fieldEnd
 			continue
@@ -209,22 +241,8 @@ func passedWhole(eventType []byte) bool {
 // protoWatchEventType returns the type of a protobuf metav1.WatchEvent, or
 // nil if it has none.
 func protoWatchEventType(event []byte) []byte {
-	for len(event) > 0 {
-		num, typ, tagLen := protowire.ConsumeTag(event)
-		if tagLen < 0 {
-			return nil
-		}
-		if num == 1 && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(event[tagLen:])
-			return v
-		}
-		valLen := protowire.ConsumeFieldValue(num, typ, event[tagLen:])
-		if valLen < 0 {
-			return nil
-		}
-		event = event[tagLen+valLen:]
-	}
-	return nil
+	v, _, _ := protoBytesField(event, 1)
+	return v
 }
 
 // jsonFilter drops the fields of a projection tree from a JSON document.
@@ -276,16 +294,8 @@ func (f *jsonFilter) object(n *dropNode, top bool) error {
 	kept := false // whether a member before this one was kept
 	prevEnd := 0  // the end of the previous member's value
 	for first := true; ; first = false {
-		f.ws()
-		if f.peek() == '}' {
-			f.pos++
-			return nil
-		}
-		if !first {
-			if err := f.expect(','); err != nil {
-				return err
-			}
-			f.ws()
+		if more, err := f.next('}', first); !more {
+			return err
 		}
 		keyStart := f.pos
 		key, err := f.key()
@@ -340,16 +350,8 @@ func (f *jsonFilter) array(n *dropNode) error {
 		return err
 	}
 	for first := true; ; first = false {
-		f.ws()
-		if f.peek() == ']' {
-			f.pos++
-			return nil
-		}
-		if !first {
-			if err := f.expect(','); err != nil {
-				return err
-			}
-			f.ws()
+		if more, err := f.next(']', first); !more {
+			return err
 		}
 		var err error
 		if f.peek() == '{' {
@@ -361,6 +363,24 @@ func (f *jsonFilter) array(n *dropNode) error {
 			return err
 		}
 	}
+}
+
+// next moves to the next member of an object or element of an array, past
+// the comma unless first, and reports whether there is one: false once it
+// has read the closing byte end, or with an error.
+func (f *jsonFilter) next(end byte, first bool) (bool, error) {
+	f.ws()
+	if f.peek() == end {
+		f.pos++
+		return false, nil
+	}
+	if !first {
+		if err := f.expect(','); err != nil {
+			return false, err
+		}
+		f.ws()
+	}
+	return true, nil
 }
 
 // key reads a member name and returns it unescaped (sharing the input's
