@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubetyped/informer"
 	"github.com/kubetyped/informer/informertest"
@@ -95,6 +96,40 @@ func randomPod(rng *rand.Rand, i int) *corev1.Pod {
 // protobuf and JSON decoders differ in empty against nil maps and slices.
 var projectionOpts = cmpopts.EquateEmpty()
 
+// checkProjectedList builds two ListerWatchers with newLW, full with opts
+// and projected with opts and drop, and checks that projected lists what
+// full lists with clear applied to each item (compared with cmpOpts). It
+// returns both and the list's resource version.
+func checkProjectedList[T informer.Object](t *testing.T, newLW func(*rest.Config, informer.RESTOptions) (informer.ListerWatcher[T], error),
+	config *rest.Config, opts informer.RESTOptions, drop []string, clear func(T) T, cmpOpts ...cmp.Option,
+) (full, projected informer.ListerWatcher[T], resourceVersion string) {
+	t.Helper()
+	full, err := newLW(config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.DropFields = drop
+	projected, err = newLW(config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullList, err := full.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projectedList, err := projected.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, obj := range fullList.Items {
+		fullList.Items[i] = clear(obj)
+	}
+	if diff := cmp.Diff(fullList, projectedList, cmpOpts...); diff != "" {
+		t.Errorf("projected list (-full with the fields cleared +projected):\n%s", diff)
+	}
+	return full, projected, fullList.ResourceVersion
+}
+
 func TestDropFieldsTypedPods(t *testing.T) {
 	for _, contentType := range []informer.ContentType{informer.ContentTypeProtobuf, informer.ContentTypeJSON} {
 		t.Run(string(contentType), func(t *testing.T) {
@@ -104,36 +139,15 @@ func TestDropFieldsTypedPods(t *testing.T) {
 			for i := range 40 {
 				srv.Create(podsResource, randomPod(rng, i))
 			}
-			full, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{ContentType: contentType})
-			if err != nil {
-				t.Fatal(err)
-			}
-			projected, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{ContentType: contentType, DropFields: podDropFields})
-			if err != nil {
-				t.Fatal(err)
-			}
+			full, projected, rv := checkProjectedList(t, informer.NewRESTListerWatcher[*corev1.Pod], srv.Config(),
+				informer.RESTOptions{ContentType: contentType}, podDropFields, clearPodDropFields, projectionOpts)
 			ctx := t.Context()
-			fullList, err := full.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			projectedList, err := projected.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, pod := range fullList.Items {
-				fullList.Items[i] = clearPodDropFields(pod)
-			}
-			if diff := cmp.Diff(fullList, projectedList, projectionOpts); diff != "" {
-				t.Errorf("projected list (-full with the fields cleared +projected):\n%s", diff)
-			}
-
-			fullWatch, err := full.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+			fullWatch, err := full.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer fullWatch.Stop()
-			projectedWatch, err := projected.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+			projectedWatch, err := projected.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,45 +180,21 @@ func TestDropFieldsMetadata(t *testing.T) {
 	for i := range 20 {
 		srv.Create(podsResource, randomPod(rng, i))
 	}
-	drop := []string{informer.ManagedFields, "metadata.annotations[" + lastApplied + "]"}
-	full, err := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource})
-	if err != nil {
-		t.Fatal(err)
-	}
-	projected, err := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, DropFields: drop})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clear := func(obj *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
 		obj = obj.DeepCopy()
 		obj.ManagedFields = nil
 		delete(obj.Annotations, lastApplied)
 		return obj
 	}
-	ctx := t.Context()
-	fullList, err := full.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	projectedList, err := projected.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, obj := range fullList.Items {
-		fullList.Items[i] = clear(obj)
-	}
-	if diff := cmp.Diff(fullList, projectedList, projectionOpts); diff != "" {
-		t.Errorf("projected list (-full with the fields cleared +projected):\n%s", diff)
-	}
-	w, err := projected.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+	_, projected, rv := checkProjectedList(t, informer.NewMetadataListerWatcher, srv.Config(), informer.RESTOptions{Resource: podsResource},
+		[]string{informer.ManagedFields, "metadata.annotations[" + lastApplied + "]"}, clear, projectionOpts)
+	w, err := projected.Watch(t.Context(), metav1.ListOptions{ResourceVersion: rv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	srv.WaitForWatches(t, podsResource, 1)
-	pod := randomPod(rng, 99)
-	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply}}
-	created := srv.Create(podsResource, pod).(*corev1.Pod)
+	created := srv.Create(podsResource, withManagedFields(randomPod(rng, 99))).(*corev1.Pod)
 	want := clear(&metav1.PartialObjectMetadata{ObjectMeta: created.ObjectMeta})
 	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: want}, nextEvent(t, w), projectionOpts); diff != "" {
 		t.Errorf("projected watch event (-want +got):\n%s", diff)
@@ -215,19 +205,9 @@ func TestDropFieldsUnstructured(t *testing.T) {
 	srv := newFakeAPIServer(t, addWidgetTypes)
 	srv.Serve(widgetsResource, widgetKind, false)
 	for i := range 5 {
-		widget := newWidget("a", fmt.Sprintf("w-%d", i), i)
-		widget.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply}}
+		widget := withManagedFields(newWidget("a", fmt.Sprintf("w-%d", i), i))
 		widget.Annotations = map[string]string{lastApplied: "{}", "keep": "me"}
 		srv.Create(widgetsResource, widget)
-	}
-	drop := []string{informer.ManagedFields, "metadata.annotations[" + lastApplied + "]", "spec.size"}
-	full, err := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: widgetsResource})
-	if err != nil {
-		t.Fatal(err)
-	}
-	projected, err := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: widgetsResource, DropFields: drop})
-	if err != nil {
-		t.Fatal(err)
 	}
 	clear := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		obj = obj.DeepCopy()
@@ -236,30 +216,15 @@ func TestDropFieldsUnstructured(t *testing.T) {
 		unstructured.RemoveNestedField(obj.Object, "spec", "size")
 		return obj
 	}
-	ctx := t.Context()
-	fullList, err := full.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	projectedList, err := projected.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, obj := range fullList.Items {
-		fullList.Items[i] = clear(obj)
-	}
-	if diff := cmp.Diff(fullList, projectedList); diff != "" {
-		t.Errorf("projected list (-full with the fields cleared +projected):\n%s", diff)
-	}
-	w, err := projected.Watch(ctx, metav1.ListOptions{ResourceVersion: fullList.ResourceVersion})
+	_, projected, rv := checkProjectedList(t, informer.NewDynamicListerWatcher, srv.Config(), informer.RESTOptions{Resource: widgetsResource},
+		[]string{informer.ManagedFields, "metadata.annotations[" + lastApplied + "]", "spec.size"}, clear)
+	w, err := projected.Watch(t.Context(), metav1.ListOptions{ResourceVersion: rv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	srv.WaitForWatches(t, widgetsResource, 1)
-	widget := newWidget("b", "w-9", 9)
-	widget.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply}}
-	want := clear(toUnstructured(t, srv.Create(widgetsResource, widget)))
+	want := clear(toUnstructured(t, srv.Create(widgetsResource, withManagedFields(newWidget("b", "w-9", 9)))))
 	if diff := cmp.Diff(watch.Event{Type: watch.Added, Object: want}, nextEvent(t, w)); diff != "" {
 		t.Errorf("projected watch event (-want +got):\n%s", diff)
 	}
