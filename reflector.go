@@ -161,7 +161,9 @@ type Reflector[T Object] struct {
 	// Run's goroutine uses it.
 	failures failures
 	// relist, with room for one request, asks the running watch to end so
-	// that the reflector lists again (see requestRelist).
+	// that the reflector lists again (see requestRelist). Each cycle takes
+	// a pending request away before it lists, and only a watch reads it
+	// (not a streaming list's initial events).
 	relist chan struct{}
 
 	mu sync.RWMutex
@@ -254,9 +256,13 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 }
 
 // requestRelist asks the reflector to end its watch and list again, to
-// replace a cache found inconsistent with the server. A request made while
-// one is pending, or while no watch runs, is served by the next watch. Safe
-// for concurrent use.
+// replace a cache found inconsistent with the server. A request is served
+// by the first list (or streaming list) that starts after it. A list in
+// progress started before the request, from a state the requester did not
+// compare, so it does not count: the reflector finishes it and lists once
+// more (one list after the current one, never two). A request made between
+// cycles (during a backoff) is served by the next list alone. Requests made
+// while one is pending are merged into it. Safe for concurrent use.
 func (r *Reflector[T]) requestRelist() {
 	select {
 	case r.relist <- struct{}{}:
@@ -334,6 +340,11 @@ func (r *Reflector[T]) rewatchResourceVersion() string {
 func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.V(3).Info("Listing and watching")
+	// The list starting now serves every relist requested so far.
+	select {
+	case <-r.relist:
+	default:
+	}
 	var w watch.Interface
 	if r.useWatchList {
 		var err error

@@ -482,3 +482,86 @@ func TestDefaultWatchErrorHandler(t *testing.T) {
 		{ktesting.LogError, 0, "Failed to watch"},
 	}, got)
 }
+
+// blockingListLW is a FakeListerWatcher whose List calls each signal
+// listing when they start and wait for release before answering.
+type blockingListLW struct {
+	*informertest.FakeListerWatcher[*corev1.Pod]
+	listing, release chan struct{}
+}
+
+func (b *blockingListLW) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*corev1.Pod], error) {
+	b.listing <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.FakeListerWatcher.List(ctx, options)
+}
+
+func TestRelistRequestedBeforeAListIsServedByIt(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("1", NewPod("ns", "a", "1"))
+	h.r.requestRelist()
+	h.start()
+	h.store.waitFor(t, 1)
+	// Checked before the watch starts, which would act on a pending request.
+	if n := len(h.r.relist); n != 0 {
+		t.Errorf("%d relist requests pending after the list that served them", n)
+	}
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "b", "2")))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{"ns/a"}, RV: "1"},
+		{Op: "add", Keys: []string{"ns/b"}, RV: "2"},
+	}, h.store.waitFor(t, 2))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("1")}, h.calls(2))
+}
+
+func TestRelistRequestedDuringAListListsOnceMore(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{DisableWatchList: true})
+	h.lw.SetList("1", NewPod("ns", "a", "1"))
+	lw := &blockingListLW{FakeListerWatcher: h.lw, listing: make(chan struct{}), release: make(chan struct{})}
+	h.r = NewReflector[*corev1.Pod](lw, h.store, ReflectorOptions{Clock: h.clock, DisableWatchList: true})
+	h.start()
+	<-lw.listing
+	// The list in progress may have started before the request: it does not
+	// serve it, one more list does.
+	h.r.requestRelist()
+	lw.release <- struct{}{}
+	h.store.waitFor(t, 1)
+	h.lw.SetList("2", NewPod("ns", "a", "2"))
+	h.waitForTimers(1) // the pause before the next cycle
+	h.clock.Step(time.Minute)
+	<-lw.listing
+	lw.release <- struct{}{}
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "b", "3")))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{"ns/a"}, RV: "1"},
+		{Op: "replace", Keys: []string{"ns/a"}, RV: "2"},
+		{Op: "add", Keys: []string{"ns/b"}, RV: "3"},
+	}, h.store.waitFor(t, 3))
+	diffOrFail(t, "calls", []informertest.FakeCall{listCall("0", 500, ""), watchCall("1"), listCall("1", 0, ""), watchCall("2")}, h.calls(4))
+}
+
+func TestRelistRequestedDuringAStreamingListStreamsOnceMore(t *testing.T) {
+	h := newReflectorHarness(t, ReflectorOptions{})
+	h.lw.SetManualInitialEvents(true)
+	h.start()
+	h.waitForTimers(1) // the stream's watchdog: its events are being read
+	// The stream goes on to the end of its initial events; then one more.
+	h.r.requestRelist()
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "1")))
+	h.must(h.lw.EndInitialEvents(h.ctx, "2"))
+	h.store.waitFor(t, 1)
+	h.waitForTimers(1) // the pause before the next cycle
+	h.clock.Step(time.Minute)
+	h.calls(2)
+	h.must(h.lw.Add(h.ctx, NewPod("ns", "a", "3")))
+	h.must(h.lw.EndInitialEvents(h.ctx, "3"))
+	diffOrFail(t, "store calls", []storeCall{
+		{Op: "replace", Keys: []string{"ns/a"}, RV: "2"},
+		{Op: "replace", Keys: []string{"ns/a"}, RV: "3"},
+	}, h.store.waitFor(t, 2))
+	diffOrFail(t, "calls", []informertest.FakeCall{streamCall(""), streamCall("2")}, h.calls(2))
+}

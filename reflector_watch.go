@@ -156,6 +156,12 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 	if untilInitialEventsEnd {
 		receiver = newEventReceiver[T](events, 1)
 	}
+	// A relist requested during a streaming list's initial events waits
+	// for the watch that follows them (see requestRelist).
+	relist := r.relist
+	if untilInitialEventsEnd {
+		relist = nil
+	}
 	pastInitialEvents := false
 	// count is the number of accepted events, changes the number of them
 	// that are not bookmarks.
@@ -172,7 +178,7 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 				if err := resync.fire(ctx); err != nil {
 					return initialEventsEnded, err
 				}
-			case <-r.relist:
+			case <-relist:
 				return initialEventsEnded, errRelistRequested
 			case event, open := <-events:
 				receiver.add(event, open)
