@@ -68,7 +68,9 @@ type FactoryOptions struct {
 	MissingResourceRetry time.Duration
 	// ConsistencyCheck configures the consistency checks of every informer
 	// created without [InformerOptions].ConsistencyCheck (see
-	// [Informer.CheckConsistency]).
+	// [Informer.CheckConsistency]), except those with a dynamic shard
+	// ([Shard].Group), whose caches cannot be checked: Start logs one
+	// warning for the factory that names them.
 	ConsistencyCheck ConsistencyCheckOptions
 	// DropFields are fields dropped on the wire, before decoding, from the
 	// objects of every informer (see [RESTOptions].DropFields), in
@@ -120,9 +122,14 @@ type Factory struct {
 	cancels   []context.CancelFunc           // of every Start that started something
 	// startCalled records that Start has been called.
 	startCalled bool
-	shutDown    bool
-	done        chan struct{}  // closed by Shutdown
-	wg          sync.WaitGroup // one per running informer
+	// unchecked names the informers with a dynamic shard that the
+	// factory's ConsistencyCheck leaves out; the first Start to start any
+	// of them warns once for the whole factory (uncheckedWarned).
+	unchecked       []string
+	uncheckedWarned bool
+	shutDown        bool
+	done            chan struct{}  // closed by Shutdown
+	wg              sync.WaitGroup // one per running informer
 }
 
 // factoryInformer is what the factory needs of an *Informer[T].
@@ -329,12 +336,19 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if opts.MissingResourceRetry == 0 {
 		opts.MissingResourceRetry = f.opts.MissingResourceRetry
 	}
-	if opts.ConsistencyCheck == (ConsistencyCheckOptions{}) {
+	inheritedCheck := opts.ConsistencyCheck == (ConsistencyCheckOptions{})
+	if inheritedCheck {
 		opts.ConsistencyCheck = f.opts.ConsistencyCheck
 	}
 	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
 	if opts.Shard == nil {
 		opts.Shard = f.opts.Shard
+	}
+	if inheritedCheck && opts.ConsistencyCheck.Period > 0 && opts.Shard != nil && opts.Shard.Group != nil {
+		// A dynamic shard's cache cannot be checked (errDynamicShard): each
+		// such informer would warn at its Run; Start warns once instead.
+		opts.ConsistencyCheck = ConsistencyCheckOptions{}
+		f.unchecked = append(f.unchecked, opts.Name)
 	}
 	opts.InternStrings = opts.InternStrings || f.opts.InternStrings
 	opts.Resource = key.Resource
@@ -415,6 +429,11 @@ func (f *Factory) Start(ctx context.Context) {
 		return
 	}
 	f.startCalled = true
+	if len(f.unchecked) > 0 && !f.uncheckedWarned {
+		f.uncheckedWarned = true
+		klog.FromContext(ctx).Info("Warning: the factory's consistency checks do not run on informers with a dynamic shard: their caches have no single resource version to list at",
+			"informers", f.unchecked, "period", f.opts.ConsistencyCheck.Period)
+	}
 	var runCtx context.Context
 	for _, entry := range f.informers {
 		if entry.started {

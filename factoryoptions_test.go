@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -82,5 +84,55 @@ func TestFactoryPerTypeOptions(t *testing.T) {
 		if !strings.Contains(logs, line) {
 			t.Errorf("no log line %s in:\n%s", line, logs)
 		}
+	}
+}
+
+// A factory-wide ConsistencyCheck cannot run on informers with a dynamic
+// shard: the factory says so once, not each informer at its Run; an
+// informer's own ConsistencyCheck still gets its own warning.
+func TestFactoryConsistencyCheckWithDynamicShardsWarnsOnce(t *testing.T) {
+	group, err := informer.NewShardGroup(fake.NewClientset().CoordinationV1(), informer.ShardGroupOptions{Name: "ctl", Namespace: "ns", Identity: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer cancel()
+	f := newFactory(t, offline, informer.FactoryOptions{
+		ConsistencyCheck: informer.ConsistencyCheckOptions{Period: time.Hour},
+		Shard:            &informer.Shard{Group: group},
+	})
+	must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	must[*informer.Informer[*corev1.ConfigMap]](t)(informer.For(f, informer.InformerOptions[*corev1.ConfigMap]{}))
+	must[*informer.Informer[*corev1.Secret]](t)(informer.For(f, informer.InformerOptions[*corev1.Secret]{
+		ConsistencyCheck: informer.ConsistencyCheckOptions{Period: time.Minute},
+	}))
+	f.Start(ctx)
+	f.Start(ctx)
+	f.Shutdown() // returns once every Run has returned
+	type warning struct {
+		Message   string
+		Informers any
+	}
+	var got []warning
+	for _, entry := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		if !strings.Contains(entry.Message, "consistency checks") {
+			continue
+		}
+		w := warning{Message: entry.Message}
+		kv := append(slices.Clone(entry.WithKVList), entry.ParameterKVList...)
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == "informer" || kv[i] == "informers" {
+				w.Informers = kv[i+1]
+			}
+		}
+		got = append(got, w)
+	}
+	want := []warning{
+		{"Warning: the factory's consistency checks do not run on informers with a dynamic shard: their caches have no single resource version to list at", []string{"pods", "configmaps"}},
+		{"Warning: not running consistency checks: a dynamic shard's cache has no single resource version to list at", "secrets"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("consistency check warnings (-want +got):\n%s", diff)
 	}
 }
