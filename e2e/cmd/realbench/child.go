@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,15 +63,22 @@ type watchRecord struct {
 // syncResult; mode watch syncs, says "synced", records every update's
 // notification until it has seen the resource version the parent then
 // writes on stdin, and reports the records.
-func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) error {
+func runChild(c childSpec) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	mode, impl, pods := c.Mode, c.Impl, c.Pods
+	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return err
 	}
 	runtime.GC()
 	baseline := readHeapObjects()
+	var profile *syncProfile
+	if c.Profile != "" {
+		if profile, err = startSyncProfile(c.Profile); err != nil {
+			return err
+		}
+	}
 	before, err := rusageSeconds()
 	if err != nil {
 		return err
@@ -98,9 +107,9 @@ func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) e
 	var hasSynced func() bool
 	switch impl {
 	case implClientGo:
-		hasSynced, err = startClientGo(ctx, config, dropManagedFields, onAdd, onUpdate)
+		hasSynced, err = startClientGo(ctx, config, c.DropManagedFields, onAdd, onUpdate)
 	case implOurs:
-		hasSynced, err = startOurs(ctx, config, dropManagedFields, onAdd, onUpdate)
+		hasSynced, err = startOurs(ctx, config, c.DropManagedFields, c.InternStrings, onAdd, onUpdate)
 	default:
 		err = fmt.Errorf("unknown implementation %q", impl)
 	}
@@ -121,6 +130,9 @@ func runChild(mode, impl, kubeconfig string, pods int, dropManagedFields bool) e
 		return err
 	}
 	peak := sampler.Stop()
+	if err := profile.stop(); err != nil {
+		return err
+	}
 	out := json.NewEncoder(os.Stdout)
 	switch mode {
 	case "sync":
@@ -196,9 +208,10 @@ func startClientGo(ctx context.Context, config *rest.Config, dropManagedFields b
 
 // startOurs starts and returns the HasSynced of this library's pod informer
 // from its factory, with the namespace index client-go's factory gives its
-// informers; dropManagedFields drops them with DropFields.
-func startOurs(ctx context.Context, config *rest.Config, dropManagedFields bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
-	var opts informer.FactoryOptions
+// informers; dropManagedFields drops them with DropFields, internStrings
+// turns InternStrings on.
+func startOurs(ctx context.Context, config *rest.Config, dropManagedFields, internStrings bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
+	opts := informer.FactoryOptions{InternStrings: internStrings}
 	if dropManagedFields {
 		// Dropped on the wire, before decoding: the best this library
 		// offers (client-go can only strip them after decoding).
@@ -276,4 +289,48 @@ func (s *heapSampler) Stop() uint64 {
 	close(s.stop)
 	<-s.done
 	return s.peak
+}
+
+// syncProfile is a CPU profile running until the informer synced, followed
+// by the allocation profile taken then.
+type syncProfile struct {
+	prefix string
+	cpu    *os.File
+}
+
+// startSyncProfile starts writing a CPU profile to prefix.cpu.pprof.
+func startSyncProfile(prefix string) (*syncProfile, error) {
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(prefix + ".cpu.pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &syncProfile{prefix: prefix, cpu: f}, nil
+}
+
+// stop ends the CPU profile and writes the allocations made so far to
+// prefix.allocs.pprof. A nil *syncProfile does nothing.
+func (p *syncProfile) stop() error {
+	if p == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	if err := p.cpu.Close(); err != nil {
+		return err
+	}
+	f, err := os.Create(p.prefix + ".allocs.pprof")
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

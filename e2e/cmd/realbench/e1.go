@@ -7,37 +7,62 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 )
 
-// childCommand returns this command run again as the informer process of
-// impl in mode (sync or watch).
-func childCommand(ctx context.Context, mode, impl, kubeconfig string, pods int, dropManagedFields bool) (*exec.Cmd, error) {
+// childSpec is what an informer process is told on its command line.
+type childSpec struct {
+	Mode              string // sync (E1) or watch (E2)
+	Impl              string // implClientGo or implOurs
+	Kubeconfig        string
+	Pods              int
+	DropManagedFields bool
+	InternStrings     bool   // ours only: InformerOptions.InternStrings
+	Profile           string // path prefix of the sync's profiles; empty for none
+}
+
+// name describes the child's configuration in logs and profile names.
+func (c childSpec) name() string {
+	name := c.Impl
+	if c.InternStrings {
+		name += "-interned"
+	}
+	if c.DropManagedFields {
+		name += "-dropped"
+	}
+	return name
+}
+
+// command returns this command run again as the informer process c.
+func (c childSpec) command(ctx context.Context) (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-child="+mode, "-impl="+impl, "-kubeconfig="+kubeconfig,
-		"-n="+strconv.Itoa(pods), "-drop-managed-fields="+strconv.FormatBool(dropManagedFields))
+	cmd := exec.CommandContext(ctx, self, "-child="+c.Mode, "-impl="+c.Impl, "-kubeconfig="+c.Kubeconfig,
+		"-n="+strconv.Itoa(c.Pods), "-drop-managed-fields="+strconv.FormatBool(c.DropManagedFields),
+		"-intern-strings="+strconv.FormatBool(c.InternStrings), "-profile-prefix="+c.Profile)
 	cmd.Stderr = os.Stderr
 	return cmd, nil
 }
 
-// syncOnce runs one sync child of impl and returns what it measured.
-func syncOnce(ctx context.Context, impl, kubeconfig string, pods int, dropManagedFields bool) (syncResult, error) {
-	cmd, err := childCommand(ctx, "sync", impl, kubeconfig, pods, dropManagedFields)
+// syncOnce runs the sync child c and returns what it measured.
+func syncOnce(ctx context.Context, c childSpec) (syncResult, error) {
+	c.Mode = "sync"
+	cmd, err := c.command(ctx)
 	if err != nil {
 		return syncResult{}, err
 	}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
-		return syncResult{}, fmt.Errorf("%s sync: %w", impl, err)
+		return syncResult{}, fmt.Errorf("%s sync: %w", c.name(), err)
 	}
 	var res syncResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return syncResult{}, fmt.Errorf("%s sync: reading %q: %w", impl, out.String(), err)
+		return syncResult{}, fmt.Errorf("%s sync: reading %q: %w", c.name(), out.String(), err)
 	}
 	return res, nil
 }
@@ -45,49 +70,64 @@ func syncOnce(ctx context.Context, impl, kubeconfig string, pods int, dropManage
 // runE1 measures the initial sync of cfg.pods pods, each implementation in a
 // process of its own, cfg.runs times each, interleaved (client-go, ours,
 // client-go, …) after one untimed sync that warms the server up; with
-// cfg.droppedCase, again with managed fields dropped on both sides.
+// cfg.internCase, ours with InternStrings on syncs too after each of ours,
+// and is compared with the same client-go runs; with cfg.droppedCase, all
+// of it again with managed fields dropped on both sides.
 func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
-	cases := []bool{false}
+	drops := []bool{false}
 	if cfg.droppedCase {
-		cases = append(cases, true)
+		drops = append(drops, true)
 	}
 	var rows []row
-	for _, drop := range cases {
+	for _, drop := range drops {
 		name := strconv.Itoa(cfg.pods) + " pods, same data"
 		if drop {
 			name = strconv.Itoa(cfg.pods) + " pods, managed fields dropped"
 		}
-		if _, err := syncOnce(ctx, implClientGo, kubeconfig, cfg.pods, drop); err != nil {
+		base := childSpec{Kubeconfig: kubeconfig, Pods: cfg.pods, DropManagedFields: drop}
+		children := []childSpec{base, base}
+		children[0].Impl, children[1].Impl = implClientGo, implOurs
+		if cfg.internCase {
+			interned := children[1]
+			interned.InternStrings = true
+			children = append(children, interned)
+		}
+		if _, err := syncOnce(ctx, children[0]); err != nil {
 			return nil, err
 		}
-		var cg, ours []syncResult
+		results := make([][]syncResult, len(children))
 		for run := range cfg.runs {
-			for _, impl := range []string{implClientGo, implOurs} {
-				res, err := syncOnce(ctx, impl, kubeconfig, cfg.pods, drop)
+			for i, c := range children {
+				if cfg.profileDir != "" {
+					c.Profile = filepath.Join(cfg.profileDir, fmt.Sprintf("%s-run%d", c.name(), run+1))
+				}
+				res, err := syncOnce(ctx, c)
 				if err != nil {
 					return nil, err
 				}
 				logf("E1 %s, run %d, %s: %.2f CPU s, %.2f s wall, peak heap %.1f MB, retained %.1f MB",
-					name, run+1, impl, res.CPUSeconds, res.WallSeconds, mb(res.PeakHeap), mb(res.RetainedHeap))
-				if impl == implClientGo {
-					cg = append(cg, res)
-				} else {
-					ours = append(ours, res)
-				}
+					name, run+1, c.name(), res.CPUSeconds, res.WallSeconds, mb(res.PeakHeap), mb(res.RetainedHeap))
+				results[i] = append(results[i], res)
 			}
 		}
-		metric := func(label string, f func(syncResult) float64) row {
-			return newRow("E1", name, label, median(cg, f), median(ours, f))
+		for i := 1; i < len(children); i++ {
+			kase := name
+			if children[i].InternStrings {
+				kase += ", ours with InternStrings"
+			}
+			metric := func(label string, f func(syncResult) float64) row {
+				return newRow("E1", kase, label, median(results[0], f), median(results[i], f))
+			}
+			rows = append(rows,
+				metric("client CPU s until synced", func(r syncResult) float64 { return r.CPUSeconds }),
+				metric("peak heap MB", func(r syncResult) float64 { return mb(r.PeakHeap) }),
+				metric("retained heap MB", func(r syncResult) float64 { return mb(r.RetainedHeap) }),
+				metric("retained B/pod above baseline", func(r syncResult) float64 {
+					return (float64(r.RetainedHeap) - float64(r.BaselineHeap)) / float64(cfg.pods)
+				}),
+				metric("wall s until synced", func(r syncResult) float64 { return r.WallSeconds }),
+			)
 		}
-		rows = append(rows,
-			metric("client CPU s until synced", func(r syncResult) float64 { return r.CPUSeconds }),
-			metric("peak heap MB", func(r syncResult) float64 { return mb(r.PeakHeap) }),
-			metric("retained heap MB", func(r syncResult) float64 { return mb(r.RetainedHeap) }),
-			metric("retained B/pod above baseline", func(r syncResult) float64 {
-				return (float64(r.RetainedHeap) - float64(r.BaselineHeap)) / float64(cfg.pods)
-			}),
-			metric("wall s until synced", func(r syncResult) float64 { return r.WallSeconds }),
-		)
 	}
 	return rows, nil
 }

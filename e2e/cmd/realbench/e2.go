@@ -31,7 +31,7 @@ type watcher struct {
 // startWatcher starts the watch child of impl and waits until its informer
 // has synced.
 func startWatcher(ctx context.Context, impl, kubeconfig string, pods int) (*watcher, error) {
-	cmd, err := childCommand(ctx, "watch", impl, kubeconfig, pods, false)
+	cmd, err := childSpec{Mode: "watch", Impl: impl, Kubeconfig: kubeconfig, Pods: pods}.command(ctx)
 	if err != nil {
 		return nil, err
 	}

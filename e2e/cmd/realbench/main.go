@@ -42,6 +42,10 @@ type config struct {
 	json        bool
 	assets      string
 	droppedCase bool
+	internCase  bool
+	// profileDir, if set, is where each E1 sync child writes a CPU profile
+	// and an allocation profile of its sync.
+	profileDir string
 }
 
 func main() {
@@ -53,14 +57,20 @@ func main() {
 	flag.IntVar(&cfg.writers, "writers", 4, "E2: concurrent writers")
 	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
 	flag.BoolVar(&cfg.droppedCase, "dropped-case", true, "E1: also sync with managed fields dropped on both sides (client-go: a transform; ours: DropFields)")
+	flag.BoolVar(&cfg.internCase, "intern-case", true, "E1: also sync ours with InternStrings on, beside the same client-go runs")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
-	child := flag.String("child", "", "internal: run as the informer process of one implementation (sync or watch)")
-	impl := flag.String("impl", "", "internal: the child's implementation (client-go or ours)")
-	kubeconfig := flag.String("kubeconfig", "", "internal: the child's kubeconfig")
-	dropManagedFields := flag.Bool("drop-managed-fields", false, "internal: the child drops managed fields")
+	flag.StringVar(&cfg.profileDir, "profile", "", "E1: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
+	var child childSpec
+	flag.StringVar(&child.Mode, "child", "", "internal: run as the informer process of one implementation (sync or watch)")
+	flag.StringVar(&child.Impl, "impl", "", "internal: the child's implementation (client-go or ours)")
+	flag.StringVar(&child.Kubeconfig, "kubeconfig", "", "internal: the child's kubeconfig")
+	flag.BoolVar(&child.DropManagedFields, "drop-managed-fields", false, "internal: the child drops managed fields")
+	flag.BoolVar(&child.InternStrings, "intern-strings", false, "internal: the child (ours) interns strings")
+	flag.StringVar(&child.Profile, "profile-prefix", "", "internal: the path prefix of the child's profiles")
 	flag.Parse()
-	if *child != "" {
-		if err := runChild(*child, *impl, *kubeconfig, cfg.pods, *dropManagedFields); err != nil {
+	if child.Mode != "" {
+		child.Pods = cfg.pods
+		if err := runChild(child); err != nil {
 			fmt.Fprintln(os.Stderr, "realbench child:", err)
 			os.Exit(1)
 		}
