@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -330,7 +329,7 @@ func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *run
 	if gv.Group == "" {
 		cfg.APIPath = "/api"
 	}
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	cfg.NegotiatedSerializer = newRESTCodecs(scheme)
 	cfg.ContentType = string(contentType)
 	cfg.AcceptContentTypes = string(contentType)
 	if contentType == ContentTypeProtobuf {
