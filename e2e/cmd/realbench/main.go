@@ -4,7 +4,7 @@
 // starts itself on 127.0.0.1 (from the binaries hack/build-assets.sh builds,
 // as the e2e suite does):
 //
-//	cd e2e && go run ./cmd/realbench [-quick] [-json] [-n 5000]
+//	cd e2e && go run ./cmd/realbench [-quick] [-json] [-n 5000] [-profile DIR]
 //
 // It creates N production-like pods (internal/prodpods) the way a cluster
 // writes them: created by kube-controller-manager, status set by
@@ -12,6 +12,9 @@
 // has managed fields of three managers. Each informer then runs in a process
 // of its own (this command run again as a child), so that CPU time from
 // getrusage and heap figures belong to one implementation only.
+//
+// With -profile, each E1 sync child writes a CPU profile and an allocation
+// profile of its sync into DIR, for go tool pprof.
 //
 // It prints one Markdown table (workload, case, metric, client-go, ours,
 // ratio = client-go ÷ ours, so that >1 means ours is faster or smaller), or
