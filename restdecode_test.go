@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +22,7 @@ import (
 
 // protobufCodecs returns apimachinery's protobuf serializers over
 // client-go's scheme and ours.
-func protobufCodecs(t *testing.T) (theirs, ours runtime.SerializerInfo) {
+func protobufCodecs(t testing.TB) (theirs, ours runtime.SerializerInfo) {
 	t.Helper()
 	find := func(ns runtime.NegotiatedSerializer) runtime.SerializerInfo {
 		info, ok := runtime.SerializerInfoForMediaType(ns.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
@@ -35,7 +36,7 @@ func protobufCodecs(t *testing.T) (theirs, ours runtime.SerializerInfo) {
 
 // encodeProtobufWithKind is obj in Kubernetes' protobuf encoding with its
 // kind in the envelope, as the API server writes it.
-func encodeProtobufWithKind(t *testing.T, obj runtime.Object) []byte {
+func encodeProtobufWithKind(t testing.TB, obj runtime.Object) []byte {
 	t.Helper()
 	kinds, _, err := clientgoscheme.Scheme.ObjectKinds(obj)
 	if err != nil {
@@ -188,4 +189,39 @@ func (r *smallReads) Read(p []byte) (int, error) {
 	n := copy(p[:min(len(p), r.n)], r.data)
 	r.data = r.data[n:]
 	return n, nil
+}
+
+// FuzzProtobufDecoder checks that on any bytes our protobuf decoders
+// return what apimachinery's return (or fail as they fail), and never
+// panic.
+func FuzzProtobufDecoder(f *testing.F) {
+	theirs, ours := protobufCodecs(f)
+	pods := prodpods.New(2)
+	pod := encodeProtobufWithKind(f, &pods[0])
+	f.Add(pod)
+	f.Add(pod[:len(pod)/2])
+	f.Add(encodeProtobufWithKind(f, &corev1.PodList{Items: pods}))
+	var event bytes.Buffer
+	if err := theirs.StreamSerializer.Serializer.Encode(&metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: pod}}, &event); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(event.Bytes())
+	f.Add([]byte(protobufMagic + "\x12\x02\x0a\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, into := range []func() runtime.Object{
+			func() runtime.Object { return nil },
+			func() runtime.Object { return &corev1.Pod{} },
+		} {
+			want := decodeWith(theirs.Serializer, data, nil, into())
+			got := decodeWith(ours.Serializer, data, nil, into())
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("object into %T (-apimachinery +ours):\n%s", into(), diff)
+			}
+		}
+		want := decodeWith(theirs.StreamSerializer.Serializer, data, nil, &metav1.WatchEvent{})
+		got := decodeWith(ours.StreamSerializer.Serializer, data, nil, &metav1.WatchEvent{})
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("watch event (-apimachinery +ours):\n%s", diff)
+		}
+	})
 }
