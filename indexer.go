@@ -175,15 +175,19 @@ func (s *Indexer[T]) Bookmark(resourceVersion string) {
 // resource version is obj's (and not empty): the object obj describes
 // again, as a relist does for every unchanged object.
 func (s *Indexer[T]) cachedAt(obj T) (T, bool) {
+	return s.cachedUnder(NameOf(obj), obj.GetResourceVersion())
+}
+
+// cachedUnder returns the object stored under name if its resource version
+// is resourceVersion (and not empty).
+func (s *Indexer[T]) cachedUnder(name ObjectName, resourceVersion string) (T, bool) {
 	var cached T
-	rv := obj.GetResourceVersion()
-	if rv == "" {
+	if resourceVersion == "" {
 		return cached, false
 	}
-	name := NameOf(obj)
 	s.mu.RLock()
 	e := s.c.entries.get(name)
-	found := e != nil && e.rv == rv
+	found := e != nil && e.rv == resourceVersion
 	if found {
 		cached = e.obj
 	}

@@ -53,8 +53,38 @@ type ReflectorStore[T Object] interface {
 // replacePrepared instead of Replace.
 type listedPreparer[T Object] interface {
 	// prepareListed prepares items in place and returns those kept, a
-	// prefix of items.
-	prepareListed(items []T) []T
+	// prefix of items. reused are objects of items that cachedListed
+	// returned, in the order of items: they are kept as they are.
+	prepareListed(items, reused []T) []T
 	// replacePrepared records a complete list of prepared items.
 	replacePrepared(list []T, resourceVersion string) error
+	// cachedListed returns the object the store would keep for an item
+	// listed under name at resourceVersion, if it holds one.
+	cachedListed(name ObjectName, resourceVersion string) (T, bool)
+}
+
+// cachedLookup returns the object an informer's cache holds under name at
+// resourceVersion (a non-empty one), if any. A list's item that the cache
+// holds at the listed resource version need not be decoded: the cache
+// keeps its own object and would let the decoded one go at once (see
+// eventQueue.prepareListed), so a relist of an unchanged cache decodes
+// almost nothing. The reflector puts the lookup in the context of its List
+// calls; a ListerWatcher that can read an item's name and resource version
+// without decoding it (the REST ListerWatcher, on protobuf lists) returns
+// the cached object in the item's place. Any other ignores it.
+type cachedLookup[T Object] func(name ObjectName, resourceVersion string) (T, bool)
+
+// cachedLookupKey is the context key of a List call's cachedLookup.
+type cachedLookupKey struct{}
+
+// withCachedLookup returns ctx carrying lookup for the List calls made
+// with it.
+func withCachedLookup[T Object](ctx context.Context, lookup cachedLookup[T]) context.Context {
+	return context.WithValue(ctx, cachedLookupKey{}, lookup)
+}
+
+// cachedLookupFrom returns the cachedLookup of ctx, or nil.
+func cachedLookupFrom[T Object](ctx context.Context) cachedLookup[T] {
+	lookup, _ := ctx.Value(cachedLookupKey{}).(cachedLookup[T])
+	return lookup
 }

@@ -281,13 +281,13 @@ func arenaSize(perRecord int) int {
 // prepareListed); items whose transform fails are logged, counted and left
 // out of the list.
 func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
-	return q.replacePrepared(q.prepareListed(list), resourceVersion)
+	return q.replacePrepared(q.prepareListed(list, nil), resourceVersion)
 }
 
 // replace prepares list (see prepareListed) and queues bulk as a replace
 // record with it.
 func (q *eventQueue[T]) replace(list []T, bulk *bulkRecord[T]) error {
-	return q.queueReplace(q.prepareListed(list), bulk)
+	return q.queueReplace(q.prepareListed(list, nil), bulk)
 }
 
 // prepareListed prepares listed objects for the cache, in place, and
@@ -296,11 +296,18 @@ func (q *eventQueue[T]) replace(list []T, bulk *bulkRecord[T]) error {
 // object, and the listed copy let go: so a relist of an unchanged cache
 // holds little more than the cache, provided the reflector prepares each
 // page or streamed object as it arrives (the listedPreparer interface).
-// The other items are transformed and interned. The cached object kept has
-// been transformed already; it is not transformed again.
-func (q *eventQueue[T]) prepareListed(items []T) []T {
+// The objects of reused, which cachedListed returned for items (in their
+// order), are kept as they are, even if the cache has moved on since. The
+// other items are transformed and interned. A cached object kept has been
+// transformed already; it is not transformed again.
+func (q *eventQueue[T]) prepareListed(items, reused []T) []T {
 	kept := items[:0]
 	for _, obj := range items {
+		if len(reused) > 0 && obj == reused[0] {
+			reused = reused[1:]
+			kept = append(kept, obj)
+			continue
+		}
 		if q.reuseCached {
 			if cached, ok := q.store.cachedAt(obj); ok {
 				kept = append(kept, cached)
@@ -318,6 +325,17 @@ func (q *eventQueue[T]) prepareListed(items []T) []T {
 	}
 	clear(items[len(kept):])
 	return kept
+}
+
+// cachedListed returns the cached object under name at resourceVersion,
+// which prepareListed would keep in place of an item listed so (see
+// cachedLookup).
+func (q *eventQueue[T]) cachedListed(name ObjectName, resourceVersion string) (T, bool) {
+	if !q.reuseCached {
+		var zero T
+		return zero, false
+	}
+	return q.store.cachedUnder(name, resourceVersion)
 }
 
 // replacePrepared queues a complete list whose items prepareListed

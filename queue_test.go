@@ -332,3 +332,49 @@ func TestEventQueuePreparesWritesForItsStore(t *testing.T) {
 		t.Errorf("prepared writes (-want +got):\n%s", diff)
 	}
 }
+
+// TestEventQueuePrepareListedKeepsReusedObjects lists a page of which the
+// ListerWatcher returned two cached objects (cachedListed) in place of the
+// listed items: they are kept as they are, not transformed again, even the
+// one the cache has since replaced; an item listed at its cached version
+// becomes the cached object, and the others are transformed once.
+func TestEventQueuePrepareListedKeepsReusedObjects(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	store := NewIndexer[*corev1.Pod](nil)
+	q := newEventQueue(store, countingTransform, logger)
+	a, b, c := NewPod("", "a", "1"), NewPod("", "b", "1"), NewPod("", "c", "1")
+	for _, p := range []*corev1.Pod{a, b, c} {
+		plMust(t, store.Add(p))
+	}
+	var reused []*corev1.Pod
+	for _, p := range []*corev1.Pod{a, b} {
+		obj, ok := q.cachedListed(NameOf(p), "1")
+		if !ok || obj != p {
+			t.Fatalf("cachedListed(%s, 1) = %p, %v; want the cached %p", NameOf(p), obj, ok, p)
+		}
+		reused = append(reused, obj)
+	}
+	if obj, ok := q.cachedListed(NameOf(c), "2"); ok {
+		t.Fatalf("cachedListed(%s, 2) = %p, want nothing: the cache holds version 1", NameOf(c), obj)
+	}
+	plMust(t, store.Update(NewPod("", "b", "2"))) // the cache moves on
+	listedC, d := NewPod("", "c", "1"), NewPod("", "d", "1")
+	got := q.prepareListed([]*corev1.Pod{a, b, listedC, d}, reused)
+	want := []*corev1.Pod{a, b, c, d}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("prepared (-want +got):\n%s", diff)
+	}
+	for i, p := range got {
+		if p != want[i] {
+			t.Errorf("item %d is %p, want %p", i, p, want[i])
+		}
+	}
+	for _, p := range []*corev1.Pod{a, b, c} {
+		if p.Labels != nil {
+			t.Errorf("%s was transformed: labels %v", p.Name, p.Labels)
+		}
+	}
+	if got := d.Labels["transformed"]; got != "1" {
+		t.Errorf("d transformed %s times, want 1", got)
+	}
+}

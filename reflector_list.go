@@ -76,6 +76,23 @@ func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, 
 		options.Limit = pageSize
 	}
 	requestedRV, requestedMatch := options.ResourceVersion, options.ResourceVersionMatch
+	// reused collects the cached objects the ListerWatcher returned for the
+	// items of the page being listed, in order (see cachedLookup).
+	var reused []T
+	if r.preparer != nil {
+		ctx = withCachedLookup(ctx, cachedLookup[T](func(name ObjectName, resourceVersion string) (T, bool) {
+			obj, ok := r.preparer.cachedListed(name, resourceVersion)
+			if ok {
+				reused = append(reused, obj)
+			}
+			return obj, ok
+		}))
+	}
+	list := func(options metav1.ListOptions) (*ListResult[T], error) {
+		clear(reused) // of a failed call
+		reused = reused[:0]
+		return r.lw.List(ctx, options)
+	}
 	var items []T
 	var listRV string
 	paginated := false
@@ -83,21 +100,21 @@ func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, 
 		if err := ctx.Err(); err != nil {
 			return nil, "", paginated, err
 		}
-		page, err := r.lw.List(ctx, options)
+		page, err := list(options)
 		if err != nil {
 			if !isExpiredContinue(err, options) {
 				return nil, "", paginated, err
 			}
 			options.Limit, options.Continue = 0, ""
 			options.ResourceVersion, options.ResourceVersionMatch = requestedRV, requestedMatch
-			page, err = r.lw.List(ctx, options)
+			page, err = list(options)
 			if err != nil {
 				return nil, "", paginated, err
 			}
 			if page == nil {
 				return nil, "", paginated, errNilListResult
 			}
-			return r.prepared(r.validListItems(ctx, nil, page.Items), 0), page.ResourceVersion, paginated, nil
+			return r.prepared(r.validListItems(ctx, nil, page.Items), 0, reused), page.ResourceVersion, paginated, nil
 		}
 		if page == nil {
 			return nil, "", paginated, errNilListResult
@@ -106,7 +123,7 @@ func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, 
 			listRV = page.ResourceVersion
 			items = make([]T, 0, len(page.Items))
 		}
-		items = r.prepared(r.validListItems(ctx, items, page.Items), len(items))
+		items = r.prepared(r.validListItems(ctx, items, page.Items), len(items), reused)
 		if page.Continue == "" {
 			return items, listRV, paginated, nil
 		}
@@ -137,12 +154,13 @@ func (r *Reflector[T]) validListItems(ctx context.Context, dst, items []T) []T {
 
 // prepared has the store prepare items[from:], the items of the page just
 // received, if it prepares listed objects (see listedPreparer), so that
-// what it does not keep is let go before the next page arrives.
-func (r *Reflector[T]) prepared(items []T, from int) []T {
+// what it does not keep is let go before the next page arrives. reused are
+// the cached objects the ListerWatcher returned for the page.
+func (r *Reflector[T]) prepared(items []T, from int, reused []T) []T {
 	if r.preparer == nil {
 		return items
 	}
-	return items[:from+len(r.preparer.prepareListed(items[from:]))]
+	return items[:from+len(r.preparer.prepareListed(items[from:], reused))]
 }
 
 // replace hands a complete list to the store.

@@ -1,12 +1,15 @@
 package informer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"reflect"
+	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -110,6 +113,11 @@ type restListerWatcher[T Object] struct {
 	namespace string
 	tweak     func(*metav1.ListOptions)
 	drop      *dropFieldsTransport // nil without DropFields
+	// decoders decode list bodies, as the REST client's would.
+	decoders runtime.ClientNegotiator
+	// cachedItems is where protobuf list bodies hold their items' metadata,
+	// for skipping those the cache holds (restlw_cached.go); zero for JSON.
+	cachedItems cachedItemsLayout
 }
 
 // NewRESTListerWatcher returns a ListerWatcher for objects of a Go type T (a
@@ -176,7 +184,7 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
 	}
-	return &restListerWatcher[T]{
+	lw := &restListerWatcher[T]{
 		client:    client,
 		scheme:    scheme,
 		listKind:  listKind,
@@ -184,7 +192,12 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 		namespace: opts.Namespace,
 		tweak:     opts.TweakListOptions,
 		drop:      drop,
-	}, nil
+		decoders:  runtime.NewClientNegotiator(newRESTCodecs(scheme), gvk.GroupVersion()),
+	}
+	if contentType == ContentTypeProtobuf {
+		lw.cachedItems = cachedItemsLayoutOf(reflect.TypeOf(list), reflect.TypeFor[T]())
+	}
+	return lw, nil
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
@@ -198,21 +211,35 @@ func (lw *restListerWatcher[T]) Resource() schema.GroupVersionResource {
 }
 
 // List returns one page of objects. The items point into the decoded list
-// and are owned by the caller.
+// and are owned by the caller, except those of a protobuf list that the
+// cache of the calling informer holds at the listed resource version: for
+// them, not decoded, it returns the cached object (see cachedLookup).
+//
+// The response body is read into a buffer that later lists reuse (decoding
+// copies what it keeps), so that a relist of an unchanged cache allocates
+// almost nothing. Unlike the REST client's Do, a connection reset while
+// listing is not retried in place: the reflector lists again.
 func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
-	list, err := lw.scheme.New(lw.listKind)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
-	}
-	err = lw.client.Get().
+	stream, err := lw.client.Get().
 		NamespaceIfScoped(lw.namespace, lw.namespace != "").
 		Resource(lw.resource.Resource).
 		SpecificallyVersionedParams(&options, restParameterCodec, metaV1).
-		Do(ctx).
-		Into(list)
+		Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
+	}
+	body := listBodies.Get().(*bytes.Buffer)
+	defer listBodies.Put(body)
+	body.Reset()
+	_, err = body.ReadFrom(stream)
+	stream.Close()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: reading the response: %w", lw.resource.GroupResource(), err)
+	}
+	list, slots, err := lw.decodeList(body.Bytes(), cachedLookupFrom[T](ctx))
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
@@ -220,7 +247,9 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
-	items := make([]T, 0, meta.LenList(list))
+	var zero T
+	items := make([]T, 0, len(slots)+meta.LenList(list))
+	next := 0 // the next of slots
 	err = meta.EachListItem(list, func(item runtime.Object) error {
 		typed, ok := item.(T)
 		if !ok {
@@ -230,13 +259,77 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		// them from listed ones too (custom resources carry them in lists)
 		// so that a cached object does not depend on how it arrived.
 		typed.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		for ; next < len(slots) && slots[next] != zero; next++ {
+			items = append(items, slots[next])
+		}
+		if slots != nil {
+			if next == len(slots) {
+				return errCutItems
+			}
+			next++
+		}
 		items = append(items, typed)
 		return nil
 	})
+	for ; err == nil && next < len(slots); next++ {
+		if slots[next] == zero {
+			err = errCutItems
+		}
+		items = append(items, slots[next])
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue(), ShardSelector: appliedShardSelector(list)}, nil
+}
+
+// listBodies holds the buffers list responses are read into.
+var listBodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// decodeList decodes a list response body into a new list object. The
+// items of a protobuf body that lookup (if not nil) finds cached are cut
+// from body before decoding: slots then holds, for each item in list order,
+// its cached object, or the zero T for one decoded into the list.
+func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) (list runtime.Object, slots []T, err error) {
+	list, err = lw.scheme.New(lw.listKind)
+	if err != nil {
+		return nil, nil, err
+	}
+	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok && lw.cachedItems.items != 0 {
+		// What the protobuf serializer does with such a body, without
+		// copying the message out of its envelope first.
+		if lookup != nil {
+			msg, slots = cutCachedItems(msg, lw.cachedItems, lookup)
+		}
+		if err := list.(protobufUnmarshaler).Unmarshal(msg); err != nil {
+			return nil, nil, err
+		}
+		return list, slots, nil
+	}
+	mediaType := string(ContentTypeJSON)
+	if bytes.HasPrefix(body, []byte(protobufMagic)) {
+		mediaType = string(ContentTypeProtobuf)
+	}
+	decoder, err := lw.decoders.Decoder(mediaType, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, _, err := decoder.Decode(body, nil, list)
+	if err != nil {
+		return nil, nil, err
+	}
+	// As the REST client's Result.Into: a Status in a successful response
+	// is an error unless it says success.
+	if status, ok := out.(*metav1.Status); ok && out != list && status.Status != metav1.StatusSuccess {
+		return nil, nil, apierrors.FromObject(status)
+	}
+	return list, nil, nil
+}
+
+// protobufUnmarshaler is a type with generated protobuf decoding, as
+// decodesProtobuf checks.
+type protobufUnmarshaler interface {
+	Unmarshal(data []byte) error
 }
 
 // Watch starts a watch.
@@ -314,7 +407,7 @@ func typedContentType(requested ContentType, gvk schema.GroupVersionKind, list r
 func decodesProtobuf(obj runtime.Object) bool {
 	_, ok := obj.(interface {
 		Reset()
-		Unmarshal(data []byte) error
+		protobufUnmarshaler
 	})
 	return ok
 }

@@ -229,7 +229,7 @@ func (s rangeStore[T]) Delete(obj T) error { return s.event(opDelete, obj) }
 // event.
 func (s rangeStore[T]) Replace(list []T, resourceVersion string) error {
 	d := s.rr.shard
-	list = d.queue.prepareListed(list)
+	list = d.queue.prepareListed(list, nil)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	within := d.within(s.rr.slots)

@@ -164,7 +164,7 @@ func (c *initialObjects[T]) Add(obj T) error {
 	name := NameOf(obj)
 	if c.preparer != nil {
 		c.one[0] = obj
-		kept := c.preparer.prepareListed(c.one[:])
+		kept := c.preparer.prepareListed(c.one[:], nil)
 		if len(kept) == 0 {
 			return nil // its transform failed (logged and counted)
 		}

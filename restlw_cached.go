@@ -1,0 +1,233 @@
+package informer
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// This file lets the REST ListerWatcher skip decoding the items of a
+// protobuf list body that the informer's cache holds at the listed
+// resource version (see cachedLookup): it reads each item's namespace, name
+// and resource version in the bytes, cuts the items the cache holds out of
+// the list message, decodes what is left and puts the cached objects back
+// in their places. A relist of an unchanged cache then allocates little
+// beyond the response body, instead of a copy of every object that the
+// cache would let go at once.
+
+// Protobuf field numbers of runtime.Unknown (the envelope of a protobuf
+// body, after the magic prefix), of its TypeMeta, and of metav1.ObjectMeta.
+const (
+	unknownTypeMeta        protowire.Number = 1
+	unknownRaw             protowire.Number = 2
+	unknownContentEncoding protowire.Number = 3
+	typeMetaKind           protowire.Number = 2
+	objectMetaName         protowire.Number = 1
+	objectMetaNamespace    protowire.Number = 3
+	objectMetaRV           protowire.Number = 6
+)
+
+// cachedItemsLayout is where the items of a list type and their metadata
+// are in protobuf: the field numbers of the list's Items and of the item
+// type's ObjectMeta. The zero value means the type has none (not protobuf).
+type cachedItemsLayout struct {
+	items, metadata protowire.Number
+}
+
+// cachedItemsLayoutOf returns the layout of listType, whose items are of
+// type itemType (a pointer to a struct embedding metav1.ObjectMeta).
+func cachedItemsLayoutOf(listType, itemType reflect.Type) cachedItemsLayout {
+	items := protobufItemsNumber(listType)
+	for itemType.Kind() == reflect.Pointer {
+		itemType = itemType.Elem()
+	}
+	f, ok := itemType.FieldByName("ObjectMeta")
+	if items == 0 || !ok {
+		return cachedItemsLayout{}
+	}
+	return cachedItemsLayout{items: items, metadata: protobufNumber(f)}
+}
+
+// protobufListMessage returns the list message of body, if body is a
+// protobuf response holding a list of kind listKind (not a Status, and
+// without a content encoding); its bytes are body's.
+func protobufListMessage(body []byte, listKind string) ([]byte, bool) {
+	if !bytes.HasPrefix(body, []byte(protobufMagic)) {
+		return nil, false
+	}
+	return unknownListMessage(body[len(protobufMagic):], listKind)
+}
+
+// cutCachedItems looks up the namespace, name and resource version of
+// each item of msg, a list message laid out as layout says, with lookup,
+// and cuts the items found out of msg, in place. It returns what is left
+// of msg and, if an item was found, slots: for each item in list order,
+// the cached object, or the zero T for an item left in msg. msg is left
+// whole if it cannot be parsed: decoding it reports what is wrong.
+func cutCachedItems[T Object](msg []byte, layout cachedItemsLayout, lookup cachedLookup[T]) ([]byte, []T) {
+	if layout.metadata == 0 {
+		return msg, nil
+	}
+	// First pass: read only, so that msg is whole if it ends early.
+	var zero T
+	var slots []T
+	cached := 0
+	for rest := msg; len(rest) > 0; {
+		num, typ, content, n := consumeField(rest)
+		if n < 0 {
+			return msg, nil
+		}
+		rest = rest[n:]
+		if num != layout.items {
+			continue
+		}
+		if typ != protowire.BytesType {
+			return msg, nil
+		}
+		obj, found := cachedItem(content, layout.metadata, lookup)
+		if found {
+			cached++
+		} else {
+			obj = zero
+		}
+		slots = append(slots, obj)
+	}
+	if cached == 0 {
+		return msg, nil
+	}
+	// Second pass: move the fields kept over the cut items.
+	w, k := 0, 0
+	for r := 0; r < len(msg); {
+		num, _, _, n := consumeField(msg[r:])
+		if num == layout.items {
+			k++
+			if slots[k-1] != zero {
+				r += n
+				continue
+			}
+		}
+		w += copy(msg[w:], msg[r:r+n])
+		r += n
+	}
+	return msg[:w], slots
+}
+
+// unknownListMessage returns the raw message of env, a runtime.Unknown, if
+// its kind is listKind (or unset: the decoder then takes the list type it
+// is asked for) and it has no content encoding.
+func unknownListMessage(env []byte, listKind string) ([]byte, bool) {
+	var raw []byte
+	kindOK := true
+	for len(env) > 0 {
+		num, typ, content, n := consumeField(env)
+		if n < 0 {
+			return nil, false
+		}
+		env = env[n:]
+		if typ != protowire.BytesType {
+			continue
+		}
+		switch num {
+		case unknownTypeMeta:
+			kind, ok := lastStringField(content, typeMetaKind)
+			if !ok {
+				return nil, false
+			}
+			kindOK = kind == listKind || kind == ""
+		case unknownRaw:
+			raw = content
+		case unknownContentEncoding:
+			if len(content) > 0 {
+				return nil, false
+			}
+		}
+	}
+	return raw, kindOK
+}
+
+// cachedItem looks up the item whose message is item by the namespace, name
+// and resource version of its metadata (the field numbered metadata).
+func cachedItem[T Object](item []byte, metadata protowire.Number, lookup cachedLookup[T]) (T, bool) {
+	var zero T
+	var meta []byte
+	seen := false
+	for len(item) > 0 {
+		num, typ, content, n := consumeField(item)
+		if n < 0 {
+			return zero, false
+		}
+		item = item[n:]
+		if num == metadata && typ == protowire.BytesType {
+			if seen {
+				// Decoding would merge the two: leave that to the decoder.
+				return zero, false
+			}
+			meta, seen = content, true
+		}
+	}
+	var name, namespace, rv []byte
+	for len(meta) > 0 {
+		num, typ, content, n := consumeField(meta)
+		if n < 0 {
+			return zero, false
+		}
+		meta = meta[n:]
+		if typ != protowire.BytesType {
+			continue
+		}
+		switch num {
+		case objectMetaName:
+			name = content
+		case objectMetaNamespace:
+			namespace = content
+		case objectMetaRV:
+			rv = content
+		}
+	}
+	if len(name) == 0 || len(rv) == 0 {
+		return zero, false
+	}
+	return lookup(ObjectName{Namespace: string(namespace), Name: string(name)}, string(rv))
+}
+
+// lastStringField returns the value of the last field numbered num in msg,
+// as decoding keeps the last value of a repeated scalar field.
+func lastStringField(msg []byte, num protowire.Number) (string, bool) {
+	var value []byte
+	for len(msg) > 0 {
+		n, typ, content, size := consumeField(msg)
+		if size < 0 {
+			return "", false
+		}
+		msg = msg[size:]
+		if n == num && typ == protowire.BytesType {
+			value = content
+		}
+	}
+	return string(value), true
+}
+
+// consumeField parses the field at the start of msg: its number, wire type,
+// content for a length-delimited field, and length, negative if msg does
+// not start with a valid field.
+func consumeField(msg []byte) (protowire.Number, protowire.Type, []byte, int) {
+	num, typ, tagLen := protowire.ConsumeTag(msg)
+	if tagLen < 0 {
+		return 0, 0, nil, -1
+	}
+	valLen := protowire.ConsumeFieldValue(num, typ, msg[tagLen:])
+	if valLen < 0 {
+		return 0, 0, nil, -1
+	}
+	var content []byte
+	if typ == protowire.BytesType {
+		content, _ = protowire.ConsumeBytes(msg[tagLen:])
+	}
+	return num, typ, content, tagLen + valLen
+}
+
+// errCutItems reports a list whose decoded items do not match the items
+// left after cutting the cached ones.
+var errCutItems = fmt.Errorf("%w protobuf list: the decoded items do not match those left after cutting the cached ones", errMalformed)

@@ -1,0 +1,212 @@
+package informer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// servedListLW is a protobuf REST ListerWatcher of pods whose list
+// requests all get body, of the given content type.
+func servedListLW(t *testing.T, body []byte, contentType string) *restListerWatcher[*corev1.Pod] {
+	t.Helper()
+	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{
+			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {contentType}},
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		}, nil
+	})}
+	lw, err := newRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server"}, RESTOptions{ContentType: ContentTypeProtobuf, HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lw
+}
+
+// cacheLookup is a cachedLookup over cached, recording what it found.
+func cacheLookup(cached map[ObjectName]*corev1.Pod, found *[]*corev1.Pod) cachedLookup[*corev1.Pod] {
+	return func(name ObjectName, resourceVersion string) (*corev1.Pod, bool) {
+		pod := cached[name]
+		if pod == nil || pod.ResourceVersion != resourceVersion {
+			return nil, false
+		}
+		*found = append(*found, pod)
+		return pod, true
+	}
+}
+
+// randomListedPods returns n pods, each a variation of wirePod.
+func randomListedPods(rng *rand.Rand, n int) []corev1.Pod {
+	pods := make([]corev1.Pod, n)
+	for i := range pods {
+		pod := wirePod()
+		pod.Namespace = fmt.Sprintf("ns%d", rng.IntN(3))
+		pod.Name = fmt.Sprintf("p%d", i)
+		pod.ResourceVersion = strconv.Itoa(10 + rng.IntN(5))
+		pod.Spec.NodeName = fmt.Sprintf("node%d", rng.IntN(4))
+		pods[i] = *pod
+	}
+	return pods
+}
+
+// TestRESTListSkipsCachedItems lists random protobuf pages of which the
+// cache holds some items at the listed resource version, some at another,
+// and not others: the items found are the cached objects (which carry a
+// mark no listed pod has, so a decoded copy would show), the others are
+// decoded, and every item is in list order.
+func TestRESTListSkipsCachedItems(t *testing.T) {
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 14))
+		pods := randomListedPods(rng, rng.IntN(40))
+		cached := map[ObjectName]*corev1.Pod{}
+		want := []*corev1.Pod{}
+		for i := range pods {
+			want = append(want, &pods[i])
+			copy := pods[i].DeepCopy()
+			copy.Labels = map[string]string{"cached": "yes"}
+			switch rng.IntN(3) {
+			case 0: // not cached
+			case 1: // cached at the listed version
+				cached[NameOf(copy)] = copy
+				want[i] = copy
+			case 2: // cached at an older version
+				copy.ResourceVersion = "9"
+				cached[NameOf(copy)] = copy
+			}
+		}
+		body := encodeProtobuf(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20", Continue: "next"}, Items: pods})
+		lw := servedListLW(t, body, string(ContentTypeProtobuf))
+		var found []*corev1.Pod
+		got, err := lw.List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if diff := cmp.Diff(&ListResult[*corev1.Pod]{Items: want, ResourceVersion: "20", Continue: "next"}, got); diff != "" {
+			t.Errorf("seed %d: list (-want +got):\n%s", seed, diff)
+		}
+		var reused []*corev1.Pod
+		for i, pod := range got.Items {
+			if cached[NameOf(pod)] == pod {
+				reused = append(reused, pod)
+			} else if want[i] != &pods[i] {
+				t.Errorf("seed %d: item %d is a copy of the cached object", seed, i)
+			}
+		}
+		if diff := cmp.Diff(found, reused); diff != "" {
+			t.Errorf("seed %d: the lookup's finds are not the items reused, in order (-found +reused):\n%s", seed, diff)
+		}
+	}
+}
+
+// TestRESTListDecodesWhatItCannotSkip lists bodies whose items cannot be
+// skipped, or which are not protobuf lists: they are decoded whole, and the
+// cache's objects left alone.
+func TestRESTListDecodesWhatItCannotSkip(t *testing.T) {
+	pods := randomListedPods(rand.New(rand.NewPCG(1, 14)), 3)
+	cached := map[ObjectName]*corev1.Pod{}
+	for i := range pods {
+		cached[NameOf(&pods[i])] = pods[i].DeepCopy()
+	}
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20"}, Items: pods}
+	jsonBody, err := runtime.Encode(clientgoscheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	protoBody := encodeProtobuf(t, list)
+	for _, tc := range []struct {
+		name, contentType string
+		body              []byte
+		wantErr           func(error) bool
+	}{
+		{name: "JSON", contentType: string(ContentTypeJSON), body: jsonBody},
+		{name: "every item with two metadata fields", contentType: string(ContentTypeProtobuf), body: withDoubledMetadata(t, list)},
+		{name: "cut short", contentType: string(ContentTypeProtobuf), body: protoBody[:len(protoBody)-3], wantErr: func(err error) bool { return err != nil }},
+		{
+			name: "a failure Status", contentType: string(ContentTypeProtobuf),
+			body:    encodeProtobuf(t, &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: 410, Message: "too old"}),
+			wantErr: apierrors.IsResourceExpired,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw := servedListLW(t, tc.body, tc.contentType)
+			var found []*corev1.Pod
+			got, err := lw.List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
+			if tc.wantErr != nil {
+				if !tc.wantErr(err) {
+					t.Fatalf("List = %v, %v; want the error expected", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(decodedWhole(t, tc.body), got); diff != "" {
+				t.Errorf("list (-decoded whole +got):\n%s", diff)
+			}
+			for _, pod := range got.Items {
+				if cached[NameOf(pod)] == pod {
+					t.Errorf("%s is the cached object", NameOf(pod))
+				}
+			}
+		})
+	}
+}
+
+// decodedWhole is what a REST client's decoder makes of body, a PodList.
+func decodedWhole(t *testing.T, body []byte) *ListResult[*corev1.Pod] {
+	t.Helper()
+	list := &corev1.PodList{}
+	if _, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode(body, nil, list); err != nil {
+		t.Fatal(err)
+	}
+	result := &ListResult[*corev1.Pod]{Items: []*corev1.Pod{}, ResourceVersion: list.ResourceVersion, Continue: list.Continue}
+	for i := range list.Items {
+		list.Items[i].TypeMeta = metav1.TypeMeta{}
+		result.Items = append(result.Items, &list.Items[i])
+	}
+	return result
+}
+
+// withDoubledMetadata is list's protobuf body with each item's metadata
+// field written twice, which decoding merges.
+func withDoubledMetadata(t *testing.T, list *corev1.PodList) []byte {
+	t.Helper()
+	var items []byte
+	for i := range list.Items {
+		data, err := list.Items[i].Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		metadata, err := list.Items[i].ObjectMeta.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = protowire.AppendTag(data, 1, protowire.BytesType)
+		data = protowire.AppendBytes(data, metadata)
+		items = protowire.AppendTag(items, 2, protowire.BytesType)
+		items = protowire.AppendBytes(items, data)
+	}
+	head := encodeProtobuf(t, &corev1.PodList{ListMeta: list.ListMeta})
+	msg, ok := protobufListMessage(head, "PodList")
+	if !ok {
+		t.Fatal(errors.New("no list message"))
+	}
+	return encodeProtobuf(t, &runtime.Unknown{
+		TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"},
+		Raw:      append(bytes.Clone(msg), items...),
+	})
+}
