@@ -73,14 +73,24 @@ func decodeProdPodList(data []byte) (*corev1.PodList, error) {
 // type eventType per pod, each embedding the pod's protobuf encoding, as
 // the server streams them.
 func encodeProdWatch(pods []corev1.Pod, eventType watch.EventType) ([]byte, error) {
+	objs := make([]runtime.Object, len(pods))
+	for i := range pods {
+		objs[i] = &pods[i]
+	}
+	return encodeWatchEvents(eventType, objs...)
+}
+
+// encodeWatchEvents returns a watch response body: one framed watch event
+// of type eventType per object, as the server streams them.
+func encodeWatchEvents(eventType watch.EventType, objs ...runtime.Object) ([]byte, error) {
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), protoContentType)
 	if !ok || info.StreamSerializer == nil {
 		return nil, fmt.Errorf("no streaming serializer for %s", protoContentType)
 	}
 	var buf bytes.Buffer
 	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&buf), info.StreamSerializer.Serializer)
-	for i := range pods {
-		raw, err := encodeProto(&pods[i])
+	for i, obj := range objs {
+		raw, err := encodeProto(obj)
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,9 @@ import (
 // controller reads dropped on the wire, and the (e) case with managed fields
 // dropped on the wire, run over HTTP through our REST ListerWatcher
 // (w6_wire.go), against client-go's (a) and its transform respectively.
+// (d) runs ours both ways: over HTTP, where the REST ListerWatcher does not
+// decode the items the cache holds, and through a ListerWatcher that
+// decodes every item.
 
 // relistGCPercent is the GOGC in force while W6(d) samples the heap during
 // a relist: low enough that the sampled heap stays within 10% of what is
@@ -250,6 +253,7 @@ func runMemory(cfg config) ([]row, error) {
 		newInformer newProdInformerFunc
 	}{{"client-go", newClientGoProdInformer}, {"ours", newOurProdInformer}}
 	full, stripped := make([][]cacheResult, 2), make([][]cacheResult, 2)
+	var relistWire []cacheResult
 	fullEvents, strippedEvents := make([][]eventResult, 2), make([][]eventResult, 2)
 	var projected []cacheResult
 	var wireEvents []eventResult
@@ -261,6 +265,11 @@ func runMemory(cfg config) ([]row, error) {
 			}
 			full[s] = append(full[s], r)
 		}
+		dr, err := measureCache(newOurWireProdInformer(nil, true), list, cfg.prodPods, false)
+		if err != nil {
+			return nil, fmt.Errorf("(d) ours over HTTP: %w", err)
+		}
+		relistWire = append(relistWire, dr)
 		for s, side := range sides {
 			r, err := measureCache(side.newInformer, list, cfg.prodPods, true)
 			if err != nil {
@@ -268,7 +277,7 @@ func runMemory(cfg config) ([]row, error) {
 			}
 			stripped[s] = append(stripped[s], r)
 		}
-		r, err := measureCache(newOurWireProdInformer(typicalControllerDropFields), list, cfg.prodPods, true)
+		r, err := measureCache(newOurWireProdInformer(typicalControllerDropFields, false), list, cfg.prodPods, true)
 		if err != nil {
 			return nil, fmt.Errorf("(c) ours: %w", err)
 		}
@@ -286,7 +295,7 @@ func runMemory(cfg config) ([]row, error) {
 				}
 			}
 		}
-		wr, err := measureWatchEvents(newOurWireProdInformer(nil), emptyList, stream, events, true, true)
+		wr, err := measureWatchEvents(newOurWireProdInformer(nil, false), emptyList, stream, events, true, true)
 		if err != nil {
 			return nil, fmt.Errorf("(e) ours, on the wire: %w", err)
 		}
@@ -303,9 +312,20 @@ func runMemory(cfg config) ([]row, error) {
 	// (c) is ours only: beside client-go's (a), as the acceptance reads it.
 	add("(c) "+n+" pods, ours with a controller's projection dropped on the wire; client-go: (a)", "retained heap/pod (B)",
 		[][]cacheResult{full[0], projected}, func(r cacheResult) float64 { return r.retainedPerPod })
+	// (d) for ours through the library's REST ListerWatcher, which skips
+	// decoding the items the cache holds, and through one that decodes
+	// every item (as the other cases' ListerWatcher does).
 	relist := "(d) relist of the unchanged " + n + " pods, GOGC=" + strconv.Itoa(relistGCPercent)
-	add(relist, "peak heap ÷ steady state", full, func(r cacheResult) float64 { return r.relistRatio })
-	add(relist, "peak heap Δ (MB)", full, func(r cacheResult) float64 { return r.relistMB })
+	for _, d := range []struct {
+		how  string
+		runs [][]cacheResult
+	}{
+		{"ours over HTTP through its REST ListerWatcher", [][]cacheResult{full[0], relistWire}},
+		{"ours through a ListerWatcher decoding every item", full},
+	} {
+		add(relist+"; "+d.how, "peak heap ÷ steady state", d.runs, func(r cacheResult) float64 { return r.relistRatio })
+		add(relist+"; "+d.how, "peak heap Δ (MB)", d.runs, func(r cacheResult) float64 { return r.relistMB })
+	}
 	addEvents := func(kase string, runs [][]eventResult) {
 		for _, m := range []struct {
 			metric string
@@ -333,7 +353,12 @@ func measureCache(newInformer newProdInformerFunc, list [][]byte, pods int, stri
 	// once the relist's updates are too.
 	handlers := append(newCountingHandlers(1, pods, nil), newCountingHandlers(1, 2*pods, nil)...)
 	expired := watch.Event{Type: watch.Error, Object: &apierrors.NewResourceExpired("too old resource version").ErrStatus}
-	src := &prodSource{pages: list, watches: newWatchScript([]watch.Event{expired})}
+	// An informer over HTTP (w6_wire.go) reads the same event from stream.
+	stream, err := encodeWatchEvents(watch.Error, expired.Object)
+	if err != nil {
+		return cacheResult{}, err
+	}
+	src := &prodSource{pages: list, stream: stream, watches: newWatchScript([]watch.Event{expired})}
 	before := liveHeap()
 	it, err := newInformer(src, strip, handlers)
 	if err != nil {

@@ -42,9 +42,9 @@ var typicalControllerDropFields = []string{
 
 // newOurWireProdInformer returns a newProdInformerFunc building our
 // informer over the REST ListerWatcher, served src's bytes by a
-// prodTransport, with dropFields dropped on the wire; strip adds managed
-// fields to them.
-func newOurWireProdInformer(dropFields []string) newProdInformerFunc {
+// prodTransport, with dropFields dropped on the wire (strip adds managed
+// fields to them), interning strings if intern is set.
+func newOurWireProdInformer(dropFields []string, intern bool) newProdInformerFunc {
 	return func(src *prodSource, strip bool, handlers []*countingHandler) (*informerUnderTest, error) {
 		drop := dropFields
 		if strip {
@@ -58,7 +58,7 @@ func newOurWireProdInformer(dropFields []string) newProdInformerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return buildOurInformer(listThenWatch{lw}, src.watches, nil, false, handlers)
+		return buildOurInformer(listThenWatch{lw}, src.watches, nil, intern, handlers)
 	}
 }
 
