@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -217,17 +219,12 @@ func (lw *restListerWatcher[T]) Resource() schema.GroupVersionResource {
 //
 // The response body is read into a buffer that later lists reuse (decoding
 // copies what it keeps), so that a relist of an unchanged cache allocates
-// almost nothing. Unlike the REST client's Do, a connection reset while
-// listing is not retried in place: the reflector lists again.
+// almost nothing.
 func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
-	stream, err := lw.client.Get().
-		NamespaceIfScoped(lw.namespace, lw.namespace != "").
-		Resource(lw.resource.Resource).
-		SpecificallyVersionedParams(&options, restParameterCodec, metaV1).
-		Stream(ctx)
+	stream, err := lw.openList(ctx, &options)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
@@ -281,6 +278,39 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue(), ShardSelector: appliedShardSelector(list)}, nil
+}
+
+// maxListRetries and listRetryWait are how often and after how long
+// openList tries a list again whose connection was reset or lost: as the
+// REST client's Do retries a GET (its default maximum, and the Retry-After
+// it makes up for such errors).
+const (
+	maxListRetries = 10
+	listRetryWait  = time.Second
+)
+
+// openList sends a list request and returns the response body. The REST
+// client's Stream, which hands over the body unread, does not retry a
+// request whose connection was reset or lost, as its Do does for a GET:
+// openList does.
+func (lw *restListerWatcher[T]) openList(ctx context.Context, options *metav1.ListOptions) (io.ReadCloser, error) {
+	for attempt := 0; ; attempt++ {
+		body, err := lw.client.Get().
+			NamespaceIfScoped(lw.namespace, lw.namespace != "").
+			Resource(lw.resource.Resource).
+			SpecificallyVersionedParams(options, restParameterCodec, metaV1).
+			Stream(ctx)
+		if err == nil || attempt == maxListRetries || !(utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)) {
+			return body, err
+		}
+		timer := time.NewTimer(listRetryWait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, err
+		case <-timer.C:
+		}
+	}
 }
 
 // listBodies holds the buffers list responses are read into.

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -209,4 +213,35 @@ func withDoubledMetadata(t *testing.T, list *corev1.PodList) []byte {
 		TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"},
 		Raw:      append(bytes.Clone(msg), items...),
 	})
+}
+
+// TestRESTListRetriesAResetConnection lists through a connection reset
+// once: the list is sent again, as the REST client's Do would, and
+// succeeds.
+func TestRESTListRetriesAResetConnection(t *testing.T) {
+	body := encodeProtobuf(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20"}, Items: []corev1.Pod{*NewPod("ns", "a", "3")}})
+	var calls atomic.Int32
+	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+		}
+		return &http.Response{
+			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {string(ContentTypeProtobuf)}},
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		}, nil
+	})}
+	lw, err := newRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server"}, RESTOptions{ContentType: ContentTypeProtobuf, HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := lw.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(decodedWhole(t, body), got); diff != "" {
+		t.Errorf("list (-want +got):\n%s", diff)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
 }
