@@ -229,7 +229,7 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	body := listBodies.Get().(*bytes.Buffer)
-	defer listBodies.Put(body)
+	defer putListBody(body)
 	body.Reset()
 	_, err = body.ReadFrom(stream)
 	stream.Close()
@@ -315,6 +315,19 @@ func (lw *restListerWatcher[T]) openList(ctx context.Context, options *metav1.Li
 
 // listBodies holds the buffers list responses are read into.
 var listBodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledListBody is the largest buffer kept for later lists: a page of
+// 500 production-like pods is 4.7 MiB; a list that is not paginated may be
+// a hundred times that, and is let go rather than held until the pool
+// drops it.
+const maxPooledListBody = 32 << 20
+
+// putListBody returns body to listBodies unless it is too large to keep.
+func putListBody(body *bytes.Buffer) {
+	if body.Cap() <= maxPooledListBody {
+		listBodies.Put(body)
+	}
+}
 
 // decodeList decodes a list response body into a new list object. The
 // items of a protobuf body that lookup (if not nil) finds cached are cut
