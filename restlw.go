@@ -338,16 +338,14 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok && lw.cachedItems.items != 0 {
-		// What the protobuf serializer does with such a body, without
-		// copying the message out of its envelope first.
-		if lookup != nil {
-			msg, slots = cutCachedItems(msg, lw.cachedItems, lookup)
+	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok && lookup != nil {
+		if msg, slots := cutCachedItems(msg, lw.cachedItems, lookup); slots != nil {
+			// What the protobuf decoder does with the list message.
+			if err := list.(protobufMessage).Unmarshal(msg); err != nil {
+				return nil, nil, err
+			}
+			return list, slots, nil
 		}
-		if err := list.(protobufUnmarshaler).Unmarshal(msg); err != nil {
-			return nil, nil, err
-		}
-		return list, slots, nil
 	}
 	mediaType := string(ContentTypeJSON)
 	if bytes.HasPrefix(body, []byte(protobufMagic)) {
@@ -367,12 +365,6 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 		return nil, nil, apierrors.FromObject(status)
 	}
 	return list, nil, nil
-}
-
-// protobufUnmarshaler is a type with generated protobuf decoding, as
-// decodesProtobuf checks.
-type protobufUnmarshaler interface {
-	Unmarshal(data []byte) error
 }
 
 // Watch starts a watch.
@@ -448,10 +440,7 @@ func typedContentType(requested ContentType, gvk schema.GroupVersionKind, list r
 // decodesProtobuf tells whether apimachinery's protobuf serializer can
 // decode into obj: it needs the generated Reset and Unmarshal methods.
 func decodesProtobuf(obj runtime.Object) bool {
-	_, ok := obj.(interface {
-		Reset()
-		protobufUnmarshaler
-	})
+	_, ok := obj.(protobufMessage)
 	return ok
 }
 

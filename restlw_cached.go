@@ -17,16 +17,11 @@ import (
 // beyond the response body, instead of a copy of every object that the
 // cache would let go at once.
 
-// Protobuf field numbers of runtime.Unknown (the envelope of a protobuf
-// body, after the magic prefix), of its TypeMeta, and of metav1.ObjectMeta.
+// Protobuf field numbers of metav1.ObjectMeta.
 const (
-	unknownTypeMeta        protowire.Number = 1
-	unknownRaw             protowire.Number = 2
-	unknownContentEncoding protowire.Number = 3
-	typeMetaKind           protowire.Number = 2
-	objectMetaName         protowire.Number = 1
-	objectMetaNamespace    protowire.Number = 3
-	objectMetaRV           protowire.Number = 6
+	objectMetaName      protowire.Number = 1
+	objectMetaNamespace protowire.Number = 3
+	objectMetaRV        protowire.Number = 6
 )
 
 // cachedItemsLayout is where the items of a list type and their metadata
@@ -51,13 +46,15 @@ func cachedItemsLayoutOf(listType, itemType reflect.Type) cachedItemsLayout {
 }
 
 // protobufListMessage returns the list message of body, if body is a
-// protobuf response holding a list of kind listKind (not a Status, and
-// without a content encoding); its bytes are body's.
+// protobuf response holding a list of kind listKind (not a Status), or of
+// no kind (the decoder then takes the list type it is asked for); its
+// bytes are body's.
 func protobufListMessage(body []byte, listKind string) ([]byte, bool) {
 	if !bytes.HasPrefix(body, []byte(protobufMagic)) {
 		return nil, false
 	}
-	return unknownListMessage(body[len(protobufMagic):], listKind)
+	gvk, raw, ok := parseProtobufEnvelope(body[len(protobufMagic):])
+	return raw, ok && (gvk.Kind == listKind || gvk.Kind == "")
 }
 
 // cutCachedItems looks up the namespace, name and resource version of
@@ -67,7 +64,7 @@ func protobufListMessage(body []byte, listKind string) ([]byte, bool) {
 // the cached object, or the zero T for an item left in msg. msg is left
 // whole if it cannot be parsed: decoding it reports what is wrong.
 func cutCachedItems[T Object](msg []byte, layout cachedItemsLayout, lookup cachedLookup[T]) ([]byte, []T) {
-	if layout.metadata == 0 {
+	if layout.items == 0 || layout.metadata == 0 {
 		return msg, nil
 	}
 	// First pass: read only, so that msg is whole if it ends early.
@@ -114,39 +111,6 @@ func cutCachedItems[T Object](msg []byte, layout cachedItemsLayout, lookup cache
 	return msg[:w], slots
 }
 
-// unknownListMessage returns the raw message of env, a runtime.Unknown, if
-// its kind is listKind (or unset: the decoder then takes the list type it
-// is asked for) and it has no content encoding.
-func unknownListMessage(env []byte, listKind string) ([]byte, bool) {
-	var raw []byte
-	kindOK := true
-	for len(env) > 0 {
-		num, typ, content, n := consumeField(env)
-		if n < 0 {
-			return nil, false
-		}
-		env = env[n:]
-		if typ != protowire.BytesType {
-			continue
-		}
-		switch num {
-		case unknownTypeMeta:
-			kind, ok := lastStringField(content, typeMetaKind)
-			if !ok {
-				return nil, false
-			}
-			kindOK = kind == listKind || kind == ""
-		case unknownRaw:
-			raw = content
-		case unknownContentEncoding:
-			if len(content) > 0 {
-				return nil, false
-			}
-		}
-	}
-	return raw, kindOK
-}
-
 // cachedItem looks up the item whose message is item by the namespace, name
 // and resource version of its metadata (the field numbered metadata).
 func cachedItem[T Object](item []byte, metadata protowire.Number, lookup cachedLookup[T]) (T, bool) {
@@ -190,23 +154,6 @@ func cachedItem[T Object](item []byte, metadata protowire.Number, lookup cachedL
 		return zero, false
 	}
 	return lookup(ObjectName{Namespace: string(namespace), Name: string(name)}, string(rv))
-}
-
-// lastStringField returns the value of the last field numbered num in msg,
-// as decoding keeps the last value of a repeated scalar field.
-func lastStringField(msg []byte, num protowire.Number) (string, bool) {
-	var value []byte
-	for len(msg) > 0 {
-		n, typ, content, size := consumeField(msg)
-		if size < 0 {
-			return "", false
-		}
-		msg = msg[size:]
-		if n == num && typ == protowire.BytesType {
-			value = content
-		}
-	}
-	return string(value), true
 }
 
 // consumeField parses the field at the start of msg: its number, wire type,
