@@ -43,34 +43,31 @@ import (
 // interning; on W6 (e), 55,371 B per event against 49,393.
 const seenSlots = 8192
 
-// minSweepInserts is the fewest insertions between two sweeps of an intern
-// table, so that a small table is not swept on every insertion.
+// minSweepInserts is the fewest insertions between two sweeps of a share
+// set, so that a small set is not swept on every insertion.
 const minSweepInserts = 1024
 
-// internTable maps strings to their one shared copy. Its methods must be
-// called with mu held (internObject takes it once per object).
+// internTable maps strings to their one shared copy, and sub-objects to
+// their canonical value (see share.go). Its methods must be called with mu
+// held (internObject takes it once per object).
 type internTable struct {
-	mu    sync.Mutex
-	seed  maphash.Seed
-	slots map[uint64]internSlot
-	// seen holds the hashes of strings seen once, by hash modulo
-	// seenSlots; allocated with the first string.
+	mu   sync.Mutex
+	seed maphash.Seed
+	// strings holds the shared copy of each string: a weak pointer to its
+	// bytes and its length.
+	strings shareSet[byte]
+	// shared holds the canonical sub-objects of pods.
+	shared podShares
+	// seen holds the hashes of strings and sub-objects seen once, by hash
+	// modulo seenSlots; allocated with the first one.
 	seen []uint64
-	// inserts counts insertions since the last sweep; peak is the most
-	// slots the map held since it was last rebuilt.
-	inserts, peak int
-}
-
-// internSlot is the shared copy of one string: a weak pointer to its bytes
-// and its length.
-type internSlot struct {
-	data weak.Pointer[byte]
-	n    int
+	// buf holds the encoding of the sub-object being shared.
+	buf []byte
 }
 
 // newInternTable returns an empty table.
 func newInternTable() *internTable {
-	return &internTable{seed: maphash.MakeSeed(), slots: map[uint64]internSlot{}}
+	return &internTable{seed: maphash.MakeSeed()}
 }
 
 // str returns the shared copy of s, making a copy of s the shared one if
@@ -82,20 +79,17 @@ func (t *internTable) str(s string) string {
 		return s
 	}
 	h := maphash.String(t.seed, s)
-	if slot, ok := t.slots[h]; ok {
-		if p := slot.data.Value(); p != nil {
-			if c := unsafe.String(p, slot.n); c == s {
-				return c
-			}
-			return s // another string with the same hash: leave s alone
+	if slot, p := t.strings.live(h); p != nil {
+		if c := unsafe.String(p, slot.n); c == s {
+			return c
 		}
+		return s // another string with the same hash: leave s alone
 	}
 	if !t.seenBefore(h) {
 		return s
 	}
 	c := strings.Clone(s)
-	t.slots[h] = internSlot{data: weak.Make(unsafe.StringData(c)), n: len(c)}
-	t.inserted()
+	t.strings.put(h, shareSlot[byte]{p: weak.Make(unsafe.StringData(c)), n: len(c)})
 	return c
 }
 
@@ -138,48 +132,18 @@ func set[S ~string](t *internTable, p *S) {
 	}
 }
 
-// inserted counts an insertion and sweeps when as many insertions as the
-// table has slots happened since the last sweep: sweeping costs O(slots),
-// so it is amortized O(1) per insertion.
-func (t *internTable) inserted() {
-	t.inserts++
-	t.peak = max(t.peak, len(t.slots))
-	if t.inserts >= max(len(t.slots), minSweepInserts) {
-		t.sweep()
-	}
-}
-
-// sweep drops the slots whose string no object uses any more, and
-// rebuilds the map once it holds less than a quarter of its peak, since a
-// Go map never gives back the memory of deleted entries.
+// sweep drops the strings and sub-objects no object uses any more.
 func (t *internTable) sweep() {
-	t.inserts = 0
-	for h, slot := range t.slots {
-		if slot.data.Value() == nil {
-			delete(t.slots, h)
-		}
-	}
-	if len(t.slots) < t.peak/4 {
-		t.slots = resized(t.slots)
-		t.peak = len(t.slots)
-	}
+	t.strings.sweep()
+	t.shared.sweep()
 }
 
-// resized copies m into a map sized for its length (maps.Clone would keep
-// m's size).
-func resized(m map[uint64]internSlot) map[uint64]internSlot {
-	out := make(map[uint64]internSlot, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// len returns the number of slots, live or not yet swept.
+// len returns the number of strings and sub-objects held, live or not yet
+// swept.
 func (t *internTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.slots)
+	return len(t.strings.slots) + t.shared.len()
 }
 
 // internFunc interns the strings of one object in place.
@@ -228,8 +192,18 @@ func (t *internTable) meta(obj metav1.Object) {
 			obj.SetGenerateName(c)
 		}
 	}
-	t.stringMap(obj.GetLabels())
-	t.stringMap(obj.GetAnnotations())
+	if l := obj.GetLabels(); len(l) > 0 {
+		shared := l
+		if t.shareStringMap(&shared); mapPointer(shared) != mapPointer(l) {
+			obj.SetLabels(shared)
+		}
+	}
+	if a := obj.GetAnnotations(); len(a) > 0 {
+		shared := a
+		if t.shareStringMap(&shared); mapPointer(shared) != mapPointer(a) {
+			obj.SetAnnotations(shared)
+		}
+	}
 	t.ownerRefs(obj.GetOwnerReferences())
 	t.managedFields(obj.GetManagedFields())
 }
@@ -239,10 +213,12 @@ func (t *internTable) meta(obj metav1.Object) {
 func (t *internTable) objectMeta(m *metav1.ObjectMeta) {
 	set(t, &m.Namespace)
 	set(t, &m.GenerateName)
-	t.stringMap(m.Labels)
-	t.stringMap(m.Annotations)
-	t.ownerRefs(m.OwnerReferences)
-	t.strs(m.Finalizers)
+	t.shareStringMap(&m.Labels)
+	t.shareStringMap(&m.Annotations)
+	if !shareSlice(t, &t.shared.ownerRefs, &m.OwnerReferences, encodeMessage[metav1.OwnerReference], nil) {
+		t.ownerRefs(m.OwnerReferences)
+	}
+	shareStrings(t, &m.Finalizers)
 	t.managedFields(m.ManagedFields)
 }
 

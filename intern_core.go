@@ -29,7 +29,7 @@ func (t *internTable) podSpec(s *corev1.PodSpec) {
 	}
 	set(t, &s.RestartPolicy)
 	set(t, &s.DNSPolicy)
-	t.stringMap(s.NodeSelector)
+	t.shareStringMap(&s.NodeSelector)
 	set(t, &s.ServiceAccountName)
 	set(t, &s.DeprecatedServiceAccount)
 	set(t, &s.NodeName)
@@ -39,33 +39,39 @@ func (t *internTable) podSpec(s *corev1.PodSpec) {
 	if s.PreemptionPolicy != nil {
 		set(t, s.PreemptionPolicy)
 	}
-	for i := range s.ImagePullSecrets {
-		set(t, &s.ImagePullSecrets[i].Name)
+	if !shareSlice(t, &t.shared.pullSecrets, &s.ImagePullSecrets, encodeMessage[corev1.LocalObjectReference], nil) {
+		for i := range s.ImagePullSecrets {
+			set(t, &s.ImagePullSecrets[i].Name)
+		}
 	}
-	for i := range s.Tolerations {
-		tol := &s.Tolerations[i]
-		set(t, &tol.Key)
-		set(t, &tol.Value)
-		set(t, &tol.Operator)
-		set(t, &tol.Effect)
+	if !shareSlice(t, &t.shared.tolerations, &s.Tolerations, encodeMessage[corev1.Toleration], nil) {
+		for i := range s.Tolerations {
+			tol := &s.Tolerations[i]
+			set(t, &tol.Key)
+			set(t, &tol.Value)
+			set(t, &tol.Operator)
+			set(t, &tol.Effect)
+		}
 	}
-	if sc := s.SecurityContext; sc != nil && sc.SeccompProfile != nil {
-		set(t, &sc.SeccompProfile.Type)
+	if !sharePtr(t, &t.shared.podSecurity, &s.SecurityContext, podSecurityContextShareable) {
+		if sc := s.SecurityContext; sc != nil && sc.SeccompProfile != nil {
+			set(t, &sc.SeccompProfile.Type)
+		}
 	}
 }
 
 func (t *internTable) volume(v *corev1.Volume) {
 	set(t, &v.Name)
 	src := &v.VolumeSource
-	if src.ConfigMap != nil {
+	if !sharePtr(t, &t.shared.configMapVols, &src.ConfigMap, configMapVolShareable) && src.ConfigMap != nil {
 		set(t, &src.ConfigMap.Name)
 		t.keyToPaths(src.ConfigMap.Items)
 	}
-	if src.Secret != nil {
+	if !sharePtr(t, &t.shared.secretVols, &src.Secret, secretVolShareable) && src.Secret != nil {
 		set(t, &src.Secret.SecretName)
 		t.keyToPaths(src.Secret.Items)
 	}
-	if src.EmptyDir != nil {
+	if !sharePtr(t, &t.shared.emptyDirVols, &src.EmptyDir, nil) && src.EmptyDir != nil {
 		set(t, &src.EmptyDir.Medium)
 	}
 	if src.HostPath != nil {
@@ -74,10 +80,10 @@ func (t *internTable) volume(v *corev1.Volume) {
 	if src.PersistentVolumeClaim != nil {
 		set(t, &src.PersistentVolumeClaim.ClaimName)
 	}
-	if src.DownwardAPI != nil {
+	if !sharePtr(t, &t.shared.downwardVols, &src.DownwardAPI, downwardVolShareable) && src.DownwardAPI != nil {
 		t.downwardAPIFiles(src.DownwardAPI.Items)
 	}
-	if src.Projected == nil {
+	if sharePtr(t, &t.shared.projectedVols, &src.Projected, projectedVolShareable) || src.Projected == nil {
 		return
 	}
 	for i := range src.Projected.Sources {
@@ -122,52 +128,61 @@ func (t *internTable) container(c *corev1.Container) {
 	set(t, &c.Name)
 	set(t, &c.Image)
 	set(t, &c.WorkingDir)
-	t.strs(c.Command)
-	t.strs(c.Args)
-	for i := range c.Ports {
-		p := &c.Ports[i]
-		set(t, &p.Name)
-		set(t, &p.Protocol)
-	}
-	for i := range c.EnvFrom {
-		e := &c.EnvFrom[i]
-		set(t, &e.Prefix)
-		if e.ConfigMapRef != nil {
-			set(t, &e.ConfigMapRef.Name)
-		}
-		if e.SecretRef != nil {
-			set(t, &e.SecretRef.Name)
+	shareStrings(t, &c.Command)
+	shareStrings(t, &c.Args)
+	if !shareSlice(t, &t.shared.ports, &c.Ports, encodeMessage[corev1.ContainerPort], nil) {
+		for i := range c.Ports {
+			p := &c.Ports[i]
+			set(t, &p.Name)
+			set(t, &p.Protocol)
 		}
 	}
-	for i := range c.Env {
-		t.envVar(&c.Env[i])
+	if !shareSlice(t, &t.shared.envFrom, &c.EnvFrom, encodeMessage[corev1.EnvFromSource], nil) {
+		for i := range c.EnvFrom {
+			e := &c.EnvFrom[i]
+			set(t, &e.Prefix)
+			if e.ConfigMapRef != nil {
+				set(t, &e.ConfigMapRef.Name)
+			}
+			if e.SecretRef != nil {
+				set(t, &e.SecretRef.Name)
+			}
+		}
 	}
-	for i := range c.VolumeMounts {
-		m := &c.VolumeMounts[i]
-		set(t, &m.Name)
-		set(t, &m.MountPath)
-		set(t, &m.SubPath)
+	if !shareSlice(t, &t.shared.env, &c.Env, encodeMessage[corev1.EnvVar], nil) {
+		for i := range c.Env {
+			t.envVar(&c.Env[i])
+		}
 	}
-	t.probe(c.LivenessProbe)
-	t.probe(c.ReadinessProbe)
-	t.probe(c.StartupProbe)
+	t.shareResourceList(&c.Resources.Limits)
+	t.shareResourceList(&c.Resources.Requests)
+	shareSlice(t, &t.shared.resizePolicy, &c.ResizePolicy, encodeMessage[corev1.ContainerResizePolicy], nil)
+	if !shareSlice(t, &t.shared.mounts, &c.VolumeMounts, encodeMessage[corev1.VolumeMount], mountShareable) {
+		for i := range c.VolumeMounts {
+			m := &c.VolumeMounts[i]
+			set(t, &m.Name)
+			set(t, &m.MountPath)
+			set(t, &m.SubPath)
+		}
+	}
+	t.probe(&c.LivenessProbe)
+	t.probe(&c.ReadinessProbe)
+	t.probe(&c.StartupProbe)
+	sharePtr(t, &t.shared.lifecycles, &c.Lifecycle, lifecycleShareable)
 	set(t, &c.TerminationMessagePath)
 	set(t, &c.TerminationMessagePolicy)
 	set(t, &c.ImagePullPolicy)
+	if sharePtr(t, &t.shared.securityCtx, &c.SecurityContext, securityContextShareable) {
+		return
+	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.Capabilities != nil {
-			t.capabilities(sc.Capabilities.Add)
-			t.capabilities(sc.Capabilities.Drop)
+			shareStrings(t, &sc.Capabilities.Add)
+			shareStrings(t, &sc.Capabilities.Drop)
 		}
 		if sc.SeccompProfile != nil {
 			set(t, &sc.SeccompProfile.Type)
 		}
-	}
-}
-
-func (t *internTable) capabilities(caps []corev1.Capability) {
-	for i := range caps {
-		set(t, &caps[i])
 	}
 }
 
@@ -196,7 +211,11 @@ func (t *internTable) envVar(e *corev1.EnvVar) {
 	}
 }
 
-func (t *internTable) probe(p *corev1.Probe) {
+func (t *internTable) probe(field **corev1.Probe) {
+	if sharePtr(t, &t.shared.probes, field, probeShareable) {
+		return
+	}
+	p := *field
 	if p == nil {
 		return
 	}
