@@ -193,3 +193,36 @@ func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestMutationDetectorCatchesWritesToSharedSubObjects writes, from a
+// handler, into the labels map that deduplication made the cached objects
+// share: the detector reports every object sharing it.
+func TestMutationDetectorCatchesWritesToSharedSubObjects(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, InternStrings: true, Clock: clk})
+	// p1 keeps its own labels (a sub-object is shared from its second
+	// sighting); p2, p3 and p4 share theirs.
+	lw.SetList("5", demoPod("p1", "1"), demoPod("p2", "1"), demoPod("p3", "1"), demoPod("p4", "1"))
+	mutated := make(chan struct{})
+	_, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
+		if p.Name == "p3" {
+			p.Labels["app"] = "mutated" // breaks the no-mutation rule
+			close(mutated)
+		}
+	}})
+	plMust(t, err)
+	stop := runWithLogs(t, inf)
+	<-mutated
+	logs := stop()
+	if got := inf.Stats().MutatedObjects; got != 3 {
+		t.Errorf("MutatedObjects = %d, want 3 (p3 and p2 and p4, which share its labels):\n%s", got, logs)
+	}
+	for _, name := range []string{`object="ns/p2"`, `object="ns/p3"`, `object="ns/p4"`} {
+		if !strings.Contains(logs, name) {
+			t.Errorf("no report of %s in:\n%s", name, logs)
+		}
+	}
+	if strings.Contains(logs, `object="ns/p1"`) {
+		t.Errorf("p1, which keeps its own labels, reported:\n%s", logs)
+	}
+}

@@ -1,0 +1,216 @@
+package informer
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/randfill"
+
+	"github.com/kubetyped/informer/internal/prodpods"
+)
+
+// decodedProdPods returns n production-like pods (internal/prodpods), each
+// decoded anew from its protobuf encoding, as a list or watch decodes
+// them.
+func decodedProdPods(t testing.TB, n int) []*corev1.Pod {
+	t.Helper()
+	pods := prodpods.New(n)
+	out := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		data, err := pods[i].Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = &corev1.Pod{}
+		if err := out[i].Unmarshal(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestShareChangesNoValueOfProdPods deduplicates the production-like pods,
+// decoded from protobuf, and compares each with its plain decode.
+func TestShareChangesNoValueOfProdPods(t *testing.T) {
+	table := newInternTable()
+	plain := decodedProdPods(t, 400)
+	for i, p := range plain {
+		if diff := cmp.Diff(p, internedCopy(table, p)); diff != "" {
+			t.Fatalf("pod %d changed by deduplication (-plain +deduplicated):\n%s", i, diff)
+		}
+	}
+}
+
+// TestShareChangesNoValueOfRandomPods deduplicates random pods three times
+// over (a sub-object is shared from its second sighting on), and between
+// them variants of each that differ only in lists and maps being nil or
+// empty, which their encodings do not tell apart: every copy must keep its
+// own value.
+func TestShareChangesNoValueOfRandomPods(t *testing.T) {
+	table := newInternTable()
+	f := randfill.NewWithSeed(15).NilChance(0.2).NumElements(0, 3)
+	r := rand.New(rand.NewPCG(15, 0))
+	for i := range 300 {
+		var pod corev1.Pod
+		f.Fill(&pod)
+		variant := pod.DeepCopy()
+		flipEmpty(reflect.ValueOf(variant).Elem(), r)
+		for round, p := range []*corev1.Pod{&pod, &pod, variant, &pod, variant} {
+			if diff := cmp.Diff(p, internedCopy(table, p)); diff != "" {
+				t.Fatalf("pod %d, round %d: changed by deduplication (-plain +deduplicated):\n%s", i, round, diff)
+			}
+		}
+	}
+}
+
+// flipEmpty turns, at random, nil lists and maps in v into empty ones and
+// empty ones into nil, in place, recursively.
+func flipEmpty(v reflect.Value, r *rand.Rand) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			flipEmpty(v.Elem(), r)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				flipEmpty(v.Field(i), r)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 { // bytes: not in what is shared
+			return
+		}
+		switch {
+		case v.IsNil() && r.IntN(2) == 0:
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		case !v.IsNil() && v.Len() == 0 && r.IntN(2) == 0:
+			v.SetZero()
+		}
+		for i := range v.Len() {
+			flipEmpty(v.Index(i), r)
+		}
+	case reflect.Map:
+		switch {
+		case v.IsNil() && r.IntN(2) == 0:
+			v.Set(reflect.MakeMap(v.Type()))
+		case !v.IsNil() && v.Len() == 0 && r.IntN(2) == 0:
+			v.SetZero()
+		}
+	}
+}
+
+// TestShareShares checks that replicas of one Deployment end up sharing
+// their template's sub-objects, but for the first one.
+func TestShareShares(t *testing.T) {
+	table := newInternTable()
+	// Five replicas of the first Deployment: the filter of values seen
+	// once is direct-mapped, so a value's first sighting may be forgotten
+	// (about 1% here); comparing the last two makes that harmless.
+	pods := decodedProdPods(t, 5)
+	for _, p := range pods {
+		internObject(table, internFuncFor[*corev1.Pod](), p)
+	}
+	a, b := pods[3], pods[4]
+	same := func(what string, x, y unsafe.Pointer) {
+		t.Helper()
+		if x == nil || x != y {
+			t.Errorf("%s not shared (%p, %p)", what, x, y)
+		}
+	}
+	mp := func(m map[string]string) unsafe.Pointer { return unsafe.Pointer(mapPointer(m)) }
+	rl := func(m corev1.ResourceList) unsafe.Pointer { return unsafe.Pointer(mapPointer(m)) }
+	same("labels", mp(a.Labels), mp(b.Labels))
+	same("annotations", mp(a.Annotations), mp(b.Annotations))
+	same("owner references", unsafe.Pointer(unsafe.SliceData(a.OwnerReferences)), unsafe.Pointer(unsafe.SliceData(b.OwnerReferences)))
+	same("tolerations", unsafe.Pointer(unsafe.SliceData(a.Spec.Tolerations)), unsafe.Pointer(unsafe.SliceData(b.Spec.Tolerations)))
+	same("pod security context", unsafe.Pointer(a.Spec.SecurityContext), unsafe.Pointer(b.Spec.SecurityContext))
+	for v := range a.Spec.Volumes {
+		va, vb := &a.Spec.Volumes[v].VolumeSource, &b.Spec.Volumes[v].VolumeSource
+		switch {
+		case va.ConfigMap != nil:
+			same("config map volume", unsafe.Pointer(va.ConfigMap), unsafe.Pointer(vb.ConfigMap))
+		case va.Projected != nil:
+			same("projected volume", unsafe.Pointer(va.Projected), unsafe.Pointer(vb.Projected))
+		default:
+			same("empty dir volume", unsafe.Pointer(va.EmptyDir), unsafe.Pointer(vb.EmptyDir))
+		}
+	}
+	for c := range a.Spec.Containers {
+		ca, cb := &a.Spec.Containers[c], &b.Spec.Containers[c]
+		same("args", unsafe.Pointer(unsafe.SliceData(ca.Args)), unsafe.Pointer(unsafe.SliceData(cb.Args)))
+		same("env", unsafe.Pointer(unsafe.SliceData(ca.Env)), unsafe.Pointer(unsafe.SliceData(cb.Env)))
+		same("ports", unsafe.Pointer(unsafe.SliceData(ca.Ports)), unsafe.Pointer(unsafe.SliceData(cb.Ports)))
+		same("limits", rl(ca.Resources.Limits), rl(cb.Resources.Limits))
+		same("requests", rl(ca.Resources.Requests), rl(cb.Resources.Requests))
+		same("readiness probe", unsafe.Pointer(ca.ReadinessProbe), unsafe.Pointer(cb.ReadinessProbe))
+		same("security context", unsafe.Pointer(ca.SecurityContext), unsafe.Pointer(cb.SecurityContext))
+		if cap(ca.Env) != len(ca.Env) {
+			t.Errorf("shared env has capacity %d beyond its length %d: an append would write into it", cap(ca.Env), len(ca.Env))
+		}
+	}
+	// The first replica made the first sighting: it keeps its own.
+	if mp(pods[0].Labels) == mp(a.Labels) {
+		t.Error("the first replica's labels are shared: want them kept, as for strings")
+	}
+}
+
+// TestShareDoesNotWriteSharedObjects deduplicates, again, objects that are
+// deduplicated already (a ListerWatcher handing out its objects again)
+// while other goroutines read them: under the race detector, any write
+// would be reported.
+func TestShareDoesNotWriteSharedObjects(t *testing.T) {
+	table := newInternTable()
+	pods := decodedProdPods(t, 60)
+	intern := internFuncFor[*corev1.Pod]()
+	for range 2 {
+		for _, p := range pods {
+			internObject(table, intern, p)
+		}
+	}
+	snapshot := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		snapshot[i] = p.DeepCopy()
+	}
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for i, p := range pods {
+				if diff := cmp.Diff(snapshot[i], p); diff != "" {
+					t.Errorf("pod %d changed:\n%s", i, diff)
+				}
+			}
+		})
+	}
+	for _, p := range pods {
+		internObject(table, intern, p)
+	}
+	readers.Wait()
+}
+
+// TestShareTableShrinks shares the sub-objects of many pods, lets the pods
+// go and checks that a sweep leaves the table empty.
+func TestShareTableShrinks(t *testing.T) {
+	table := newInternTable()
+	pods := decodedProdPods(t, 2000)
+	for _, p := range pods {
+		internObject(table, internFuncFor[*corev1.Pod](), p)
+	}
+	if n := len(table.shared.env.slots) + len(table.shared.stringMaps.slots); n < 50 {
+		t.Fatalf("table holds %d env lists and string maps, want at least 50", n)
+	}
+	runtime.KeepAlive(pods)
+	Eventually(t, "the table to forget every sub-object", func() bool {
+		runtime.GC()
+		table.mu.Lock()
+		table.sweep()
+		table.mu.Unlock()
+		return table.len() == 0
+	})
+}
