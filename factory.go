@@ -83,9 +83,9 @@ type FactoryOptions struct {
 	// Shard, if set, restricts every informer created without
 	// [InformerOptions].Shard to a shard of its resource (see [Shard]).
 	Shard *Shard
-	// InternStrings turns on interning in every informer (see
-	// InformerOptions.InternStrings).
-	InternStrings bool
+	// Deduplicate turns on interning in every informer (see
+	// InformerOptions.Deduplicate).
+	Deduplicate bool
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -350,7 +350,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 		opts.ConsistencyCheck = ConsistencyCheckOptions{}
 		f.unchecked = append(f.unchecked, opts.Name)
 	}
-	opts.InternStrings = opts.InternStrings || f.opts.InternStrings
+	opts.Deduplicate = opts.Deduplicate || f.opts.Deduplicate
 	opts.Resource = key.Resource
 	opts.DropFields = nil // lw drops them
 	inf, err := NewInformer(lw, opts)
@@ -408,7 +408,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"ConsistencyCheck", opts.ConsistencyCheck != ConsistencyCheckOptions{}},
 		{"DropFields", len(opts.DropFields) > 0},
 		{"Shard", opts.Shard != nil},
-		{"InternStrings", opts.InternStrings},
+		{"Deduplicate", opts.Deduplicate},
 	} {
 		if field.set {
 			set = append(set, field.name)

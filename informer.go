@@ -74,7 +74,7 @@ type InformerOptions[T Object] struct {
 	// [Informer.CheckConsistency]). For an informer made by [For], the zero
 	// value means [FactoryOptions].ConsistencyCheck.
 	ConsistencyCheck ConsistencyCheckOptions
-	// InternStrings turns on interning: every object is passed, before it
+	// Deduplicate turns on interning: every object is passed, before it
 	// is cached and after the transform, through a pass that makes the
 	// strings repeated across cached objects (label and annotation keys and
 	// values, owner references, images, env vars, node names, condition
@@ -85,8 +85,8 @@ type InformerOptions[T Object] struct {
 	// production-like pods keep 19,873 B each (W6(a); about 23,200 without
 	// it), but it adds about 4 µs per event to W1's pre-decoded pods (4.9
 	// against 0.7 µs) and slows W2's initial sync 2–4× (docs/benchmarks.md). For an informer made by [For],
-	// [FactoryOptions].InternStrings also turns it on.
-	InternStrings bool
+	// [FactoryOptions].Deduplicate also turns it on.
+	Deduplicate bool
 	// DetectMutations enables the cache mutation detector, meant for tests
 	// and CI; the environment variable KUBE_CACHE_MUTATION_DETECTOR=true
 	// enables it in every informer, as in client-go. It keeps a deep copy of
@@ -235,7 +235,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	}
 	i.proc.clock = clk
 	i.lister.applied, i.lister.name = &i.applied, informerName(i)
-	if opts.InternStrings {
+	if opts.Deduplicate {
 		i.queue.interns, i.queue.intern = newInternTable(), internFuncFor[T]()
 	}
 	if mutationDetectionRequested(opts.DetectMutations) {

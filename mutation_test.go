@@ -164,7 +164,7 @@ func TestMutationDetectorIsEnabledByClientGoEnvironmentVariable(t *testing.T) {
 // to and the ones sharing its bytes.
 func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, InternStrings: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Deduplicate: true, Clock: clk})
 	withFields := func(name string) *corev1.Pod {
 		p := demoPod(name, "1")
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}}
@@ -199,7 +199,7 @@ func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 // share: the detector reports every object sharing it.
 func TestMutationDetectorCatchesWritesToSharedSubObjects(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, InternStrings: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Deduplicate: true, Clock: clk})
 	// p1 keeps its own labels (a sub-object is shared from its second
 	// sighting); p2, p3 and p4 share theirs.
 	lw.SetList("5", demoPod("p1", "1"), demoPod("p2", "1"), demoPod("p3", "1"), demoPod("p4", "1"))

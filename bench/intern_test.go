@@ -23,7 +23,7 @@ func TestInterningChangesNoCachedValue(t *testing.T) {
 	}
 	cached := func(intern bool) []*corev1.Pod {
 		src := &prodSource{pages: pages, watches: newWatchScript(nil)}
-		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{InternStrings: intern})
+		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{Deduplicate: intern})
 		if err != nil {
 			t.Fatal(err)
 		}
