@@ -99,28 +99,33 @@ func shareStrings[S ~string](t *internTable, s *[]S) {
 }
 
 // shareResourceList shares a resource list. Two quantities are equal here
-// if they print the same and have the same format: what Quantity.Equal
-// (and cmp.Diff) compares, and more. Quantities are copied before String
-// is called, since String caches its result in the quantity.
+// if their values (Quantity.Cmp, what Quantity.Equal and cmp.Diff compare)
+// and formats are: then they print the same too (a quantity caches only
+// its canonical string). String is not called, since it allocates for a
+// quantity parsed from a string that was not canonical.
 func (t *internTable) shareResourceList(l *corev1.ResourceList) {
 	shareMap(t, &t.shared.resourceLists, l, hashResourceList, equalResourceLists)
 }
 
+// hashResourceList hashes a resource list by its keys, formats and values
+// in thousandths (equal quantities have equal ones).
 func hashResourceList(t *internTable, l corev1.ResourceList) uint64 {
 	var sum uint64
 	for k, q := range l {
-		sum = combine(sum, maphash.String(t.seed, string(k)), maphash.String(t.seed, q.String())+uint64(len(q.Format)))
+		sum = combine(sum, maphash.String(t.seed, string(k)), uint64(q.MilliValue())^maphash.String(t.seed, string(q.Format)))
 	}
 	return sum
 }
 
+// equalResourceLists compares l with the canonical list c, reading c's
+// quantities through copies: Cmp may convert its receiver's representation.
 func equalResourceLists(l, canonical corev1.ResourceList) bool {
 	if len(l) != len(canonical) {
 		return false
 	}
 	for k, q := range l {
 		c, ok := canonical[k]
-		if !ok || q.Format != c.Format || q.String() != c.String() {
+		if !ok || q.Format != c.Format || q.Cmp(c) != 0 {
 			return false
 		}
 	}
