@@ -102,9 +102,9 @@ func newOurInformer(listPods int, listRV string, events []watch.Event, handlers 
 // (Deduplicate) and handlers.
 func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScript, transform informer.TransformFunc[*corev1.Pod], intern bool, handlers []*countingHandler) (*informerUnderTest, error) {
 	inf, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
-		Indexers:      map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
-		Resource:      corev1.SchemeGroupVersion.WithResource("pods"),
-		Transform:     transform,
+		Indexers:    map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
+		Resource:    corev1.SchemeGroupVersion.WithResource("pods"),
+		Transform:   transform,
 		Deduplicate: intern,
 	})
 	if err != nil {
