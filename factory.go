@@ -83,8 +83,9 @@ type FactoryOptions struct {
 	// Shard, if set, restricts every informer created without
 	// [InformerOptions].Shard to a shard of its resource (see [Shard]).
 	Shard *Shard
-	// Deduplicate turns on interning in every informer (see
-	// InformerOptions.Deduplicate).
+	// Deduplicate turns on deduplication in every informer: cached objects
+	// then share equal strings, maps, slices and structs (see
+	// [InformerOptions].Deduplicate).
 	Deduplicate bool
 }
 

@@ -12,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Interning: an informer's queue passes every object it will cache through
-// an intern function before the cache sees it, so that strings repeated
-// across cached objects (label and annotation keys and values, owner
-// references, images, env vars, node names, condition types, managed
-// fields…) share one copy. It runs after the transform, on the reflector's
+// Interning, the string half of deduplication (InformerOptions.Deduplicate;
+// share.go holds the other half): an informer's queue passes every object it
+// will cache through an intern function before the cache sees it, so that
+// strings repeated across cached objects (label and annotation keys and
+// values, owner references, images, env vars, node names, condition types,
+// managed fields…) share one copy. It runs after the transform, on the reflector's
 // goroutine, whatever the ListerWatcher, and changes no value: only where
 // the bytes of equal strings live.
 //
@@ -28,9 +29,9 @@ import (
 // table's entry for a string no object uses any more is dropped by the next
 // sweep, so the table never outgrows what is cached.
 //
-// managedFields' FieldsV1.Raw bytes are shared the same way: that is the
-// one mutable thing interning shares between cached objects (see
-// docs/semantics.md, "Interning").
+// managedFields' FieldsV1.Raw bytes are shared the same way; they, and the
+// sub-objects of share.go, are mutable things shared between cached objects
+// (see docs/semantics.md, "Deduplication").
 
 // seenSlots is the size of the filter of strings seen once: a string is
 // copied into the table only when seen a second time, so that a string

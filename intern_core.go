@@ -5,11 +5,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// The pod walk: pods are most of what large caches hold. It interns the
-// strings that repeat between pods (most come from a shared template or
-// name shared things: nodes, images, volumes, conditions) and leaves alone
-// those unique to one pod (name, UID, resource version, pod IPs, container
-// IDs), which would only cost a table slot each.
+// The pod walk: pods are most of what large caches hold. It shares the
+// sub-objects that repeat between replicas of one template (share_core.go)
+// and, in those it does not share, interns the strings that repeat between
+// pods (most come from a shared template or name shared things: nodes,
+// images, volumes, conditions); it leaves alone those unique to one pod
+// (name, UID, resource version, pod IPs, container IDs), which would only
+// cost a table slot each. The strings of a sub-object found shared are not
+// interned: it may be cached already, and must not be written to.
 
 func (t *internTable) pod(p *corev1.Pod) {
 	t.objectMeta(&p.ObjectMeta)

@@ -98,14 +98,14 @@ func newOurInformer(listPods int, listRV string, events []watch.Event, handlers 
 }
 
 // buildOurInformer builds our informer over lw, whose watches come from
-// watches, with the namespace index, transform (when not nil), interning
+// watches, with the namespace index, transform (when not nil), deduplication
 // (Deduplicate) and handlers.
-func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScript, transform informer.TransformFunc[*corev1.Pod], intern bool, handlers []*countingHandler) (*informerUnderTest, error) {
+func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScript, transform informer.TransformFunc[*corev1.Pod], dedup bool, handlers []*countingHandler) (*informerUnderTest, error) {
 	inf, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{
 		Indexers:    map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 		Resource:    corev1.SchemeGroupVersion.WithResource("pods"),
 		Transform:   transform,
-		Deduplicate: intern,
+		Deduplicate: dedup,
 	})
 	if err != nil {
 		return nil, err

@@ -198,7 +198,7 @@ func newClientGoProdInformer(src *prodSource, strip bool, handlers []*countingHa
 	return buildClientGoInformer(clientGoProdListerWatcher{src}, src.watches, transform, handlers)
 }
 
-// newOurProdInformer builds our informer over src, interning strings (W6
+// newOurProdInformer builds our informer over src, deduplicating (W6
 // measures the leanest cache); it drops managed fields with the library's
 // StripManagedFields transform.
 func newOurProdInformer(src *prodSource, strip bool, handlers []*countingHandler) (*informerUnderTest, error) {

@@ -13,17 +13,17 @@ import (
 	"github.com/kubetyped/informer"
 )
 
-// TestInterningChangesNoCachedValue caches the production-like pods, decoded
-// from their protobuf bytes, with interning and without (the default), and
-// compares the two caches.
-func TestInterningChangesNoCachedValue(t *testing.T) {
+// TestDeduplicationChangesNoCachedValue caches the production-like pods,
+// decoded from their protobuf bytes, with deduplication (Deduplicate) and
+// without (the default), and compares the two caches.
+func TestDeduplicationChangesNoCachedValue(t *testing.T) {
 	pages, err := encodeProdPages(newProdPods(1200), prodListRV)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached := func(intern bool) []*corev1.Pod {
+	cached := func(dedup bool) []*corev1.Pod {
 		src := &prodSource{pages: pages, watches: newWatchScript(nil)}
-		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{Deduplicate: intern})
+		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{Deduplicate: dedup})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,6 +47,6 @@ func TestInterningChangesNoCachedValue(t *testing.T) {
 		return pods
 	}
 	if diff := cmp.Diff(cached(true), cached(false)); diff != "" {
-		t.Fatalf("interning changed cached pods (-without +with):\n%s", diff)
+		t.Fatalf("deduplication changed cached pods (-without +with):\n%s", diff)
 	}
 }
