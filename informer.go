@@ -74,17 +74,25 @@ type InformerOptions[T Object] struct {
 	// [Informer.CheckConsistency]). For an informer made by [For], the zero
 	// value means [FactoryOptions].ConsistencyCheck.
 	ConsistencyCheck ConsistencyCheckOptions
-	// Deduplicate turns on interning: every object is passed, before it
-	// is cached and after the transform, through a pass that makes the
-	// strings repeated across cached objects (label and annotation keys and
-	// values, owner references, images, env vars, node names, condition
-	// types, managed fields…) share one copy. It changes no value, but
-	// managed fields' FieldsV1.Raw bytes are then shared between objects
-	// (see docs/semantics.md, "Interning"). It is off by default because
-	// it costs more than it saves on a fast event path: with it, 100,000
-	// production-like pods keep 19,873 B each (W6(a); about 23,200 without
-	// it), but it adds about 4 µs per event to W1's pre-decoded pods (4.9
-	// against 0.7 µs) and slows W2's initial sync 2–4× (docs/benchmarks.md). For an informer made by [For],
+	// Deduplicate makes equal values of different cached objects share one
+	// copy. Every object is passed, after the transform and before it is
+	// cached, through a pass that replaces each string repeated across
+	// cached objects (label and annotation keys and values, images, env
+	// vars, node names…) and equal managed fields' FieldsV1.Raw bytes by
+	// one shared copy, and, in a pod, each sub-object equal to one already
+	// cached (labels and annotations maps, resource lists, env, port, mount
+	// and toleration lists, probes, security contexts, volume sources…) by
+	// that one. It changes no value, but CACHED OBJECTS THEN SHARE MUTABLE
+	// MAPS, SLICES, STRUCTS AND BYTES: writing into one cached object, which
+	// the no-mutation rule forbids, may change many others at once. The
+	// mutation detector (DetectMutations) reports every
+	// object such a write changed; see docs/semantics.md, "Deduplication".
+	// It is off by default because of what it costs per event: with it,
+	// 100,000 production-like pods keep 13,245 B each instead of about
+	// 23,200 (W6(a); client-go 22,534), but it adds about 30 µs of CPU per
+	// decoded production-like pod, whose decoding costs about 60 µs, and it
+	// makes W2's initial sync of 100,000 small pods 3–10× slower
+	// (docs/benchmarks.md). For an informer made by [For],
 	// [FactoryOptions].Deduplicate also turns it on.
 	Deduplicate bool
 	// DetectMutations enables the cache mutation detector, meant for tests
