@@ -33,16 +33,26 @@ import (
 // sub-objects of share.go, are mutable things shared between cached objects
 // (see docs/semantics.md, "Deduplication").
 
-// seenSlots is the size of the filter of strings seen once: a string is
-// copied into the table only when seen a second time, so that a string
-// unique to one object (a build annotation, a managed-fields entry naming
-// the pod's IP) costs a hash and no copy. The filter is a direct-mapped
-// array of hashes (64 KB) so that it never grows; a string whose second
-// sighting comes after its slot was reused waits for a third. Measured on
-// W2 (100,000 small pods, 10,000 at -quick): copying every string on its
-// first sighting cost 9.9 allocations per pod against 2.3 without
-// interning; on W6 (e), 55,371 B per event against 49,393.
+// seenSlots is the size of the filter of strings and sub-objects seen
+// once: a value is copied into the table (a sub-object made the canonical
+// one) only when seen a second time, so that a value unique to one object
+// (a build annotation, a managed-fields entry naming the pod's IP) costs a
+// hash and no copy. The filter is an array of hashes (64 KB) so that it
+// never grows; a value whose second sighting comes after its slot was
+// reused waits for a third. Measured on W2 (100,000 small pods, 10,000 at
+// -quick): copying every string on its first sighting cost 9.9
+// allocations per pod against 2.3 without interning; on W6 (e), 55,371 B
+// per event against 49,393.
+//
+// It is set-associative, seenWays hashes per set, because one pod brings
+// about 100 hashes: direct-mapped, two of them landing in the same slot
+// (likely, for 100 hashes in 8,192 slots) evicted each other on every pod
+// of a template, so that neither was ever shared (TestShareShares failed a
+// third of its runs that way).
 const seenSlots = 8192
+
+// seenWays is the number of hashes in one set of the filter.
+const seenWays = 4
 
 // minSweepInserts is the fewest insertions between two sweeps of a share
 // set, so that a small set is not swept on every insertion.
@@ -59,8 +69,8 @@ type internTable struct {
 	strings shareSet[byte]
 	// shared holds the canonical sub-objects of pods.
 	shared podShares
-	// seen holds the hashes of strings and sub-objects seen once, by hash
-	// modulo seenSlots; allocated with the first one.
+	// seen holds the hashes of strings and sub-objects seen once, in sets
+	// of seenWays chosen by hash; allocated with the first one.
 	seen []uint64
 	// buf holds the encoding of the sub-object being shared.
 	buf []byte
@@ -94,17 +104,20 @@ func (t *internTable) str(s string) string {
 	return c
 }
 
-// seenBefore reports whether a string with hash h was seen before, and
+// seenBefore reports whether a value with hash h was seen before, and
 // records it if not.
 func (t *internTable) seenBefore(h uint64) bool {
 	if t.seen == nil {
 		t.seen = make([]uint64, seenSlots)
 	}
-	slot := &t.seen[h%seenSlots]
-	if *slot == h {
-		return true
+	set := t.seen[h%(seenSlots/seenWays)*seenWays:][:seenWays]
+	for _, seen := range set {
+		if seen == h {
+			return true
+		}
 	}
-	*slot = h
+	copy(set[1:], set) // the oldest leaves
+	set[0] = h
 	return false
 }
 

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,16 +197,16 @@ func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 
 // TestMutationDetectorCatchesWritesToSharedSubObjects writes, from a
 // handler, into the labels map that deduplication made the cached objects
-// share: the detector reports every object sharing it.
+// share: the detector reports every object sharing it, and no other.
 func TestMutationDetectorCatchesWritesToSharedSubObjects(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
 	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Deduplicate: true, Clock: clk})
 	// p1 keeps its own labels (a sub-object is shared from its second
-	// sighting); p2, p3 and p4 share theirs.
-	lw.SetList("5", demoPod("p1", "1"), demoPod("p2", "1"), demoPod("p3", "1"), demoPod("p4", "1"))
+	// sighting); the others share theirs.
+	lw.SetList("5", demoPod("p1", "1"), demoPod("p2", "1"), demoPod("p3", "1"), demoPod("p4", "1"), demoPod("p5", "1"))
 	mutated := make(chan struct{})
 	_, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
-		if p.Name == "p3" {
+		if p.Name == "p4" {
 			p.Labels["app"] = "mutated" // breaks the no-mutation rule
 			close(mutated)
 		}
@@ -214,15 +215,32 @@ func TestMutationDetectorCatchesWritesToSharedSubObjects(t *testing.T) {
 	stop := runWithLogs(t, inf)
 	<-mutated
 	logs := stop()
-	if got := inf.Stats().MutatedObjects; got != 3 {
-		t.Errorf("MutatedObjects = %d, want 3 (p3 and p2 and p4, which share its labels):\n%s", got, logs)
+	pods, err := inf.Lister().List(nil)
+	plMust(t, err)
+	var sharers, others []string
+	for _, p := range pods {
+		if p.Labels["app"] == "mutated" {
+			sharers = append(sharers, p.Name)
+		} else {
+			others = append(others, p.Name)
+		}
 	}
-	for _, name := range []string{`object="ns/p2"`, `object="ns/p3"`, `object="ns/p4"`} {
-		if !strings.Contains(logs, name) {
+	// The filter of values seen once may forget p1's sighting (rarely), so
+	// that p2 keeps its own too: at least p3, p4 and p5 share.
+	if len(sharers) < 3 || !slices.Contains(others, "p1") {
+		t.Fatalf("pods sharing p4's labels: %v, want p1 not among them and at least 3", sharers)
+	}
+	if got := inf.Stats().MutatedObjects; got != int64(len(sharers)) {
+		t.Errorf("MutatedObjects = %d, want %d (%v, which share p4's labels):\n%s", got, len(sharers), sharers, logs)
+	}
+	for _, name := range sharers {
+		if !strings.Contains(logs, `object="ns/`+name+`"`) {
 			t.Errorf("no report of %s in:\n%s", name, logs)
 		}
 	}
-	if strings.Contains(logs, `object="ns/p1"`) {
-		t.Errorf("p1, which keeps its own labels, reported:\n%s", logs)
+	for _, name := range others {
+		if strings.Contains(logs, `object="ns/`+name+`"`) {
+			t.Errorf("%s, which keeps its own labels, reported:\n%s", name, logs)
+		}
 	}
 }
