@@ -109,7 +109,7 @@ func runChild(c childSpec) error {
 	case implClientGo:
 		hasSynced, err = startClientGo(ctx, config, c.DropManagedFields, onAdd, onUpdate)
 	case implOurs:
-		hasSynced, err = startOurs(ctx, config, c.DropManagedFields, c.InternStrings, onAdd, onUpdate)
+		hasSynced, err = startOurs(ctx, config, c.DropManagedFields, c.Deduplicate, onAdd, onUpdate)
 	default:
 		err = fmt.Errorf("unknown implementation %q", impl)
 	}
@@ -208,10 +208,10 @@ func startClientGo(ctx context.Context, config *rest.Config, dropManagedFields b
 
 // startOurs starts and returns the HasSynced of this library's pod informer
 // from its factory, with the namespace index client-go's factory gives its
-// informers; dropManagedFields drops them with DropFields, internStrings
-// turns InternStrings on.
-func startOurs(ctx context.Context, config *rest.Config, dropManagedFields, internStrings bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
-	opts := informer.FactoryOptions{InternStrings: internStrings}
+// informers; dropManagedFields drops them with DropFields, deduplicate
+// turns Deduplicate on.
+func startOurs(ctx context.Context, config *rest.Config, dropManagedFields, deduplicate bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
+	opts := informer.FactoryOptions{Deduplicate: deduplicate}
 	if dropManagedFields {
 		// Dropped on the wire, before decoding: the best this library
 		// offers (client-go can only strip them after decoding).

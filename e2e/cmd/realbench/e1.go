@@ -19,15 +19,15 @@ type childSpec struct {
 	Kubeconfig        string
 	Pods              int
 	DropManagedFields bool
-	InternStrings     bool   // ours only: InformerOptions.InternStrings
+	Deduplicate       bool   // ours only: InformerOptions.Deduplicate
 	Profile           string // path prefix of the sync's profiles; empty for none
 }
 
 // name describes the child's configuration in logs and profile names.
 func (c childSpec) name() string {
 	name := c.Impl
-	if c.InternStrings {
-		name += "-interned"
+	if c.Deduplicate {
+		name += "-dedup"
 	}
 	if c.DropManagedFields {
 		name += "-dropped"
@@ -43,7 +43,7 @@ func (c childSpec) command(ctx context.Context) (*exec.Cmd, error) {
 	}
 	cmd := exec.CommandContext(ctx, self, "-child="+c.Mode, "-impl="+c.Impl, "-kubeconfig="+c.Kubeconfig,
 		"-n="+strconv.Itoa(c.Pods), "-drop-managed-fields="+strconv.FormatBool(c.DropManagedFields),
-		"-intern-strings="+strconv.FormatBool(c.InternStrings), "-profile-prefix="+c.Profile)
+		"-deduplicate="+strconv.FormatBool(c.Deduplicate), "-profile-prefix="+c.Profile)
 	cmd.Stderr = os.Stderr
 	return cmd, nil
 }
@@ -70,7 +70,7 @@ func syncOnce(ctx context.Context, c childSpec) (syncResult, error) {
 // runE1 measures the initial sync of cfg.pods pods, each implementation in a
 // process of its own, cfg.runs times each, interleaved (client-go, ours,
 // client-go, …) after one untimed sync that warms the server up; with
-// cfg.internCase, ours with InternStrings on syncs too after each of ours,
+// cfg.dedupCase, ours with Deduplicate on syncs too after each of ours,
 // and is compared with the same client-go runs; with cfg.droppedCase, all
 // of it again with managed fields dropped on both sides.
 func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
@@ -87,10 +87,10 @@ func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
 		base := childSpec{Kubeconfig: kubeconfig, Pods: cfg.pods, DropManagedFields: drop}
 		children := []childSpec{base, base}
 		children[0].Impl, children[1].Impl = implClientGo, implOurs
-		if cfg.internCase {
-			interned := children[1]
-			interned.InternStrings = true
-			children = append(children, interned)
+		if cfg.dedupCase {
+			dedup := children[1]
+			dedup.Deduplicate = true
+			children = append(children, dedup)
 		}
 		if _, err := syncOnce(ctx, children[0]); err != nil {
 			return nil, err
@@ -112,8 +112,8 @@ func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
 		}
 		for i := 1; i < len(children); i++ {
 			kase := name
-			if children[i].InternStrings {
-				kase += ", ours with InternStrings"
+			if children[i].Deduplicate {
+				kase += ", ours with Deduplicate"
 			}
 			metric := func(label string, f func(syncResult) float64) row {
 				return newRow("E1", kase, label, median(results[0], f), median(results[i], f))

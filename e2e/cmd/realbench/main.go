@@ -45,7 +45,7 @@ type config struct {
 	json        bool
 	assets      string
 	droppedCase bool
-	internCase  bool
+	dedupCase   bool
 	// profileDir, if set, is where each E1 sync child writes a CPU profile
 	// and an allocation profile of its sync.
 	profileDir string
@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&cfg.writers, "writers", 4, "E2: concurrent writers")
 	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
 	flag.BoolVar(&cfg.droppedCase, "dropped-case", true, "E1: also sync with managed fields dropped on both sides (client-go: a transform; ours: DropFields)")
-	flag.BoolVar(&cfg.internCase, "intern-case", true, "E1: also sync ours with InternStrings on, beside the same client-go runs")
+	flag.BoolVar(&cfg.dedupCase, "dedup-case", true, "E1: also sync ours with Deduplicate on, beside the same client-go runs")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
 	var child childSpec
@@ -68,7 +68,7 @@ func main() {
 	flag.StringVar(&child.Impl, "impl", "", "internal: the child's implementation (client-go or ours)")
 	flag.StringVar(&child.Kubeconfig, "kubeconfig", "", "internal: the child's kubeconfig")
 	flag.BoolVar(&child.DropManagedFields, "drop-managed-fields", false, "internal: the child drops managed fields")
-	flag.BoolVar(&child.InternStrings, "intern-strings", false, "internal: the child (ours) interns strings")
+	flag.BoolVar(&child.Deduplicate, "deduplicate", false, "internal: the child (ours) deduplicates")
 	flag.StringVar(&child.Profile, "profile-prefix", "", "internal: the path prefix of the child's profiles")
 	flag.Parse()
 	if child.Mode != "" {
