@@ -113,7 +113,7 @@ func encodeMessage[T any, P message[T]](b []byte, v *T) ([]byte, bool) {
 }
 
 // encodeString appends s to b, preceded by its length.
-func encodeString[S ~string](b []byte, s *S) ([]byte, bool) {
+func encodeString(b []byte, s *string) ([]byte, bool) {
 	b = binary.AppendUvarint(b, uint64(len(*s)))
 	return append(b, *s...), true
 }
@@ -234,16 +234,16 @@ func combine(sum, key, value uint64) uint64 {
 }
 
 // hashStringMap hashes a map of strings.
-func hashStringMap[M ~map[K]V, K, V ~string](t *internTable, m M) uint64 {
+func hashStringMap(t *internTable, m map[string]string) uint64 {
 	var sum uint64
 	for k, v := range m {
-		sum = combine(sum, maphash.String(t.seed, string(k)), maphash.String(t.seed, string(v)))
+		sum = combine(sum, maphash.String(t.seed, k), maphash.String(t.seed, v))
 	}
 	return sum
 }
 
-// equalMaps reports whether two maps of comparable values are equal.
-func equalMaps[M ~map[K]V, K, V comparable](m, canonical M) bool {
+// equalStringMaps reports whether two maps of strings are equal.
+func equalStringMaps(m, canonical map[string]string) bool {
 	if len(m) != len(canonical) {
 		return false
 	}

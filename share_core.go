@@ -78,7 +78,7 @@ func (s *podShares) len() int {
 // shareStringMap shares a map of strings, or interns its strings if it is
 // not shared.
 func (t *internTable) shareStringMap(m *map[string]string) {
-	if !shareMap(t, &t.shared.stringMaps, m, hashStringMap[map[string]string], equalMaps[map[string]string]) {
+	if !shareMap(t, &t.shared.stringMaps, m, hashStringMap, equalStringMaps) {
 		t.stringMap(*m)
 	}
 }
@@ -91,7 +91,7 @@ func shareStrings[S ~string](t *internTable, s *[]S) {
 	}
 	// The set holds []string: a named string type has the same layout.
 	p := (*[]string)(unsafe.Pointer(s))
-	if !shareSlice(t, &t.shared.strs, p, encodeString[string], nil) {
+	if !shareSlice(t, &t.shared.strs, p, encodeString, nil) {
 		for i := range *s {
 			set(t, &(*s)[i])
 		}
