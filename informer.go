@@ -89,9 +89,10 @@ type InformerOptions[T Object] struct {
 	// object such a write changed; see docs/semantics.md, "Deduplication".
 	// It is off by default because of what it costs per event: with it,
 	// 100,000 production-like pods keep 13,245 B each instead of about
-	// 23,200 (W6(a); client-go 22,534), but it adds about 30 µs of CPU per
-	// decoded production-like pod, whose decoding costs about 60 µs, and it
-	// makes W2's initial sync of 100,000 small pods 3–10× slower
+	// 23,200 (W6(a); client-go 22,534), but it adds about 10 µs to each
+	// production-like pod, whose decoding costs about 40 µs, 6–10 µs to
+	// each of W1's small pre-decoded pods (against 0.6 µs without), and it
+	// makes W2's initial sync of 100,000 small pods about 7× slower
 	// (docs/benchmarks.md). For an informer made by [For],
 	// [FactoryOptions].Deduplicate also turns it on.
 	Deduplicate bool
