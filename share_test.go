@@ -35,6 +35,14 @@ func decodedProdPods(t testing.TB, n int) []*corev1.Pod {
 	return out
 }
 
+// internAll deduplicates pods in place, in order.
+func internAll(table *internTable, pods []*corev1.Pod) {
+	intern := internFuncFor[*corev1.Pod]()
+	for _, p := range pods {
+		internObject(table, intern, p)
+	}
+}
+
 // TestShareChangesNoValueOfProdPods deduplicates the production-like pods,
 // decoded from protobuf, and compares each with its plain decode.
 func TestShareChangesNoValueOfProdPods(t *testing.T) {
@@ -114,9 +122,7 @@ func TestShareShares(t *testing.T) {
 	// once may forget a first sighting; comparing the last two makes that
 	// harmless.
 	pods := decodedProdPods(t, 5)
-	for _, p := range pods {
-		internObject(table, internFuncFor[*corev1.Pod](), p)
-	}
+	internAll(table, pods)
 	a, b := pods[3], pods[4]
 	same := func(what string, x, y unsafe.Pointer) {
 		t.Helper()
@@ -168,12 +174,8 @@ func TestShareShares(t *testing.T) {
 func TestShareDoesNotWriteSharedObjects(t *testing.T) {
 	table := newInternTable()
 	pods := decodedProdPods(t, 60)
-	intern := internFuncFor[*corev1.Pod]()
-	for range 2 {
-		for _, p := range pods {
-			internObject(table, intern, p)
-		}
-	}
+	internAll(table, pods)
+	internAll(table, pods)
 	snapshot := make([]*corev1.Pod, len(pods))
 	for i, p := range pods {
 		snapshot[i] = p.DeepCopy()
@@ -188,9 +190,7 @@ func TestShareDoesNotWriteSharedObjects(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range pods {
-		internObject(table, intern, p)
-	}
+	internAll(table, pods)
 	readers.Wait()
 }
 
@@ -199,9 +199,7 @@ func TestShareDoesNotWriteSharedObjects(t *testing.T) {
 func TestShareTableShrinks(t *testing.T) {
 	table := newInternTable()
 	pods := decodedProdPods(t, 2000)
-	for _, p := range pods {
-		internObject(table, internFuncFor[*corev1.Pod](), p)
-	}
+	internAll(table, pods)
 	if n := len(table.shared.env.slots) + len(table.shared.stringMaps.slots); n < 50 {
 		t.Fatalf("table holds %d env lists and string maps, want at least 50", n)
 	}
