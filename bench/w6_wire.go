@@ -43,8 +43,8 @@ var typicalControllerDropFields = []string{
 // newOurWireProdInformer returns a newProdInformerFunc building our
 // informer over the REST ListerWatcher, served src's bytes by a
 // prodTransport, with dropFields dropped on the wire (strip adds managed
-// fields to them), interning strings if intern is set.
-func newOurWireProdInformer(dropFields []string, intern bool) newProdInformerFunc {
+// fields to them), deduplicating (Deduplicate) if dedup is set.
+func newOurWireProdInformer(dropFields []string, dedup bool) newProdInformerFunc {
 	return func(src *prodSource, strip bool, handlers []*countingHandler) (*informerUnderTest, error) {
 		drop := dropFields
 		if strip {
@@ -58,7 +58,7 @@ func newOurWireProdInformer(dropFields []string, intern bool) newProdInformerFun
 		if err != nil {
 			return nil, err
 		}
-		return buildOurInformer(listThenWatch{lw}, src.watches, nil, intern, handlers)
+		return buildOurInformer(listThenWatch{lw}, src.watches, nil, dedup, handlers)
 	}
 }
 
