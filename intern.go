@@ -137,9 +137,7 @@ func (t *internTable) bytes(b []byte) []byte {
 }
 
 // set interns the string *p, writing to *p only if that changes where its
-// bytes are: an object interned before (a listed object the ListerWatcher
-// hands out again) is not written to, so readers of it do not race with
-// the reflector.
+// bytes are.
 func set[S ~string](t *internTable, p *S) {
 	if c := t.str(string(*p)); unsafe.StringData(c) != unsafe.StringData(string(*p)) {
 		*p = S(c)

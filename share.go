@@ -121,9 +121,10 @@ func encodeString(b []byte, s *string) ([]byte, bool) {
 // sharePtr makes *field point to the canonical value equal to it, if any,
 // and reports whether it does (then the value is shared and its strings
 // must not be interned: it may be cached already). A value that cannot be
-// shared (nil, or not ok) is left alone. Whether the field is already the
-// canonical or is made to point to it, it is written only if that changes
-// it, so that an object shared before (handed out again) is not written to.
+// shared (nil, or not ok) is left alone; the field is written only if that
+// changes it. The pass never writes into a canonical value found in the
+// table (cached objects hold it and handlers read it), only into the object
+// passed, which the informer owns until it caches it.
 func sharePtr[T any, P message[T]](t *internTable, set *shareSet[T], field **T, ok func(*T) bool) bool {
 	v := *field
 	if v == nil || (ok != nil && !ok(v)) {
