@@ -14,10 +14,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // config holds the sizes and repetition counts of one run.
@@ -42,7 +43,7 @@ var (
 // workload is one entry of the benchmark menu.
 type workload struct {
 	id  string
-	run func(cfg config) ([]row, error)
+	run func(cfg config) ([]benchkit.Row, error)
 	// onRequest leaves the workload out of the default run: W6 caches
 	// 100,000 production-like pods on each side (about 4 minutes of CPU and
 	// 7 GB of memory), so it runs only when -run names it.
@@ -87,17 +88,16 @@ func benchMain() int {
 		return 2
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stop, err := benchkit.StartCPUProfile(*cpuProfile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 2
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 2
-		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+			}
+		}()
 	}
 	if err := run(cfg, selected, *jsonOut, charts{ratios: *svgPath, retained: *retainedSVGPath}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
@@ -151,7 +151,7 @@ func run(cfg config, selected []workload, jsonOut bool, out charts) error {
 	fmt.Fprintf(os.Stderr, "bench: pod size %.0f B as JSON, %.0f B on the heap; %d repetitions per figure\n",
 		jsonSize, heapSize, cfg.count)
 
-	var rows []row
+	var rows []benchkit.Row
 	for _, w := range selected {
 		start := time.Now()
 		rs, err := w.run(cfg)
@@ -172,7 +172,7 @@ func run(cfg config, selected []workload, jsonOut bool, out charts) error {
 		}
 	}
 	if jsonOut {
-		return writeJSONLines(os.Stdout, rows)
+		return table.WriteJSONLines(os.Stdout, rows)
 	}
-	return writeMarkdown(os.Stdout, rows)
+	return table.WriteMarkdown(os.Stdout, rows)
 }

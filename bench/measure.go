@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"runtime/metrics"
-	"slices"
 	"time"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // opStats is the cost of one call of a measured operation.
@@ -83,74 +83,10 @@ func compareOps(cfg config, clientGo, ours func() error) (cg, our opStats, err e
 // medianOps returns the median of each metric separately.
 func medianOps(runs []opStats) opStats {
 	return opStats{
-		nsPerOp:     medianOf(runs, func(s opStats) float64 { return s.nsPerOp }),
-		allocsPerOp: medianOf(runs, func(s opStats) float64 { return s.allocsPerOp }),
-		bytesPerOp:  medianOf(runs, func(s opStats) float64 { return s.bytesPerOp }),
+		nsPerOp:     benchkit.MedianOf(runs, func(s opStats) float64 { return s.nsPerOp }),
+		allocsPerOp: benchkit.MedianOf(runs, func(s opStats) float64 { return s.allocsPerOp }),
+		bytesPerOp:  benchkit.MedianOf(runs, func(s opStats) float64 { return s.bytesPerOp }),
 	}
-}
-
-// medianOf returns the median of one metric of runs.
-func medianOf[S any](runs []S, metric func(S) float64) float64 {
-	vs := make([]float64, len(runs))
-	for i, r := range runs {
-		vs[i] = metric(r)
-	}
-	return median(vs)
-}
-
-// median returns the middle value of vs (the mean of the two middle values
-// for an even count). vs is reordered.
-func median(vs []float64) float64 {
-	slices.Sort(vs)
-	n := len(vs)
-	if n%2 == 1 {
-		return vs[n/2]
-	}
-	return (vs[n/2-1] + vs[n/2]) / 2
-}
-
-// heapObjectsMetric is the runtime/metrics name of the bytes held by heap
-// objects, live or not yet swept: the heap's size as the GC paces it.
-const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
-
-// heapSampler records the largest heap size seen while it runs.
-type heapSampler struct {
-	stop chan struct{}
-	done chan struct{}
-	peak uint64
-}
-
-// startHeapSampler samples the heap size every interval until Stop.
-func startHeapSampler(interval time.Duration) *heapSampler {
-	s := &heapSampler{stop: make(chan struct{}), done: make(chan struct{})}
-	sample := []metrics.Sample{{Name: heapObjectsMetric}}
-	read := func() {
-		metrics.Read(sample)
-		s.peak = max(s.peak, sample[0].Value.Uint64())
-	}
-	read()
-	go func() {
-		defer close(s.done)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-s.stop:
-				read()
-				return
-			case <-ticker.C:
-				read()
-			}
-		}
-	}()
-	return s
-}
-
-// Stop ends sampling and returns the peak heap size in bytes.
-func (s *heapSampler) Stop() uint64 {
-	close(s.stop)
-	<-s.done
-	return s.peak
 }
 
 // memCounters is a snapshot of the cumulative allocation counters.

@@ -8,11 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestMedian(t *testing.T) {
-	got := []float64{median([]float64{3, 1, 2}), median([]float64{4, 1, 3, 2}), median([]float64{7})}
-	if diff := cmp.Diff([]float64{2, 2.5, 7}, got); diff != "" {
-		t.Fatalf("(-want +got):\n%s", diff)
-	}
+func TestMedianOps(t *testing.T) {
 	runs := []opStats{{nsPerOp: 9, allocsPerOp: 1}, {nsPerOp: 1, allocsPerOp: 3}, {nsPerOp: 5, allocsPerOp: 2}}
 	if diff := cmp.Diff(opStats{nsPerOp: 5, allocsPerOp: 2}, medianOps(runs), cmp.AllowUnexported(opStats{})); diff != "" {
 		t.Fatalf("medianOps (-want +got):\n%s", diff)
@@ -75,17 +71,5 @@ func TestCompareOpsInterleaves(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"cg", "ours", "cg", "ours"}, runs); diff != "" {
 		t.Fatalf("measurement order (-want +got):\n%s", diff)
-	}
-}
-
-func TestHeapSamplerSeesAnAllocation(t *testing.T) {
-	base := liveHeap()
-	s := startHeapSampler(time.Millisecond)
-	sinkBytes = make([]byte, 64<<20)
-	time.Sleep(10 * time.Millisecond)
-	peak := s.Stop()
-	sinkBytes = nil
-	if peak < base+64<<20 {
-		t.Fatalf("peak %d B, want at least %d B (base + 64 MiB)", peak, base+64<<20)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // byNodeIndex is the name of the W4 index on spec.nodeName.
@@ -123,7 +124,7 @@ func checkSameKeys(what string, want int, clientGo, ours []*corev1.Pod) error {
 
 // opRows turns the ns/op and, when asked, the allocs/op and B/op medians of
 // one case into rows.
-func opRows(workload, kase string, cg, our opStats, withAllocs, withBytes bool) []row {
+func opRows(workload, kase string, cg, our opStats, withAllocs, withBytes bool) []benchkit.Row {
 	type metric struct {
 		name    string
 		cg, our float64
@@ -135,7 +136,7 @@ func opRows(workload, kase string, cg, our opStats, withAllocs, withBytes bool) 
 	if withBytes {
 		ms = append(ms, metric{"B/op", cg.bytesPerOp, our.bytesPerOp})
 	}
-	rows := make([]row, len(ms))
+	rows := make([]benchkit.Row, len(ms))
 	for i, m := range ms {
 		rows[i] = newRow(workload, kase, m.name, m.cg, m.our)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // Chart geometry, in pixels.
@@ -21,7 +23,7 @@ const (
 
 // writeSVGFile writes a horizontal bar chart of every row's ratio on a
 // logarithmic axis to path.
-func writeSVGFile(path string, rows []row) error {
+func writeSVGFile(path string, rows []benchkit.Row) error {
 	if err := os.WriteFile(path, []byte(ratioChart(rows)), 0o644); err != nil {
 		return fmt.Errorf("writing chart: %w", err)
 	}
@@ -29,7 +31,7 @@ func writeSVGFile(path string, rows []row) error {
 }
 
 // ratioChart renders the chart as an SVG document.
-func ratioChart(rows []row) string {
+func ratioChart(rows []benchkit.Row) string {
 	lo, hi := ratioDecades(rows)
 	x := func(ratio float64) float64 {
 		return svgLabelWidth + svgPlotWidth*(math.Log10(ratio)-lo)/(hi-lo)
@@ -73,7 +75,7 @@ func ratioChart(rows []row) string {
 
 // ratioDecades returns the powers of ten (as exponents) that bound every
 // finite ratio, always including 0.1× to 10×.
-func ratioDecades(rows []row) (lo, hi float64) {
+func ratioDecades(rows []benchkit.Row) (lo, hi float64) {
 	lo, hi = -1, 1
 	for _, r := range rows {
 		if r.Ratio == nil || *r.Ratio <= 0 {
@@ -92,8 +94,8 @@ const retainedMetric = "retained heap/pod (B)"
 // writeRetainedSVGFile writes a bar chart of the retained bytes per pod of
 // every configuration W6 measured (client-go's and ours side by side) to
 // path. It fails when rows hold no such figure (W6 did not run).
-func writeRetainedSVGFile(path string, rows []row) error {
-	var retained []row
+func writeRetainedSVGFile(path string, rows []benchkit.Row) error {
+	var retained []benchkit.Row
 	for _, r := range rows {
 		if r.Metric == retainedMetric {
 			retained = append(retained, r)
@@ -111,10 +113,10 @@ func writeRetainedSVGFile(path string, rows []row) error {
 // retainedChart renders two bars per row, client-go's figure above ours, on
 // a linear axis from zero: absolute bytes, so that the configurations can be
 // compared with each other and not only with client-go.
-func retainedChart(rows []row) string {
+func retainedChart(rows []benchkit.Row) string {
 	most := 0.0
 	for _, r := range rows {
-		most = math.Max(most, math.Max(r.ClientGo, r.Ours))
+		most = math.Max(most, math.Max(r.Theirs, r.Ours))
 	}
 	// The axis ends at the next multiple of 5,000 B, in steps of 5,000.
 	const step = 5000
@@ -146,7 +148,7 @@ func retainedChart(rows []row) string {
 		for j, bar := range []struct {
 			value float64
 			fill  string
-		}{{r.ClientGo, "#9e9e9e"}, {r.Ours, "#2e7d32"}} {
+		}{{r.Theirs, "#9e9e9e"}, {r.Ours, "#2e7d32"}} {
 			by := y + j*svgRowHeight
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", labelWidth, by+3, math.Max(x(bar.value)-float64(labelWidth), 1), svgRowHeight-6, bar.fill)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", x(bar.value)+4, by+14, groupThousands(int64(math.Round(bar.value))))

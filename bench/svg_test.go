@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 func TestRatioChartIsWellFormedWithOneBarPerRow(t *testing.T) {
-	rows := []row{
+	rows := []benchkit.Row{
 		newRow("W3", "(a) app=app-7 & <more>", "ns/op", 5000, 1),
 		newRow("W5", "GetByKey", "ns/op", 30, 45),
 		newRow("W3", "(c)", "allocs/op", 29, 0),
@@ -35,7 +37,7 @@ func TestRatioChartIsWellFormedWithOneBarPerRow(t *testing.T) {
 }
 
 func TestRatioDecadesCoverEveryRatio(t *testing.T) {
-	lo, hi := ratioDecades([]row{newRow("", "", "", 1, 250), newRow("", "", "", 4911, 1)})
+	lo, hi := ratioDecades([]benchkit.Row{newRow("", "", "", 1, 250), newRow("", "", "", 4911, 1)})
 	if lo != -3 || hi != 4 {
 		t.Fatalf("decades [%v, %v], want [-3, 4]", lo, hi)
 	}
@@ -46,7 +48,7 @@ func TestRatioDecadesCoverEveryRatio(t *testing.T) {
 }
 
 func TestRetainedChartDrawsTwoBarsPerRetainedRow(t *testing.T) {
-	rows := []row{
+	rows := []benchkit.Row{
 		newRow("W6", "(a) 300 pods cached", retainedMetric, 22530, 14900),
 		newRow("W6", "(d) relist", "peak heap ÷ steady state", 2.27, 1.2),
 		newRow("W6", "(c) projection", retainedMetric, 22530, 3436),
@@ -71,7 +73,7 @@ func TestRetainedChartDrawsTwoBarsPerRetainedRow(t *testing.T) {
 }
 
 func TestRetainedChartNeedsW6(t *testing.T) {
-	err := writeRetainedSVGFile(filepath.Join(t.TempDir(), "retained.svg"), []row{newRow("W1", "H=1", "ns/event", 2, 1)})
+	err := writeRetainedSVGFile(filepath.Join(t.TempDir(), "retained.svg"), []benchkit.Row{newRow("W1", "H=1", "ns/event", 2, 1)})
 	if err == nil || !strings.Contains(err.Error(), "-run W6") {
 		t.Fatalf("error %v, want one that says to run W6", err)
 	}

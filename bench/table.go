@@ -1,30 +1,16 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
-// row is one line of the comparison: one metric of one workload case,
-// measured on both implementations.
-type row struct {
-	Workload string  `json:"workload"`
-	Case     string  `json:"case"`
-	Metric   string  `json:"metric"`
-	ClientGo float64 `json:"clientgo"`
-	Ours     float64 `json:"ours"`
-	// Ratio is ClientGo / Ours: above 1 means ours is faster or smaller.
-	// It is nil when Ours is 0 and ClientGo is not (an infinite ratio).
-	Ratio *float64 `json:"ratio"`
-}
-
 // newRow builds a row and its ratio.
-func newRow(workload, kase, metric string, clientGo, ours float64) row {
-	r := row{Workload: workload, Case: kase, Metric: metric, ClientGo: clientGo, Ours: ours}
+func newRow(workload, kase, metric string, clientGo, ours float64) benchkit.Row {
+	r := benchkit.Row{Workload: workload, Case: kase, Metric: metric, Theirs: clientGo, Ours: ours}
 	switch {
 	case ours != 0:
 		q := clientGo / ours
@@ -36,28 +22,14 @@ func newRow(workload, kase, metric string, clientGo, ours float64) row {
 	return r
 }
 
-// writeMarkdown prints rows as one Markdown table.
-func writeMarkdown(w io.Writer, rows []row) error {
-	var b strings.Builder
-	b.WriteString("| workload | case | metric | client-go | ours | ratio |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
-			r.Workload, r.Case, r.Metric, formatValue(r.ClientGo), formatValue(r.Ours), formatRatio(r.Ratio))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writeJSONLines prints rows as one JSON object per line.
-func writeJSONLines(w io.Writer, rows []row) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return fmt.Errorf("encoding row %s/%s/%s: %w", r.Workload, r.Case, r.Metric, err)
-		}
-	}
-	return nil
+// table is this harness's layout of the output contract: figures as
+// formatValue prints them, ratios as formatRatio does.
+var table = benchkit.Table{
+	Theirs:    "client-go",
+	TheirsKey: "clientgo",
+	Ours:      "ours",
+	Value:     func(_ string, v float64) string { return formatValue(v) },
+	Ratio:     formatRatio,
 }
 
 // formatValue prints a measured value with a precision that suits its

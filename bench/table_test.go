@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
-func ratioOf(r row) float64 {
+func ratioOf(r benchkit.Row) float64 {
 	if r.Ratio == nil {
 		return math.Inf(1)
 	}
@@ -47,10 +49,11 @@ func TestFormatting(t *testing.T) {
 	}
 }
 
-func TestWriteMarkdown(t *testing.T) {
+// TestTableMarkdown checks this harness's Markdown cells.
+func TestTableMarkdown(t *testing.T) {
 	var b bytes.Buffer
-	rows := []row{newRow("W5", "GetByKey", "ns/op", 74, 110.5), newRow("W3", "(c)", "allocs/op", 29, 0)}
-	if err := writeMarkdown(&b, rows); err != nil {
+	rows := []benchkit.Row{newRow("W5", "GetByKey", "ns/op", 74, 110.5), newRow("W3", "(c)", "allocs/op", 29, 0)}
+	if err := table.WriteMarkdown(&b, rows); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
@@ -65,10 +68,11 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 }
 
-func TestWriteJSONLines(t *testing.T) {
+// TestTableJSONLines checks this harness's JSON keys.
+func TestTableJSONLines(t *testing.T) {
 	var b bytes.Buffer
-	rows := []row{newRow("W1", "H=1", "ns/event", 3000, 1500), newRow("W3", "(c)", "allocs/op", 29, 0)}
-	if err := writeJSONLines(&b, rows); err != nil {
+	rows := []benchkit.Row{newRow("W1", "H=1", "ns/event", 3000, 1500), newRow("W3", "(c)", "allocs/op", 29, 0)}
+	if err := table.WriteJSONLines(&b, rows); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // dispatchTimeout bounds one W1 run: a pipeline that loses or stalls events
@@ -38,10 +40,10 @@ type dispatchResult struct {
 // runDispatch is W1: an informer with an empty list receives a pre-filled
 // watch of Added, twice Modified and Deleted events for cfg.dispatchPods
 // pods, and H handlers count them.
-func runDispatch(cfg config) ([]row, error) {
+func runDispatch(cfg config) ([]benchkit.Row, error) {
 	events := dispatchEvents(cfg.dispatchPods)
 	want := eventCounts{adds: cfg.dispatchPods, updates: 2 * cfg.dispatchPods, deletes: cfg.dispatchPods}
-	var rows []row
+	var rows []benchkit.Row
 	for _, c := range dispatchCases {
 		var cgRuns, ourRuns []dispatchResult
 		for range cfg.count {
@@ -117,7 +119,7 @@ func compareCacheWrites(cfg config, events []watch.Event) (cg, our float64, err 
 		}
 		ourRuns = append(ourRuns, ns)
 	}
-	return median(cgRuns), median(ourRuns), nil
+	return benchkit.Median(cgRuns), benchkit.Median(ourRuns), nil
 }
 
 // dispatchEvents returns the W1 watch: n Added pods, then each pod Modified
@@ -171,7 +173,7 @@ func measureDispatch(newInformer newInformerFunc, events []watch.Event, want eve
 	}
 
 	base := liveHeap()
-	sampler := startHeapSampler(2 * time.Millisecond)
+	sampler := benchkit.StartHeapSampler(2 * time.Millisecond)
 	mem := readMemCounters()
 	start := time.Now()
 	it.watches.release()
@@ -205,10 +207,10 @@ func measureDispatch(newInformer newInformerFunc, events []watch.Event, want eve
 // medianDispatch returns the median of each W1 metric separately.
 func medianDispatch(runs []dispatchResult) dispatchResult {
 	return dispatchResult{
-		nsPerEvent:     medianOf(runs, func(r dispatchResult) float64 { return r.nsPerEvent }),
-		allocsPerEvent: medianOf(runs, func(r dispatchResult) float64 { return r.allocsPerEvent }),
-		bytesPerEvent:  medianOf(runs, func(r dispatchResult) float64 { return r.bytesPerEvent }),
-		peakHeapMB:     medianOf(runs, func(r dispatchResult) float64 { return r.peakHeapMB }),
+		nsPerEvent:     benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.nsPerEvent }),
+		allocsPerEvent: benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.allocsPerEvent }),
+		bytesPerEvent:  benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.bytesPerEvent }),
+		peakHeapMB:     benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.peakHeapMB }),
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // syncTimeout bounds one W2 run.
@@ -17,7 +19,7 @@ type syncResult struct {
 // runInitialSync is W2: the list holds cfg.storePods pods and the watch
 // stays idle; the informer runs until it has synced and one handler has
 // received every add.
-func runInitialSync(cfg config) ([]row, error) {
+func runInitialSync(cfg config) ([]benchkit.Row, error) {
 	var cgRuns, ourRuns []syncResult
 	for range cfg.count {
 		r, err := measureInitialSync(newClientGoInformer, cfg.storePods)
@@ -32,9 +34,9 @@ func runInitialSync(cfg config) ([]row, error) {
 		ourRuns = append(ourRuns, r)
 	}
 	kase := "list of " + groupThousands(int64(cfg.storePods)) + " pods"
-	var rows []row
+	var rows []benchkit.Row
 	add := func(metric string, f func(syncResult) float64) {
-		rows = append(rows, newRow("W2", kase, metric, medianOf(cgRuns, f), medianOf(ourRuns, f)))
+		rows = append(rows, newRow("W2", kase, metric, benchkit.MedianOf(cgRuns, f), benchkit.MedianOf(ourRuns, f)))
 	}
 	add("time to synced (ms)", func(r syncResult) float64 { return r.ms })
 	add("allocs/pod", func(r syncResult) float64 { return r.allocsPerPod })
@@ -57,7 +59,7 @@ func measureInitialSync(newInformer newInformerFunc, pods int) (syncResult, erro
 	it.watches.release() // the watch is idle: it may open at once
 
 	base := liveHeap()
-	sampler := startHeapSampler(2 * time.Millisecond)
+	sampler := benchkit.StartHeapSampler(2 * time.Millisecond)
 	mem := readMemCounters()
 	start := time.Now()
 	stop := it.start()

@@ -8,6 +8,7 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // listCase is one W3 query.
@@ -29,14 +30,14 @@ var sinkPods []*corev1.Pod
 
 // runList is W3: List(selector) through client-go's typed pod lister and
 // through ours, on the same pods.
-func runList(cfg config) ([]row, error) {
+func runList(cfg config) ([]benchkit.Row, error) {
 	st, err := storesFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	cgLister := corev1listers.NewPodLister(st.clientGo)
 	ourLister := informer.NewLister(st.ours, corev1.SchemeGroupVersion.WithResource("pods"))
-	var rows []row
+	var rows []benchkit.Row
 	for _, c := range listCases {
 		sel, err := labels.Parse(c.selector)
 		if err != nil {
@@ -99,7 +100,7 @@ func countMatching(pods []*corev1.Pod, namespace string, sel labels.Selector) in
 
 // storeHeapRows measures the live heap kept by a store of cfg.storePods
 // pods (pods included), for each implementation with the namespace index.
-func storeHeapRows(cfg config) ([]row, error) {
+func storeHeapRows(cfg config) ([]benchkit.Row, error) {
 	var cgRuns, ourRuns []float64
 	for range cfg.count {
 		perPod, err := retainedHeapPerPod(cfg.storePods, func(pods []*corev1.Pod) (any, error) {
@@ -130,5 +131,5 @@ func storeHeapRows(cfg config) ([]row, error) {
 		ourRuns = append(ourRuns, perPod)
 	}
 	kase := groupThousands(int64(cfg.storePods)) + " pods, namespace index"
-	return []row{newRow("store", kase, "retained heap/pod (B)", median(cgRuns), median(ourRuns))}, nil
+	return []benchkit.Row{newRow("store", kase, "retained heap/pod (B)", benchkit.Median(cgRuns), benchkit.Median(ourRuns))}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // sinkAny keeps measured client-go results alive.
@@ -11,7 +13,7 @@ var sinkAny []any
 
 // runIndex is W4: ByIndex on the spec.nodeName index, and Update of a pod
 // that moves between two nodes (so both index buckets change every time).
-func runIndex(cfg config) ([]row, error) {
+func runIndex(cfg config) ([]benchkit.Row, error) {
 	st, err := storesFor(cfg)
 	if err != nil {
 		return nil, err

@@ -7,13 +7,14 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // sinkPod keeps measured single-object results alive.
 var sinkPod *corev1.Pod
 
 // runGet is W5: GetByKey on the store and Get through the namespaced lister.
-func runGet(cfg config) ([]row, error) {
+func runGet(cfg config) ([]benchkit.Row, error) {
 	st, err := storesFor(cfg)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // W6 measures memory at rest and in motion on the production-like pods of
@@ -226,7 +227,7 @@ type eventResult struct {
 // runMemory is W6: (a) and (d) on one informer per implementation and run,
 // (b) on another, (e) on a third; implementations interleaved, client-go
 // first.
-func runMemory(cfg config) ([]row, error) {
+func runMemory(cfg config) ([]benchkit.Row, error) {
 	protoBytes, heapBytes, err := prodPodSizes(min(cfg.prodPods, 1000))
 	if err != nil {
 		return nil, err
@@ -302,9 +303,9 @@ func runMemory(cfg config) ([]row, error) {
 		wireEvents = append(wireEvents, wr)
 	}
 
-	var rows []row
+	var rows []benchkit.Row
 	add := func(kase, metric string, runs [][]cacheResult, f func(cacheResult) float64) {
-		rows = append(rows, newRow("W6", kase, metric, medianOf(runs[0], f), medianOf(runs[1], f)))
+		rows = append(rows, newRow("W6", kase, metric, benchkit.MedianOf(runs[0], f), benchkit.MedianOf(runs[1], f)))
 	}
 	n := groupThousands(int64(cfg.prodPods))
 	add("(a) "+n+" pods cached", "retained heap/pod (B)", full, func(r cacheResult) float64 { return r.retainedPerPod })
@@ -334,7 +335,7 @@ func runMemory(cfg config) ([]row, error) {
 			{"allocs/event", func(r eventResult) float64 { return r.allocsPerEvent }},
 			{"B/event", func(r eventResult) float64 { return r.bytesPerEvent }},
 		} {
-			rows = append(rows, newRow("W6", kase, m.metric, medianOf(runs[0], m.f), medianOf(runs[1], m.f)))
+			rows = append(rows, newRow("W6", kase, m.metric, benchkit.MedianOf(runs[0], m.f), benchkit.MedianOf(runs[1], m.f)))
 		}
 	}
 	ev := groupThousands(int64(events))
@@ -383,7 +384,7 @@ func measureCache(newInformer newProdInformerFunc, list [][]byte, pods int, stri
 
 	old := debug.SetGCPercent(relistGCPercent)
 	defer debug.SetGCPercent(old)
-	sampler := startHeapSampler(2 * time.Millisecond)
+	sampler := benchkit.StartHeapSampler(2 * time.Millisecond)
 	it.watches.release()
 	err = waitAll(handlers[1:], syncTimeout)
 	peak := sampler.Stop()

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // rowShape is a row without its measured values.
 type rowShape struct{ Workload, Case, Metric string }
 
-func shapes(rows []row) []rowShape {
+func shapes(rows []benchkit.Row) []rowShape {
 	out := make([]rowShape, len(rows))
 	for i, r := range rows {
 		out[i] = rowShape{r.Workload, r.Case, r.Metric}
@@ -20,14 +22,14 @@ func shapes(rows []row) []rowShape {
 
 // checkRows fails unless rows have exactly the wanted shapes and every
 // client-go figure is positive.
-func checkRows(t *testing.T, rows []row, want []rowShape) {
+func checkRows(t *testing.T, rows []benchkit.Row, want []rowShape) {
 	t.Helper()
 	if diff := cmp.Diff(want, shapes(rows)); diff != "" {
 		t.Fatalf("rows (-want +got):\n%s", diff)
 	}
 	for _, r := range rows {
-		if r.ClientGo <= 0 || r.Ours < 0 {
-			t.Errorf("%s %s %s: client-go %v, ours %v", r.Workload, r.Case, r.Metric, r.ClientGo, r.Ours)
+		if r.Theirs <= 0 || r.Ours < 0 {
+			t.Errorf("%s %s %s: client-go %v, ours %v", r.Workload, r.Case, r.Metric, r.Theirs, r.Ours)
 		}
 	}
 }
@@ -66,8 +68,8 @@ func TestInitialSyncWorkload(t *testing.T) {
 }
 
 func TestStoreWorkloads(t *testing.T) {
-	var rows []row
-	for _, run := range []func(config) ([]row, error){runList, runIndex, runGet} {
+	var rows []benchkit.Row
+	for _, run := range []func(config) ([]benchkit.Row, error){runList, runIndex, runGet} {
 		rs, err := run(tinyConfig)
 		if err != nil {
 			t.Fatal(err)
@@ -93,8 +95,8 @@ func TestStoreWorkloads(t *testing.T) {
 		t.Fatalf("rows (-want +got):\n%s", diff)
 	}
 	for _, r := range rows {
-		if r.Metric == "ns/op" && (r.ClientGo <= 0 || r.Ours <= 0) {
-			t.Errorf("%s %s: client-go %v ns/op, ours %v ns/op", r.Workload, r.Case, r.ClientGo, r.Ours)
+		if r.Metric == "ns/op" && (r.Theirs <= 0 || r.Ours <= 0) {
+			t.Errorf("%s %s: client-go %v ns/op, ours %v ns/op", r.Workload, r.Case, r.Theirs, r.Ours)
 		}
 	}
 }

@@ -1,0 +1,105 @@
+package benchkit
+
+import (
+	"os"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"time"
+)
+
+// Median returns the middle value of vs, or the mean of the two middle
+// values for an even count. It leaves vs as it is; vs must not be empty.
+func Median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// MedianOf returns the Median of metric over runs.
+func MedianOf[S any](runs []S, metric func(S) float64) float64 {
+	vs := make([]float64, len(runs))
+	for i, r := range runs {
+		vs[i] = metric(r)
+	}
+	return Median(vs)
+}
+
+// heapObjectsMetric is the runtime/metrics name of the bytes held by heap
+// objects, live or not yet swept: the heap's size as the GC paces it.
+const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+
+// ReadHeapObjects returns the bytes held by heap objects now, live or not
+// yet swept: the heap's size as the garbage collector paces it.
+func ReadHeapObjects() uint64 {
+	sample := []metrics.Sample{{Name: heapObjectsMetric}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// HeapSampler records the largest heap size (as ReadHeapObjects measures
+// it) seen from StartHeapSampler to Stop. It allocates nothing while it
+// samples, so that it does not change the allocation figures measured
+// beside it.
+type HeapSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	peak uint64
+}
+
+// StartHeapSampler samples the heap size now, every interval on a goroutine
+// of its own, and once more at Stop.
+func StartHeapSampler(interval time.Duration) *HeapSampler {
+	s := &HeapSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	sample := []metrics.Sample{{Name: heapObjectsMetric}}
+	read := func() {
+		metrics.Read(sample)
+		s.peak = max(s.peak, sample[0].Value.Uint64())
+	}
+	read()
+	go func() {
+		defer close(s.done)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-s.stop:
+				read()
+				return
+			case <-ticker.C:
+				read()
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends sampling, waits for the sampling goroutine to return and
+// returns the peak heap size in bytes. It must be called exactly once.
+func (s *HeapSampler) Stop() uint64 {
+	close(s.stop)
+	<-s.done
+	return s.peak
+}
+
+// StartCPUProfile writes a CPU profile of the process to a file it creates
+// at path, until the stop it returns is called; stop ends the profile and
+// closes the file.
+func StartCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}

@@ -1,0 +1,104 @@
+package benchkit
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// testTable prints figures with two decimals, a ratio with a "×", and "–"
+// for a row without one.
+var testTable = Table{
+	Theirs:    "client-go",
+	TheirsKey: "clientgo",
+	Ours:      "ours",
+	Value: func(metric string, v float64) string {
+		return strconv.FormatFloat(v, 'f', 2, 64) + " " + metric
+	},
+	Ratio: func(r *float64) string {
+		if r == nil {
+			return "–"
+		}
+		return strconv.FormatFloat(*r, 'f', 2, 64) + "×"
+	},
+}
+
+func ratio(v float64) *float64 { return &v }
+
+// testRows have a case with HTML characters, which JSON escapes as
+// encoding/json does, and a row without a ratio.
+var testRows = []Row{
+	{Workload: "W3", Case: "(a) app=app-7 & <more>", Metric: "ns/op", Theirs: 5000, Ours: 2500, Ratio: ratio(2)},
+	{Workload: "W3", Case: "(c)", Metric: "allocs/op", Theirs: 29, Ours: 0},
+	{Workload: "E2", Case: "1000 updates", Metric: "p50 ms", Theirs: 1e-7, Ours: 3e21, Ratio: ratio(1.5)},
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	if err := testTable.WriteMarkdown(&b, testRows); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"| workload | case | metric | client-go | ours | ratio |",
+		"|---|---|---|---:|---:|---:|",
+		"| W3 | (a) app=app-7 & <more> | ns/op | 5000.00 ns/op | 2500.00 ns/op | 2.00× |",
+		"| W3 | (c) | allocs/op | 29.00 allocs/op | 0.00 allocs/op | – |",
+		"| E2 | 1000 updates | p50 ms | 0.00 p50 ms | 3000000000000000000000.00 p50 ms | 1.50× |",
+		"",
+	}, "\n")
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteJSONLines(t *testing.T) {
+	var b bytes.Buffer
+	table := testTable
+	table.TheirsKey = "controllerruntime"
+	if err := table.WriteJSONLines(&b, testRows); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		`{"workload":"W3","case":"(a) app=app-7 \u0026 \u003cmore\u003e","metric":"ns/op","controllerruntime":5000,"ours":2500,"ratio":2}`,
+		`{"workload":"W3","case":"(c)","metric":"allocs/op","controllerruntime":29,"ours":0,"ratio":null}`,
+		`{"workload":"E2","case":"1000 updates","metric":"p50 ms","controllerruntime":1e-7,"ours":3e+21,"ratio":1.5}`,
+		"",
+	}, "\n")
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteJSONLinesStopsAtARowJSONCannotHold(t *testing.T) {
+	var b bytes.Buffer
+	rows := []Row{testRows[1], {Workload: "W7", Case: "Get", Metric: "ns/op", Theirs: 5, Ours: 0, Ratio: ratio(math.Inf(1))}, testRows[0]}
+	err := testTable.WriteJSONLines(&b, rows)
+	if err == nil || !strings.Contains(err.Error(), "encoding row W7/Get/ns/op: json: unsupported value: +Inf") {
+		t.Fatalf("error %v, want one naming row W7/Get/ns/op", err)
+	}
+	want := `{"workload":"W3","case":"(c)","metric":"allocs/op","clientgo":29,"ours":0,"ratio":null}` + "\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Fatalf("lines before the failing row (-want +got):\n%s", diff)
+	}
+}
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+var errWrite = errors.New("disk full")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errWrite }
+
+func TestWritersReturnWriteErrors(t *testing.T) {
+	if err := testTable.WriteMarkdown(failingWriter{}, testRows); !errors.Is(err, errWrite) {
+		t.Errorf("WriteMarkdown: %v, want %v", err, errWrite)
+	}
+	if err := testTable.WriteJSONLines(failingWriter{}, testRows); !errors.Is(err, errWrite) {
+		t.Errorf("WriteJSONLines: %v, want %v", err, errWrite)
+	}
+}
