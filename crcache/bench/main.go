@@ -20,18 +20,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubetyped/informer/crcache"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // config holds the sizes and repetition counts of one run.
@@ -67,7 +64,7 @@ var (
 // workload is one entry of the benchmark menu.
 type workload struct {
 	id  string
-	run func(cfg config) ([]row, error)
+	run func(cfg config) ([]benchkit.Row, error)
 }
 
 // workloads lists every workload in the order the table shows them.
@@ -111,21 +108,20 @@ func benchMain() int {
 		}
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stop, err := benchkit.StartCPUProfile(*cpuProfile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 2
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 2
-		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+			}
+		}()
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s, GOMAXPROCS %d, %d rounds per figure, load average %s\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), cfg.rounds, loadAverage())
-	var rows []row
+	var rows []benchkit.Row
 	for _, w := range selected {
 		start := time.Now()
 		r, err := w.run(cfg)
@@ -136,9 +132,9 @@ func benchMain() int {
 		fmt.Fprintf(os.Stderr, "bench: %s took %v; load average %s\n", w.id, time.Since(start).Round(time.Second), loadAverage())
 		rows = append(rows, r...)
 	}
-	write := writeMarkdown
+	write := table.WriteMarkdown
 	if *jsonOut {
-		write = writeJSONLines
+		write = table.WriteJSONLines
 	}
 	if err := write(os.Stdout, rows); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -239,7 +235,10 @@ func measureOp(op func() error, target time.Duration) (opStats, error) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	cpuStart := cpuTime()
+	cpuStart, err := benchkit.CPUTime()
+	if err != nil {
+		return opStats{}, err
+	}
 	start := time.Now()
 	for range n {
 		if err := op(); err != nil {
@@ -247,41 +246,25 @@ func measureOp(op func() error, target time.Duration) (opStats, error) {
 		}
 	}
 	elapsed := time.Since(start)
-	cpu := cpuTime() - cpuStart
+	cpuEnd, err := benchkit.CPUTime()
+	if err != nil {
+		return opStats{}, err
+	}
 	runtime.ReadMemStats(&after)
 	return opStats{
 		nsPerOp:     float64(elapsed.Nanoseconds()) / float64(n),
-		cpuNsPerOp:  float64(cpu.Nanoseconds()) / float64(n),
+		cpuNsPerOp:  float64((cpuEnd - cpuStart).Nanoseconds()) / float64(n),
 		allocsPerOp: float64(after.Mallocs-before.Mallocs) / float64(n),
 		bytesPerOp:  float64(after.TotalAlloc-before.TotalAlloc) / float64(n),
 	}, nil
 }
 
-// cpuTime returns the user and system CPU time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// row is one line of the comparison: one metric of one workload case,
-// measured on both caches.
-type row struct {
-	Workload string  `json:"workload"`
-	Case     string  `json:"case"`
-	Metric   string  `json:"metric"`
-	Theirs   float64 `json:"controllerruntime"`
-	Ours     float64 `json:"ours"`
-	// Ratio is the median over the rounds of controller-runtime ÷ ours,
-	// each measured in the same round: above 1 means ours is faster.
-	Ratio float64 `json:"ratio"`
-}
-
 // newRow summarizes the rounds of one measurement: the median of each
-// side and the median of the rounds' ratios.
-func newRow(workload, kase, metric string, theirs, ours []float64) row {
+// side and, as the row's ratio, the median of the rounds' ratios
+// (controller-runtime ÷ ours, each of one round), so every row has one. A
+// round's ratio is 1 where both sides measured 0, infinite where only ours
+// did.
+func newRow(workload, kase, metric string, theirs, ours []float64) benchkit.Row {
 	ratios := make([]float64, len(theirs))
 	for i := range theirs {
 		ratios[i] = theirs[i] / ours[i]
@@ -289,40 +272,19 @@ func newRow(workload, kase, metric string, theirs, ours []float64) row {
 			ratios[i] = 1
 		}
 	}
-	return row{Workload: workload, Case: kase, Metric: metric, Theirs: median(theirs), Ours: median(ours), Ratio: median(ratios)}
+	ratio := benchkit.Median(ratios)
+	return benchkit.Row{Workload: workload, Case: kase, Metric: metric, Theirs: benchkit.Median(theirs), Ours: benchkit.Median(ours), Ratio: &ratio}
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 0 {
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return s[len(s)/2]
-}
-
-// writeMarkdown prints rows as one Markdown table.
-func writeMarkdown(w io.Writer, rows []row) error {
-	var b strings.Builder
-	b.WriteString("| workload | case | metric | controller-runtime | crcache | ratio |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s× |\n",
-			r.Workload, r.Case, r.Metric, formatValue(r.Metric, r.Theirs), formatValue(r.Metric, r.Ours), formatRatio(r.Ratio))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writeJSONLines prints rows as one JSON object per line.
-func writeJSONLines(w io.Writer, rows []row) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return fmt.Errorf("encoding row %s/%s/%s: %w", r.Workload, r.Case, r.Metric, err)
-		}
-	}
-	return nil
+// table is this harness's layout of the output contract: controller-runtime
+// in the place of client-go (JSON key "controllerruntime"), durations with
+// their unit, and a ratio on every row.
+var table = benchkit.Table{
+	Theirs:    "controller-runtime",
+	TheirsKey: "controllerruntime",
+	Ours:      "crcache",
+	Value:     formatValue,
+	Ratio:     func(r *float64) string { return formatRatio(*r) + "×" },
 }
 
 // formatValue prints a count (allocs/op, B/op) as an integer and a

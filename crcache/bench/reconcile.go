@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubetyped/informer/crcache/internal/pods"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // sandboxKey is the label agent-sandbox puts on the pods of a sandbox.
@@ -28,8 +29,8 @@ const reconcileWorkers = 8
 // sandbox by that label (one hit, deep-copied), with 8 workers reconciling
 // concurrently. It reports the reconcile p50 and p99 at each size of
 // cfg.reconcilePods, over 3 rounds that alternate the caches.
-func runReconcileLoop(cfg config) ([]row, error) {
-	var rows []row
+func runReconcileLoop(cfg config) ([]benchkit.Row, error) {
+	var rows []benchkit.Row
 	for _, n := range cfg.reconcilePods {
 		all := make([]corev1.Pod, n)
 		for i := range n {

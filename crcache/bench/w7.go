@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubetyped/informer/crcache/internal/pods"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // w7Namespaces is the number of namespaces of W7's pods (pod i is in
@@ -31,7 +32,7 @@ var sink corev1.PodList
 // must do per call, so
 // that controller-runtime ÷ floor is the largest ratio any cache could
 // reach on this machine.
-func runW7(cfg config) ([]row, error) {
+func runW7(cfg config) ([]benchkit.Row, error) {
 	n := cfg.w7Pods
 	all := make([]corev1.Pod, n)
 	wantAll, wantNS := 0, 0
@@ -68,7 +69,7 @@ func runW7(cfg config) ([]row, error) {
 		{"List app=app-7, namespace ns-7", wantNS, []client.ListOption{client.InNamespace("ns-7"), client.MatchingLabels{"app": "app-7"}}},
 		{"Get " + getKey.String(), 1, nil},
 	}
-	var rows []row
+	var rows []benchkit.Row
 	for _, unsafe := range []bool{false, true} {
 		copyNote := "deep copy"
 		if unsafe {
