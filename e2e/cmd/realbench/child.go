@@ -8,11 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // The implementations compared, as the -impl flag names them.
@@ -72,18 +71,18 @@ func runChild(c childSpec) error {
 		return err
 	}
 	runtime.GC()
-	baseline := readHeapObjects()
+	baseline := benchkit.ReadHeapObjects()
 	var profile *syncProfile
 	if c.Profile != "" {
 		if profile, err = startSyncProfile(c.Profile); err != nil {
 			return err
 		}
 	}
-	before, err := rusageSeconds()
+	before, err := benchkit.CPUTime()
 	if err != nil {
 		return err
 	}
-	sampler := startHeapSampler(time.Millisecond)
+	sampler := benchkit.StartHeapSampler(time.Millisecond)
 	added := make(chan struct{})
 	var addCount int
 	var mu sync.Mutex
@@ -125,7 +124,7 @@ func runChild(c childSpec) error {
 		time.Sleep(100 * time.Microsecond)
 	}
 	wall := time.Since(start)
-	after, err := rusageSeconds()
+	after, err := benchkit.CPUTime()
 	if err != nil {
 		return err
 	}
@@ -139,10 +138,10 @@ func runChild(c childSpec) error {
 		runtime.GC()
 		runtime.GC()
 		res := syncResult{
-			CPUSeconds:   after - before,
+			CPUSeconds:   (after - before).Seconds(),
 			WallSeconds:  wall.Seconds(),
 			PeakHeap:     peak,
-			RetainedHeap: readHeapObjects(),
+			RetainedHeap: benchkit.ReadHeapObjects(),
 			BaselineHeap: baseline,
 		}
 		return out.Encode(res)
@@ -235,60 +234,6 @@ func startOurs(ctx context.Context, config *rest.Config, dropManagedFields, dedu
 	}
 	factory.Start(ctx)
 	return inf.HasSynced, nil
-}
-
-// rusageSeconds returns the user and system CPU time this process has used.
-func rusageSeconds() (float64, error) {
-	var usage syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds(), nil
-}
-
-// heapObjectsMetric is the runtime/metrics name of the bytes held by heap
-// objects, live or not yet swept: the heap's size as the GC paces it.
-const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
-
-// readHeapObjects returns the bytes held by heap objects now.
-func readHeapObjects() uint64 {
-	sample := []metrics.Sample{{Name: heapObjectsMetric}}
-	metrics.Read(sample)
-	return sample[0].Value.Uint64()
-}
-
-// heapSampler records the largest heap size seen while it runs.
-type heapSampler struct {
-	stop chan struct{}
-	done chan struct{}
-	peak uint64
-}
-
-// startHeapSampler samples the heap size every interval until Stop.
-func startHeapSampler(interval time.Duration) *heapSampler {
-	s := &heapSampler{stop: make(chan struct{}), done: make(chan struct{}), peak: readHeapObjects()}
-	go func() {
-		defer close(s.done)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-s.stop:
-				s.peak = max(s.peak, readHeapObjects())
-				return
-			case <-ticker.C:
-				s.peak = max(s.peak, readHeapObjects())
-			}
-		}
-	}()
-	return s
-}
-
-// Stop ends sampling and returns the peak heap size in bytes.
-func (s *heapSampler) Stop() uint64 {
-	close(s.stop)
-	<-s.done
-	return s.peak
 }
 
 // syncProfile is a CPU profile running until the informer synced, followed

@@ -8,8 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // childSpec is what an informer process is told on its command line.
@@ -73,12 +74,12 @@ func syncOnce(ctx context.Context, c childSpec) (syncResult, error) {
 // cfg.dedupCase, ours with Deduplicate on syncs too after each of ours,
 // and is compared with the same client-go runs; with cfg.droppedCase, all
 // of it again with managed fields dropped on both sides.
-func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
+func runE1(ctx context.Context, cfg config, kubeconfig string) ([]benchkit.Row, error) {
 	drops := []bool{false}
 	if cfg.droppedCase {
 		drops = append(drops, true)
 	}
-	var rows []row
+	var rows []benchkit.Row
 	for _, drop := range drops {
 		name := strconv.Itoa(cfg.pods) + " pods, same data"
 		if drop {
@@ -115,8 +116,8 @@ func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
 			if children[i].Deduplicate {
 				kase += ", ours with Deduplicate"
 			}
-			metric := func(label string, f func(syncResult) float64) row {
-				return newRow("E1", kase, label, median(results[0], f), median(results[i], f))
+			metric := func(label string, f func(syncResult) float64) benchkit.Row {
+				return newRow("E1", kase, label, benchkit.MedianOf(results[0], f), benchkit.MedianOf(results[i], f))
 			}
 			rows = append(rows,
 				metric("client CPU s until synced", func(r syncResult) float64 { return r.CPUSeconds }),
@@ -134,16 +135,3 @@ func runE1(ctx context.Context, cfg config, kubeconfig string) ([]row, error) {
 
 // mb converts bytes to megabytes (10⁶).
 func mb(b uint64) float64 { return float64(b) / 1e6 }
-
-// median returns the median of f over runs.
-func median[S any](runs []S, f func(S) float64) float64 {
-	vs := make([]float64, len(runs))
-	for i, r := range runs {
-		vs[i] = f(r)
-	}
-	slices.Sort(vs)
-	if len(vs)%2 == 1 {
-		return vs[len(vs)/2]
-	}
-	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubetyped/informer/e2e/internal/cluster"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // watcher is a running watch child (E2).
@@ -96,7 +97,7 @@ var e2Metrics = []struct {
 
 // runE2 runs cfg.runs rounds of E2 (see e2Round) and reports the median of
 // each round's figures.
-func runE2(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig string) ([]row, error) {
+func runE2(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig string) ([]benchkit.Row, error) {
 	client, err := clientset(c.Config())
 	if err != nil {
 		return nil, err
@@ -115,11 +116,11 @@ func runE2(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 		rounds = append(rounds, figures)
 	}
 	name := fmt.Sprintf("%d updates, %d writers", cfg.updates, cfg.writers)
-	var rows []row
+	var rows []benchkit.Row
 	for m, metric := range e2Metrics {
 		rows = append(rows, newRow("E2", name, metric.name,
-			median(rounds, func(f [][2]float64) float64 { return f[m][0] }),
-			median(rounds, func(f [][2]float64) float64 { return f[m][1] })))
+			benchkit.MedianOf(rounds, func(f [][2]float64) float64 { return f[m][0] }),
+			benchkit.MedianOf(rounds, func(f [][2]float64) float64 { return f[m][1] })))
 	}
 	return rows, nil
 }

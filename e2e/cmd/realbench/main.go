@@ -23,10 +23,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,6 +32,7 @@ import (
 	"time"
 
 	"github.com/kubetyped/informer/e2e/internal/cluster"
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // config is the command line.
@@ -150,7 +149,7 @@ func run(cfg config) (err error) {
 	}
 	logf("created %d pods in %s (3 writes each); %.0f B each as protobuf on the server", cfg.pods, time.Since(start).Round(time.Second), size)
 
-	var rows []row
+	var rows []benchkit.Row
 	e1, err := runE1(ctx, cfg, kubeconfig)
 	if err != nil {
 		return fmt.Errorf("E1: %w", err)
@@ -161,7 +160,13 @@ func run(cfg config) (err error) {
 		return fmt.Errorf("E2: %w", err)
 	}
 	rows = append(rows, e2...)
-	printRows(os.Stdout, rows, cfg.json)
+	write := table.WriteMarkdown
+	if cfg.json {
+		write = table.WriteJSONLines
+	}
+	if err := write(os.Stdout, rows); err != nil {
+		return err
+	}
 	if !cfg.json {
 		fmt.Printf("\n%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.\n",
 			cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers)
@@ -174,21 +179,11 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s realbench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// row is one line of the output contract.
-type row struct {
-	Workload string  `json:"workload"`
-	Case     string  `json:"case"`
-	Metric   string  `json:"metric"`
-	ClientGo float64 `json:"clientgo"`
-	Ours     float64 `json:"ours"`
-	// Ratio is client-go ÷ ours; nil (null) when a figure is not positive,
-	// as a latency can be (see runE2), where a ratio would mean nothing.
-	Ratio *float64 `json:"ratio"`
-}
-
-// newRow returns a row with its ratio.
-func newRow(workload, kase, metric string, clientGo, ours float64) row {
-	r := row{Workload: workload, Case: kase, Metric: metric, ClientGo: clientGo, Ours: ours}
+// newRow returns a row with its ratio, client-go ÷ ours; the row has none
+// when a figure is not positive, as a latency can be (see runE2), where a
+// ratio would mean nothing.
+func newRow(workload, kase, metric string, clientGo, ours float64) benchkit.Row {
+	r := benchkit.Row{Workload: workload, Case: kase, Metric: metric, Theirs: clientGo, Ours: ours}
 	if clientGo > 0 && ours > 0 {
 		ratio := clientGo / ours
 		r.Ratio = &ratio
@@ -196,24 +191,20 @@ func newRow(workload, kase, metric string, clientGo, ours float64) row {
 	return r
 }
 
-// printRows writes rows as a Markdown table or, with asJSON, as JSON lines.
-func printRows(w io.Writer, rows []row, asJSON bool) {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		for _, r := range rows {
-			_ = enc.Encode(r)
+// table is this command's layout of the output contract: figures with
+// three significant digits at most, ratios with two decimals, "–" for a row
+// without a ratio.
+var table = benchkit.Table{
+	Theirs:    "client-go",
+	TheirsKey: "clientgo",
+	Ours:      "ours",
+	Value:     func(_ string, v float64) string { return format(v) },
+	Ratio: func(r *float64) string {
+		if r == nil {
+			return "–"
 		}
-		return
-	}
-	fmt.Fprintln(w, "| workload | case | metric | client-go | ours | ratio |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|")
-	for _, r := range rows {
-		ratio := "–"
-		if r.Ratio != nil {
-			ratio = fmt.Sprintf("%.2f×", *r.Ratio)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Case, r.Metric, format(r.ClientGo), format(r.Ours), ratio)
-	}
+		return fmt.Sprintf("%.2f×", *r)
+	},
 }
 
 // format prints a figure with three significant digits at most.

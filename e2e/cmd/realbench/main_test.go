@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 func TestQuantileIsTheNearestRank(t *testing.T) {
@@ -19,24 +21,22 @@ func TestQuantileIsTheNearestRank(t *testing.T) {
 	}
 }
 
-func TestMedianOfOddAndEvenRuns(t *testing.T) {
-	id := func(v float64) float64 { return v }
-	got := []float64{median([]float64{3, 1, 2}, id), median([]float64{4, 1, 3, 2}, id)}
-	if diff := cmp.Diff([]float64{2, 2.5}, got); diff != "" {
-		t.Errorf("medians (-want +got):\n%s", diff)
-	}
-}
-
 // TestRowsFollowTheOutputContract checks the Markdown table and the JSON
 // lines, and that a ratio of figures that are not both positive is left out.
 func TestRowsFollowTheOutputContract(t *testing.T) {
-	rows := []row{
+	rows := []benchkit.Row{
 		newRow("E1", "5000 pods", "client CPU s until synced", 3, 1.5),
 		newRow("E2", "1000 updates", "p50 latency ms from response", -2, 1),
 	}
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
-		printRows(&out, rows, asJSON)
+		write := table.WriteMarkdown
+		if asJSON {
+			write = table.WriteJSONLines
+		}
+		if err := write(&out, rows); err != nil {
+			t.Fatal(err)
+		}
 		want := []string{
 			"| workload | case | metric | client-go | ours | ratio |",
 			"|---|---|---|---:|---:|---:|",
