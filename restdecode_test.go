@@ -5,7 +5,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +100,7 @@ func TestProtobufDecoderDecodesAsAPIMachinery(t *testing.T) {
 			} {
 				want := decodeWith(theirs.Serializer, data, defaults, into())
 				got := decodeWith(ours.Serializer, data, defaults, into())
-				if diff := cmp.Diff(want, got); diff != "" {
+				if diff := diffLarge(want, got); diff != "" {
 					t.Errorf("input %d, defaults %v, into %T (-apimachinery +ours):\n%s", i, defaults, into(), diff)
 				}
 			}
@@ -165,7 +164,7 @@ func TestWatchEventDecoderKeepsEarlierObjects(t *testing.T) {
 			}
 			got = append(got, watch.Event{Type: eventType, Object: obj})
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := diffLarge(want, got); diff != "" {
 			t.Errorf("%s: events (-want +got):\n%s", codecs.name, diff)
 		}
 	}
@@ -214,13 +213,13 @@ func FuzzProtobufDecoder(f *testing.F) {
 		} {
 			want := decodeWith(theirs.Serializer, data, nil, into())
 			got := decodeWith(ours.Serializer, data, nil, into())
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := diffLarge(want, got); diff != "" {
 				t.Fatalf("object into %T (-apimachinery +ours):\n%s", into(), diff)
 			}
 		}
 		want := decodeWith(theirs.StreamSerializer.Serializer, data, nil, &metav1.WatchEvent{})
 		got := decodeWith(ours.StreamSerializer.Serializer, data, nil, &metav1.WatchEvent{})
-		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := diffLarge(want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("watch event (-apimachinery +ours):\n%s", diff)
 		}
 	})
