@@ -15,7 +15,7 @@ import (
 
 // dispatchTimeout bounds one W1 run: a pipeline that loses or stalls events
 // fails the benchmark instead of hanging it.
-const dispatchTimeout = 3 * time.Minute
+const dispatchTimeout = 15 * time.Minute
 
 // dispatchCase is one W1 configuration.
 type dispatchCase struct {

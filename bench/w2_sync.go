@@ -8,8 +8,11 @@ import (
 	"github.com/kubetyped/informer/internal/benchkit"
 )
 
-// syncTimeout bounds one W2 run.
-const syncTimeout = 3 * time.Minute
+// syncTimeout bounds one W2 run, and each wait of W6: generous, since a
+// loaded 2-core machine (load 11) took over 3 minutes for client-go to
+// deliver W6 (d)'s relist of 100,000 production-like pods; it is there to
+// fail a run that lost events rather than hang it.
+const syncTimeout = 15 * time.Minute
 
 // syncResult is the cost of one W2 run.
 type syncResult struct {
