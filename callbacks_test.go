@@ -196,7 +196,9 @@ func TestCallbacksCallingBackUnderOverflowBlock(t *testing.T) {
 	_, err = inf.AddEventHandlerWithOptions(killer, blockingOpts)
 	plMust(t, err)
 
-	stop := plRun(t, inf)
+	// The goroutines that keep events arriving and handlers being added
+	// start before Run, so that the leak check of stop, which runs while
+	// they still do, leaves them out.
 	ctx, cancel := context.WithCancel(plCtx(t))
 	var wg sync.WaitGroup
 	// Events keep arriving.
@@ -208,8 +210,7 @@ func TestCallbacksCallingBackUnderOverflowBlock(t *testing.T) {
 			}
 		}
 	})
-	// Other goroutines add and remove handlers, and add an index whose
-	// function reads the informer.
+	// Other goroutines add and remove handlers.
 	for range 2 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -224,6 +225,8 @@ func TestCallbacksCallingBackUnderOverflowBlock(t *testing.T) {
 			}
 		})
 	}
+	stop := plRun(t, inf)
+	// Once it runs, an index whose function reads the informer is added.
 	wg.Go(func() {
 		ignoreStopped(t, inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"late": func(p *corev1.Pod) ([]string, error) {
 			readBack(inf)
