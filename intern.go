@@ -54,6 +54,36 @@ const seenSlots = 8192
 // seenWays is the number of hashes in one set of the filter.
 const seenWays = 4
 
+// frontSets and frontWays size the front cache of strings: frontSets sets
+// of frontWays entries, chosen by hash, each holding a string of the table
+// and its hash. A string found there costs its hash, an array read and a
+// comparison, where the table costs a Go map lookup and a weak pointer's
+// Value (a miss in the processor's caches, the table holding about 8,000
+// strings for 3,000 production-like pods). Two ways, because one pod
+// brings about 70 strings worth interning: direct-mapped, some of them
+// would evict each other on every pod. Measured on the deduplication pass
+// alone over 3,000 production-like pods (decoding excluded; this thread's
+// CPU time, medians of 6 interleaved runs on a machine at load 11): 20.1
+// µs per pod without it, 18.3 with it.
+//
+// Its entries are strong references: a string there stays alive, and so
+// stays in the table, even if no cached object uses it any more, until
+// the entry is overwritten or the strings' set is swept (which empties the
+// front cache). So that this is bounded, only strings of at most
+// frontMaxLen bytes enter it: it pins at most frontSets×frontWays = 2,048
+// strings, 128 KB of bytes, beside its own 48 KB.
+const (
+	frontSets   = 1024
+	frontWays   = 2
+	frontMaxLen = 64
+)
+
+// frontEntry is one string of the front cache.
+type frontEntry struct {
+	h uint64
+	s string
+}
+
 // minSweepInserts is the fewest insertions between two sweeps of a share
 // set, so that a small set is not swept on every insertion.
 const minSweepInserts = 1024
@@ -69,6 +99,9 @@ type internTable struct {
 	strings shareSet[byte]
 	// shared holds the canonical sub-objects of pods.
 	shared podShares
+	// front caches strings of the table (see frontSets); allocated with
+	// the first one.
+	front *[frontSets][frontWays]frontEntry
 	// seen holds the hashes of strings and sub-objects seen once, in sets
 	// of seenWays chosen by hash; allocated with the first one.
 	seen []uint64
@@ -90,18 +123,52 @@ func (t *internTable) str(s string) string {
 		return s
 	}
 	h := maphash.String(t.seed, s)
-	if slot, p := t.strings.live(h); p != nil {
-		if c := unsafe.String(p, slot.n); c == s {
-			return c
+	var front *[frontWays]frontEntry
+	if len(s) <= frontMaxLen {
+		if t.front == nil {
+			t.front = new([frontSets][frontWays]frontEntry)
 		}
-		return s // another string with the same hash: leave s alone
+		front = &t.front[h%frontSets]
+		for i := range front {
+			if e := &front[i]; e.h == h && e.s == s {
+				return e.s
+			}
+		}
+	}
+	if slot, p := t.strings.live(h); p != nil {
+		c := unsafe.String(p, slot.n)
+		if c != s {
+			return s // another string with the same hash: leave s alone
+		}
+		remember(front, h, c)
+		return c
 	}
 	if !t.seenBefore(h) {
 		return s
 	}
 	c := strings.Clone(s)
-	t.strings.put(h, shareSlot[byte]{p: weak.Make(unsafe.StringData(c)), n: len(c)})
+	if t.strings.put(h, shareSlot[byte]{p: weak.Make(unsafe.StringData(c)), n: len(c)}) {
+		t.forget() // swept: let go of the strings the front cache pinned
+	} else {
+		remember(front, h, c)
+	}
 	return c
+}
+
+// forget empties the front cache.
+func (t *internTable) forget() {
+	if t.front != nil {
+		clear(t.front[:])
+	}
+}
+
+// remember puts the string c with hash h in the front cache's set front,
+// if not nil, evicting the set's oldest.
+func remember(front *[frontWays]frontEntry, h uint64, c string) {
+	if front != nil {
+		copy(front[1:], front[:])
+		front[0] = frontEntry{h: h, s: c}
+	}
 }
 
 // seenBefore reports whether a value with hash h was seen before, and
@@ -146,6 +213,7 @@ func set[S ~string](t *internTable, p *S) {
 
 // sweep drops the strings and sub-objects no object uses any more.
 func (t *internTable) sweep() {
+	t.forget()
 	t.strings.sweep()
 	t.shared.sweep()
 }

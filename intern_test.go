@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"strings"
 	"testing"
@@ -119,5 +120,75 @@ func TestInternTableShrinks(t *testing.T) {
 		table.sweep()
 		table.mu.Unlock()
 		return table.len() == 0
+	})
+}
+
+// TestInternFrontCache interns strings that fall into the same set of the
+// front cache, more of them than it has ways, in turns, with strings too
+// long for it and strings sharing a prefix: every call must return a
+// string equal to the one passed, and from the second sighting on the one
+// shared copy.
+func TestInternFrontCache(t *testing.T) {
+	table := newInternTable()
+	bySet := map[uint64][]string{}
+	var same []string
+	for i := 0; len(same) == 0; i++ {
+		s := fmt.Sprintf("value-%d", i)
+		set := maphash.String(table.seed, s) % frontSets
+		if bySet[set] = append(bySet[set], s); len(bySet[set]) == 2*frontWays+1 {
+			same = bySet[set]
+		}
+	}
+	long := strings.Repeat("l", frontMaxLen+1)
+	strs := append(same, long, long[:frontMaxLen], same[0]+"x", same[0][:len(same[0])-1])
+	shared := map[string]string{}
+	for round := range 4 {
+		for _, s := range strs {
+			in := strings.Clone(s) // a fresh copy, as a decode makes
+			got := table.str(in)
+			if got != s {
+				t.Fatalf("round %d: str(%q) = %q", round, s, got)
+			}
+			if round == 0 {
+				continue
+			}
+			if c, ok := shared[s]; !ok {
+				shared[s] = got
+			} else if unsafe.StringData(c) != unsafe.StringData(got) {
+				t.Errorf("round %d: %q not the shared copy", round, s)
+			}
+		}
+	}
+}
+
+// TestInternFrontCacheBounded checks how many strings that no object uses
+// any more the front cache keeps alive: at most one per entry, and none
+// once the table is swept.
+func TestInternFrontCacheBounded(t *testing.T) {
+	table := newInternTable()
+	for i := range 3 * frontSets * frontWays {
+		// Long enough not to be tiny allocations (see TestInternTableShrinks);
+		// twice, to enter the table.
+		s := fmt.Sprintf("a-string-long-enough-%d", i)
+		table.str(strings.Clone(s))
+		table.str(strings.Clone(s))
+	}
+	live := func() int {
+		n := 0
+		for _, slot := range table.strings.slots {
+			if slot.p.Value() != nil {
+				n++
+			}
+		}
+		return n
+	}
+	runtime.GC()
+	if n := live(); n > frontSets*frontWays {
+		t.Errorf("%d strings alive with no object using them, want at most the front cache's %d entries", n, frontSets*frontWays)
+	}
+	table.sweep()
+	Eventually(t, "no string alive", func() bool {
+		runtime.GC()
+		return live() == 0
 	})
 }

@@ -60,8 +60,8 @@ func (s *shareSet[T]) live(h uint64) (shareSlot[T], *T) {
 
 // put records a canonical value, sweeping when as many insertions as the
 // set has slots happened since the last sweep: sweeping costs O(slots), so
-// it is amortized O(1) per insertion.
-func (s *shareSet[T]) put(h uint64, slot shareSlot[T]) {
+// it is amortized O(1) per insertion. It reports whether it swept.
+func (s *shareSet[T]) put(h uint64, slot shareSlot[T]) bool {
 	if s.slots == nil {
 		s.slots = map[uint64]shareSlot[T]{}
 	}
@@ -70,7 +70,9 @@ func (s *shareSet[T]) put(h uint64, slot shareSlot[T]) {
 	s.peak = max(s.peak, len(s.slots))
 	if s.inserts >= max(len(s.slots), minSweepInserts) {
 		s.sweep()
+		return true
 	}
+	return false
 }
 
 // sweep drops the slots whose value no object uses any more, and rebuilds
