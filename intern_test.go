@@ -2,7 +2,6 @@ package informer
 
 import (
 	"fmt"
-	"hash/maphash"
 	"runtime"
 	"strings"
 	"testing"
@@ -125,22 +124,32 @@ func TestInternTableShrinks(t *testing.T) {
 
 // TestInternFrontCache interns strings that fall into the same set of the
 // front cache, more of them than it has ways, in turns, with strings too
-// long for it and strings sharing a prefix: every call must return a
-// string equal to the one passed, and from the second sighting on the one
-// shared copy.
+// long for it, strings sharing a prefix and strings sharing a key: every
+// call must return a string equal to the one passed, and from the second
+// sighting on the one shared copy.
 func TestInternFrontCache(t *testing.T) {
 	table := newInternTable()
 	bySet := map[uint64][]string{}
 	var same []string
 	for i := 0; len(same) == 0; i++ {
 		s := fmt.Sprintf("value-%d", i)
-		set := maphash.String(table.seed, s) % frontSets
+		set := frontKey(s) >> (64 - frontSetBits)
 		if bySet[set] = append(bySet[set], s); len(bySet[set]) == 2*frontWays+1 {
 			same = bySet[set]
 		}
 	}
 	long := strings.Repeat("l", frontMaxLen+1)
 	strs := append(same, long, long[:frontMaxLen], same[0]+"x", same[0][:len(same[0])-1])
+	// Strings of one length equal in the words frontKey reads: the same
+	// key, told apart only by comparing them.
+	for _, c := range "abc" {
+		s := []byte(strings.Repeat("k", 40))
+		s[10] = byte(c)
+		strs = append(strs, string(s))
+	}
+	if frontKey(strs[len(strs)-1]) != frontKey(strs[len(strs)-2]) {
+		t.Fatal("test strings do not share a front key")
+	}
 	shared := map[string]string{}
 	for round := range 4 {
 		for _, s := range strs {
