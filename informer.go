@@ -89,11 +89,13 @@ type InformerOptions[T Object] struct {
 	// object such a write changed; see docs/semantics.md, "Deduplication".
 	// It is off by default because of what it costs per event: with it,
 	// 100,000 production-like pods keep 13,245 B each instead of about
-	// 23,200 (W6(a); client-go 22,534), but it adds about 10 µs to each
-	// production-like pod, whose decoding costs about 40 µs, 6–10 µs to
-	// each of W1's small pre-decoded pods (against 0.6 µs without), and it
-	// makes W2's initial sync of 100,000 small pods about 7× slower
-	// (docs/benchmarks.md). For an informer made by [For],
+	// 23,200 (W6(a); client-go 22,534), but deduplicating a
+	// production-like pod, whose decoding costs about 40 µs on a quiet
+	// machine, takes 12.5–13.5 µs of CPU on a 2-core machine at load 4–8
+	// (17–22 µs there before the front cache of strings), each of W1's
+	// small pre-decoded pods 7–11 µs at load 3.5–6.6 (against 0.6 µs
+	// without), and it makes W2's initial sync of 100,000 small pods about
+	// 7× slower (docs/benchmarks.md). For an informer made by [For],
 	// [FactoryOptions].Deduplicate also turns it on.
 	Deduplicate bool
 	// DetectMutations enables the cache mutation detector, meant for tests
