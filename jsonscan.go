@@ -1,0 +1,172 @@
+package informer
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// This file reads JSON documents in place, for the wire filters that work
+// on response bytes before they are decoded (projection_wire.go,
+// restlw_cached_json.go): a jsonScanner moves through members and values
+// without decoding them, and cutRanges removes byte ranges found so.
+
+// jsonScanner reads a JSON document, buf, from pos. Its errors wrap
+// errMalformed.
+type jsonScanner struct {
+	buf []byte
+	pos int
+}
+
+// next moves to the next member of an object or element of an array, past
+// the comma unless first, and reports whether there is one: false once it
+// has read the closing byte end, or with an error.
+func (f *jsonScanner) next(end byte, first bool) (bool, error) {
+	f.ws()
+	if f.peek() == end {
+		f.pos++
+		return false, nil
+	}
+	if !first {
+		if err := f.expect(','); err != nil {
+			return false, err
+		}
+		f.ws()
+	}
+	return true, nil
+}
+
+// key reads a member name and returns it unescaped (sharing the input's
+// bytes when it has no escapes).
+func (f *jsonScanner) key() ([]byte, error) {
+	start := f.pos
+	escaped, err := f.skipString()
+	if err != nil {
+		return nil, err
+	}
+	raw := f.buf[start:f.pos]
+	if !escaped {
+		return raw[1 : len(raw)-1], nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("%w JSON: member name at offset %d: %v", errMalformed, start, err)
+	}
+	return []byte(s), nil
+}
+
+// skipString reads a string and reports whether it has escapes.
+func (f *jsonScanner) skipString() (escaped bool, err error) {
+	if err := f.expect('"'); err != nil {
+		return false, err
+	}
+	for f.pos < len(f.buf) {
+		switch f.buf[f.pos] {
+		case '\\':
+			escaped = true
+			f.pos += 2
+			continue
+		case '"':
+			f.pos++
+			return escaped, nil
+		}
+		f.pos++
+	}
+	return false, fmt.Errorf("%w JSON: unterminated string", errMalformed)
+}
+
+// skip reads a value of any kind, without recursion however deep it nests.
+func (f *jsonScanner) skip() error {
+	switch c := f.peek(); {
+	case c == '"':
+		_, err := f.skipString()
+		return err
+	case c == '{' || c == '[':
+		depth := 0
+		for f.pos < len(f.buf) {
+			switch f.buf[f.pos] {
+			case '"':
+				if _, err := f.skipString(); err != nil {
+					return err
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					f.pos++
+					return nil
+				}
+			}
+			f.pos++
+		}
+		return fmt.Errorf("%w JSON: unterminated object or array", errMalformed)
+	default:
+		start := f.pos
+		for f.pos < len(f.buf) && isJSONLiteralByte(f.buf[f.pos]) {
+			f.pos++
+		}
+		if f.pos == start {
+			return fmt.Errorf("%w JSON: unexpected %s at offset %d", errMalformed, describeByte(f.buf, f.pos), f.pos)
+		}
+		return nil
+	}
+}
+
+// isJSONLiteralByte tells whether b can be part of a number, true, false
+// or null.
+func isJSONLiteralByte(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b == '-' || b == '+' || b == '.' || b == 'E'
+}
+
+func (f *jsonScanner) ws() {
+	for f.pos < len(f.buf) {
+		switch f.buf[f.pos] {
+		case ' ', '\t', '\n', '\r':
+			f.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte, or 0 at the end.
+func (f *jsonScanner) peek() byte {
+	if f.pos < len(f.buf) {
+		return f.buf[f.pos]
+	}
+	return 0
+}
+
+func (f *jsonScanner) expect(b byte) error {
+	if f.peek() != b {
+		return fmt.Errorf("%w JSON: want %q, got %s at offset %d", errMalformed, b, describeByte(f.buf, f.pos), f.pos)
+	}
+	f.pos++
+	return nil
+}
+
+// describeByte names buf[pos] for an error message.
+func describeByte(buf []byte, pos int) string {
+	if pos >= len(buf) {
+		return "the end"
+	}
+	return fmt.Sprintf("%q", buf[pos])
+}
+
+// cutRanges removes cuts, byte ranges [start, end) in order, from data, in
+// place, and returns what is left, which shares data's bytes.
+func cutRanges(data []byte, cuts [][2]int) []byte {
+	if len(cuts) == 0 {
+		return data
+	}
+	w := cuts[0][0]
+	for i, cut := range cuts {
+		next := len(data)
+		if i+1 < len(cuts) {
+			next = cuts[i+1][0]
+		}
+		w += copy(data[w:], data[cut[1]:next])
+	}
+	return data[:w]
+}
