@@ -120,6 +120,9 @@ type restListerWatcher[T Object] struct {
 	// cachedItems is where protobuf list bodies hold their items' metadata,
 	// for skipping those the cache holds (restlw_cached.go); zero for JSON.
 	cachedItems cachedItemsLayout
+	// cachedJSON tells whether JSON list bodies are laid out so that the
+	// items the cache holds can be skipped (restlw_cached_json.go).
+	cachedJSON bool
 }
 
 // NewRESTListerWatcher returns a ListerWatcher for objects of a Go type T (a
@@ -199,6 +202,8 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 	if contentType == ContentTypeProtobuf {
 		lw.cachedItems = cachedItemsLayoutOf(reflect.TypeOf(list), reflect.TypeFor[T]())
 	}
+	// A protobuf client may get JSON too (its fallback).
+	lw.cachedJSON = jsonItemsLayout(reflect.TypeOf(list), reflect.TypeFor[T]())
 	return lw, nil
 }
 
@@ -244,9 +249,7 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
-	var zero T
-	items := make([]T, 0, len(slots)+meta.LenList(list))
-	next := 0 // the next of slots
+	items := make([]T, 0, meta.LenList(list))
 	err = meta.EachListItem(list, func(item runtime.Object) error {
 		typed, ok := item.(T)
 		if !ok {
@@ -256,23 +259,11 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		// them from listed ones too (custom resources carry them in lists)
 		// so that a cached object does not depend on how it arrived.
 		typed.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
-		for ; next < len(slots) && slots[next] != zero; next++ {
-			items = append(items, slots[next])
-		}
-		if slots != nil {
-			if next == len(slots) {
-				return errCutItems
-			}
-			next++
-		}
 		items = append(items, typed)
 		return nil
 	})
-	for ; err == nil && next < len(slots); next++ {
-		if slots[next] == zero {
-			err = errCutItems
-		}
-		items = append(items, slots[next])
+	if err == nil {
+		items, err = withCachedItems(items, slots)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
@@ -330,14 +321,15 @@ func putListBody(body *bytes.Buffer) {
 }
 
 // decodeList decodes a list response body into a new list object. The
-// items of a protobuf body that lookup (if not nil) finds cached are cut
-// from body before decoding: slots then holds, for each item in list order,
+// items that lookup (if not nil) finds cached are cut from body before
+// decoding: slots then holds, for each item in list order,
 // its cached object, or the zero T for one decoded into the list.
 func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) (list runtime.Object, slots []T, err error) {
 	list, err = lw.scheme.New(lw.listKind)
 	if err != nil {
 		return nil, nil, err
 	}
+	isProtobuf := bytes.HasPrefix(body, []byte(protobufMagic))
 	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok && lookup != nil {
 		if msg, slots := cutCachedItems(msg, lw.cachedItems, lookup); slots != nil {
 			// What the protobuf decoder does with the list message.
@@ -347,8 +339,11 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 			return list, slots, nil
 		}
 	}
+	if !isProtobuf && lw.cachedJSON && lookup != nil {
+		body, slots = cutCachedJSONItems(body, lw.listKind.Kind, lookup)
+	}
 	mediaType := string(ContentTypeJSON)
-	if bytes.HasPrefix(body, []byte(protobufMagic)) {
+	if isProtobuf {
 		mediaType = string(ContentTypeProtobuf)
 	}
 	decoder, err := lw.decoders.Decoder(mediaType, nil)
@@ -364,7 +359,11 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 	if status, ok := out.(*metav1.Status); ok && out != list && status.Status != metav1.StatusSuccess {
 		return nil, nil, apierrors.FromObject(status)
 	}
-	return list, nil, nil
+	if out != list && slots != nil {
+		// Items were cut from a body that did not decode into the list.
+		return nil, nil, fmt.Errorf("%w: the body decoded as a %T", errCutItems, out)
+	}
+	return list, slots, nil
 }
 
 // Watch starts a watch.

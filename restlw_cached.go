@@ -175,6 +175,32 @@ func consumeField(msg []byte) (protowire.Number, protowire.Type, []byte, int) {
 	return num, typ, content, tagLen + valLen
 }
 
+// withCachedItems returns the items of a list of which cutCachedItems or
+// cutCachedJSONItems cut those in slots: decoded, the items decoded from
+// what was left, in order, put in the zero slots. Without slots it returns
+// decoded.
+func withCachedItems[T Object](decoded, slots []T) ([]T, error) {
+	if slots == nil {
+		return decoded, nil
+	}
+	var zero T
+	next := 0 // the next of decoded
+	for i, obj := range slots {
+		if obj != zero {
+			continue
+		}
+		if next == len(decoded) {
+			return nil, errCutItems
+		}
+		slots[i] = decoded[next]
+		next++
+	}
+	if next != len(decoded) {
+		return nil, errCutItems
+	}
+	return slots, nil
+}
+
 // errCutItems reports a list whose decoded items do not match the items
 // left after cutting the cached ones.
-var errCutItems = fmt.Errorf("%w protobuf list: the decoded items do not match those left after cutting the cached ones", errMalformed)
+var errCutItems = fmt.Errorf("%w list: the decoded items do not match those left after cutting the cached ones", errMalformed)

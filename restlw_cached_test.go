@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// servedListLW is a protobuf REST ListerWatcher of pods whose list
-// requests all get body, of the given content type.
+// servedListLW is a REST ListerWatcher of pods asking for contentType
+// whose list requests all get body, of that content type.
 func servedListLW(t *testing.T, body []byte, contentType string) *restListerWatcher[*corev1.Pod] {
 	t.Helper()
 	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -36,7 +36,7 @@ func servedListLW(t *testing.T, body []byte, contentType string) *restListerWatc
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
 		}, nil
 	})}
-	lw, err := newRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server"}, RESTOptions{ContentType: ContentTypeProtobuf, HTTPClient: client})
+	lw, err := newRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server"}, RESTOptions{ContentType: ContentType(contentType), HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestRESTListSkipsCachedItems(t *testing.T) {
 	}
 }
 
-// TestRESTListDecodesWhatItCannotSkip lists bodies whose items cannot be
-// skipped, or which are not protobuf lists: they are decoded whole, and the
+// TestRESTListDecodesWhatItCannotSkip lists protobuf bodies whose items
+// cannot be skipped, or which are not lists: they are decoded whole, and the
 // cache's objects left alone.
 func TestRESTListDecodesWhatItCannotSkip(t *testing.T) {
 	pods := randomListedPods(rand.New(rand.NewPCG(1, 14)), 3)
@@ -128,17 +128,12 @@ func TestRESTListDecodesWhatItCannotSkip(t *testing.T) {
 		cached[NameOf(&pods[i])] = pods[i].DeepCopy()
 	}
 	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20"}, Items: pods}
-	jsonBody, err := runtime.Encode(clientgoscheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), list)
-	if err != nil {
-		t.Fatal(err)
-	}
 	protoBody := encodeProtobuf(t, list)
 	for _, tc := range []struct {
 		name, contentType string
 		body              []byte
 		wantErr           func(error) bool
 	}{
-		{name: "JSON", contentType: string(ContentTypeJSON), body: jsonBody},
 		{name: "every item with two metadata fields", contentType: string(ContentTypeProtobuf), body: withDoubledMetadata(t, list)},
 		{name: "cut short", contentType: string(ContentTypeProtobuf), body: protoBody[:len(protoBody)-3], wantErr: func(err error) bool { return err != nil }},
 		{
