@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -108,17 +109,23 @@ func (lw *metadataListerWatcher) Watch(ctx context.Context, options metav1.ListO
 // dynamicListerWatcher lists and watches a resource as unstructured objects
 // (see NewDynamicListerWatcher).
 type dynamicListerWatcher struct {
-	client   dynamic.ResourceInterface
+	client dynamic.ResourceInterface // for watches
+	// lists and decoder are the REST client lists are sent through and
+	// the dynamic client's JSON decoder, and listPath their URL path.
+	lists    *rest.RESTClient
+	decoder  runtime.Decoder
+	listPath []string
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
 	drop     *dropFieldsTransport // nil without DropFields
 }
 
 // NewDynamicListerWatcher returns a ListerWatcher of opts.Resource as
-// *unstructured.Unstructured, through client-go's dynamic client, in JSON. It
-// suits custom resources without a Go type. opts.Scheme is ignored;
-// opts.ContentType must be the default or JSON. It is safe for concurrent
-// use. No request is made.
+// *unstructured.Unstructured, in JSON: lists as client-go's dynamic client
+// sends and decodes them, watches through that client. It suits custom
+// resources without a Go type. opts.Scheme is ignored; opts.ContentType
+// must be the default or JSON. It is safe for concurrent use. No request
+// is made.
 func NewDynamicListerWatcher(config *rest.Config, opts RESTOptions) (ListerWatcher[*unstructured.Unstructured], error) {
 	return newDynamicListerWatcher(config, opts)
 }
@@ -151,7 +158,29 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	if opts.Namespace != "" {
 		scoped = getter.Namespace(opts.Namespace)
 	}
-	return &dynamicListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}, nil
+	lw := &dynamicListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}
+	// The dynamic client's configuration, accepting only JSON, whose list
+	// bodies List reads (even if client-go's CBOR feature gates are on).
+	cfg := dynamic.ConfigFor(config)
+	cfg.AcceptContentTypes = runtime.ContentTypeJSON
+	info, ok := runtime.SerializerInfoForMediaType(cfg.NegotiatedSerializer.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	if !ok {
+		return nil, fmt.Errorf("list/watch %s: the dynamic client has no JSON decoder", resourcePath(resource))
+	}
+	lw.decoder = info.Serializer
+	if lw.lists, err = rest.UnversionedRESTClientForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("list/watch %s: REST client: %w", resourcePath(resource), err)
+	}
+	lw.listPath = []string{"api"}
+	if resource.Group != "" {
+		lw.listPath = []string{"apis", resource.Group}
+	}
+	lw.listPath = append(lw.listPath, resource.Version)
+	if opts.Namespace != "" {
+		lw.listPath = append(lw.listPath, "namespaces", opts.Namespace)
+	}
+	lw.listPath = append(lw.listPath, resource.Resource)
+	return lw, nil
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
@@ -165,12 +194,15 @@ func (lw *dynamicListerWatcher) Resource() schema.GroupVersionResource {
 }
 
 // List returns one page of objects. The items point into the decoded list
-// and are owned by the caller.
+// and are owned by the caller, except those that the cache of the calling
+// informer holds at the listed resource version: for them, not decoded, it
+// returns the cached object (see cachedLookup). As the REST ListerWatcher,
+// it reads the response into a buffer that later lists reuse.
 func (lw *dynamicListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*unstructured.Unstructured], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
-	list, err := lw.client.List(ctx, options)
+	list, slots, err := lw.list(ctx, options)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
@@ -178,8 +210,38 @@ func (lw *dynamicListerWatcher) List(ctx context.Context, options metav1.ListOpt
 	for i := range list.Items {
 		items[i] = &list.Items[i]
 	}
+	if items, err = withCachedItems(items, slots); err != nil {
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
+	}
 	selector, _, _ := unstructured.NestedString(list.Object, "metadata", "shardInfo", "selector")
 	return &ListResult[*unstructured.Unstructured]{Items: items, ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue(), ShardSelector: selector}, nil
+}
+
+// list sends a list request as the dynamic client's List does and decodes
+// the response as it does, but for the items the calling informer's cache
+// holds (see cutCachedJSONItems and withCachedItems).
+func (lw *dynamicListerWatcher) list(ctx context.Context, options metav1.ListOptions) (*unstructured.UnstructuredList, []*unstructured.Unstructured, error) {
+	buf, err := readList(ctx, func() *rest.Request {
+		return lw.lists.Get().AbsPath(lw.listPath...).SpecificallyVersionedParams(&options, restParameterCodec, metaV1)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer putListBody(buf)
+	body := buf.Bytes()
+	if len(body) == 0 {
+		// As the REST client's Result.Into.
+		return nil, nil, fmt.Errorf("0-length response")
+	}
+	var slots []*unstructured.Unstructured
+	if lookup := cachedLookupFrom[*unstructured.Unstructured](ctx); lookup != nil {
+		body, slots = cutCachedJSONItems(body, "", lookup)
+	}
+	list := &unstructured.UnstructuredList{}
+	if _, _, err := lw.decoder.Decode(body, nil, list); err != nil {
+		return nil, nil, err
+	}
+	return list, slots, nil
 }
 
 // Watch starts a watch whose events carry *unstructured.Unstructured.

@@ -229,18 +229,16 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
-	stream, err := lw.openList(ctx, &options)
+	body, err := readList(ctx, func() *rest.Request {
+		return lw.client.Get().
+			NamespaceIfScoped(lw.namespace, lw.namespace != "").
+			Resource(lw.resource.Resource).
+			SpecificallyVersionedParams(&options, restParameterCodec, metaV1)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
-	body := listBodies.Get().(*bytes.Buffer)
 	defer putListBody(body)
-	body.Reset()
-	_, err = body.ReadFrom(stream)
-	stream.Close()
-	if err != nil {
-		return nil, fmt.Errorf("list %s: reading the response: %w", lw.resource.GroupResource(), err)
-	}
 	list, slots, err := lw.decodeList(body.Bytes(), cachedLookupFrom[T](ctx))
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
@@ -272,7 +270,7 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 }
 
 // maxListRetries and listRetryWait are how often and after how long
-// openList tries a list again whose connection was reset or lost: as the
+// readList tries a list again whose connection was reset or lost: as the
 // REST client's Do retries a GET (its default maximum, and the Retry-After
 // it makes up for such errors).
 const (
@@ -280,19 +278,21 @@ const (
 	listRetryWait  = time.Second
 )
 
-// openList sends a list request and returns the response body. The REST
-// client's Stream, which hands over the body unread, does not retry a
-// request whose connection was reset or lost, as its Do does for a GET:
-// openList does.
-func (lw *restListerWatcher[T]) openList(ctx context.Context, options *metav1.ListOptions) (io.ReadCloser, error) {
+// readList sends the list request that newRequest builds and reads the
+// response body into a buffer of listBodies, which the caller puts back
+// with putListBody. The REST client's Stream, which hands over the body
+// unread, does not retry a request whose connection was reset or lost, as
+// its Do does for a GET: readList does.
+func readList(ctx context.Context, newRequest func() *rest.Request) (*bytes.Buffer, error) {
+	var stream io.ReadCloser
 	for attempt := 0; ; attempt++ {
-		body, err := lw.client.Get().
-			NamespaceIfScoped(lw.namespace, lw.namespace != "").
-			Resource(lw.resource.Resource).
-			SpecificallyVersionedParams(options, restParameterCodec, metaV1).
-			Stream(ctx)
-		if err == nil || attempt == maxListRetries || !(utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)) {
-			return body, err
+		var err error
+		stream, err = newRequest().Stream(ctx)
+		if err == nil {
+			break
+		}
+		if attempt == maxListRetries || !(utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)) {
+			return nil, err
 		}
 		timer := time.NewTimer(listRetryWait)
 		select {
@@ -302,6 +302,15 @@ func (lw *restListerWatcher[T]) openList(ctx context.Context, options *metav1.Li
 		case <-timer.C:
 		}
 	}
+	body := listBodies.Get().(*bytes.Buffer)
+	body.Reset()
+	_, err := body.ReadFrom(stream)
+	stream.Close()
+	if err != nil {
+		putListBody(body)
+		return nil, fmt.Errorf("reading the response: %w", err)
+	}
+	return body, nil
 }
 
 // listBodies holds the buffers list responses are read into.

@@ -211,7 +211,7 @@ func (s *jsonScanner) listedItem(item *jsonListedItem) (bool, error) {
 // namespace, name and resource version in item and reports whether they
 // are known.
 func (s *jsonScanner) listedMetadata(item *jsonListedItem) (bool, error) {
-	s.pos++ // {
+	s.pos++                // {
 	var identity [3][]byte // namespace, name, resource version
 	var seen [3]bool
 	known := true

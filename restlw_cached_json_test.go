@@ -2,8 +2,11 @@ package informer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -11,13 +14,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // randomJSONList encodes list as a JSON list body in one of the ways a
 // server or a proxy may write it: members in any order, items with or
 // without kind and apiVersion, metadata anywhere in an item, a member name
-// escaped, indented or not.
-func randomJSONList(t testing.TB, rng *rand.Rand, list *corev1.PodList) []byte {
+// escaped, indented or not; the list without its kind if mayOmitKind (the
+// dynamic client needs it, a typed decoder does not).
+func randomJSONList(t testing.TB, rng *rand.Rand, list *corev1.PodList, mayOmitKind bool) []byte {
 	t.Helper()
 	marshal := func(v any) string {
 		data, err := json.Marshal(v)
@@ -44,7 +54,7 @@ func randomJSONList(t testing.TB, rng *rand.Rand, list *corev1.PodList) []byte {
 		items[i] = object(members)
 	}
 	members := []string{`"apiVersion":"v1"`, `"metadata":` + marshal(list.ListMeta), `"items":[` + strings.Join(items, ",") + "]"}
-	if rng.IntN(3) > 0 {
+	if !mayOmitKind || rng.IntN(3) > 0 {
 		members = append(members, `"kind":"PodList"`)
 	}
 	body := []byte(object(members))
@@ -67,8 +77,8 @@ func TestRESTListSkipsCachedJSONItems(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 15))
 		pods := randomListedPods(rng, rng.IntN(40))
 		cached := map[ObjectName]*corev1.Pod{}
-		body := randomJSONList(t, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20", Continue: "next"}, Items: pods})
-		want, err := decodedWholeOrError(body)
+		body := randomJSONList(t, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20", Continue: "next"}, Items: pods}, true)
+		want, err := decodedJSON(body)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -134,7 +144,7 @@ func TestRESTListDecodesJSONItemsItCannotSkip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(tc.body)
-			want, err := decodedWholeOrError(body)
+			want, err := decodedJSON(body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +169,7 @@ func FuzzRESTListSkipsCachedJSONItems(f *testing.F) {
 	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *wirePod()}
 	rng := rand.New(rand.NewPCG(1, 15))
 	for range 4 {
-		f.Add(randomJSONList(f, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: pods}))
+		f.Add(randomJSONList(f, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: pods}, true))
 	}
 	f.Add([]byte(`{"items":[{"metadata":{"namespace":"ns","name":"a","resourceVersion":"3"}} , {"metadata":{"namespace":"ns","name":"b","resourceVersion":"3"}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -167,7 +177,7 @@ func FuzzRESTListSkipsCachedJSONItems(f *testing.F) {
 		for _, name := range []string{"a", "b"} {
 			cached[ObjectName{Namespace: "ns", Name: name}] = NewPod("ns", name, "3", PodNode("cached"))
 		}
-		want, wantErr := decodedWholeOrError(body)
+		want, wantErr := decodedJSON(body)
 		var found []*corev1.Pod
 		got, err := servedListLW(t, bytes.Clone(body), string(ContentTypeJSON)).List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
 		if wantErr != nil {
@@ -185,4 +195,146 @@ func FuzzRESTListSkipsCachedJSONItems(f *testing.F) {
 			t.Errorf("list (-decoded whole, cached objects in place +got):\n%s", diff)
 		}
 	})
+}
+
+// FuzzDynamicListSkipsCachedItems is FuzzRESTListSkipsCachedJSONItems for
+// the dynamic ListerWatcher, against client-go's dynamic client.
+func FuzzDynamicListSkipsCachedItems(f *testing.F) {
+	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *wirePod()}
+	rng := rand.New(rand.NewPCG(1, 16))
+	for range 4 {
+		f.Add(randomJSONList(f, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: pods}, false))
+	}
+	f.Add([]byte(`{"kind":"List","items":[{"metadata":{"namespace":"ns","name":"a","resourceVersion":"3"}} , {"metadata":{"namespace":"ns","name":"b","resourceVersion":"3"}},{"kind":"X","metadata":{"name":"c"}}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		cached := map[ObjectName]*unstructured.Unstructured{}
+		for _, name := range []string{"a", "b"} {
+			obj := &unstructured.Unstructured{}
+			obj.SetNamespace("ns")
+			obj.SetName(name)
+			obj.SetResourceVersion("3")
+			obj.SetLabels(map[string]string{"cached": "yes"})
+			cached[NameOf(obj)] = obj
+		}
+		lw, want, wantErr := servedDynamicList(t, bytes.Clone(body))
+		var found []*unstructured.Unstructured
+		got, err := lw.List(withCachedLookup(t.Context(), unstructuredLookup(cached, &found)), metav1.ListOptions{})
+		if wantErr != nil {
+			return // ours may list what a decoder rejects in an item it need not decode
+		}
+		if err != nil {
+			t.Fatalf("List failed on a body that decodes: %v", err)
+		}
+		for i, obj := range want.Items {
+			if c := cached[NameOf(obj)]; c != nil && c.GetResourceVersion() == obj.GetResourceVersion() && i < len(got.Items) && slices.Contains(found, got.Items[i]) {
+				want.Items[i] = c
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("list (-decoded whole, cached objects in place +got):\n%s", diff)
+		}
+	})
+}
+
+// decodedJSON is what a REST client's decoder makes of body, a JSON
+// PodList response.
+func decodedJSON(body []byte) (*ListResult[*corev1.Pod], error) {
+	list := &corev1.PodList{}
+	if _, _, err := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, clientgoscheme.Scheme, clientgoscheme.Scheme, kjson.SerializerOptions{}).Decode(body, nil, list); err != nil {
+		return nil, err
+	}
+	return listResultOf(list), nil
+}
+
+// servedDynamicList returns a dynamic ListerWatcher of pods whose list
+// requests all get body, a JSON list, and what client-go's dynamic client
+// lists from body as our ListerWatcher returns it, or the client's error.
+func servedDynamicList(t testing.TB, body []byte) (*dynamicListerWatcher, *ListResult[*unstructured.Unstructured], error) {
+	t.Helper()
+	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{
+			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {runtime.ContentTypeJSON}},
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		}, nil
+	})}
+	config := &rest.Config{Host: "http://server"}
+	resource := corev1.SchemeGroupVersion.WithResource("pods")
+	lw, err := newDynamicListerWatcher(config, RESTOptions{Resource: resource, HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(config, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := dyn.Resource(resource).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return lw, nil, err
+	}
+	want := &ListResult[*unstructured.Unstructured]{Items: []*unstructured.Unstructured{}, ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue()}
+	for i := range list.Items {
+		want.Items = append(want.Items, &list.Items[i])
+	}
+	return lw, want, nil
+}
+
+// unstructuredLookup is a cachedLookup over cached, recording what it
+// found.
+func unstructuredLookup(cached map[ObjectName]*unstructured.Unstructured, found *[]*unstructured.Unstructured) cachedLookup[*unstructured.Unstructured] {
+	return func(name ObjectName, resourceVersion string) (*unstructured.Unstructured, bool) {
+		obj := cached[name]
+		if obj == nil || obj.GetResourceVersion() != resourceVersion {
+			return nil, false
+		}
+		*found = append(*found, obj)
+		return obj, true
+	}
+}
+
+// TestDynamicListSkipsCachedItems is TestRESTListSkipsCachedJSONItems
+// for the dynamic ListerWatcher: the items the cache holds at the listed
+// version are the cached objects, the others what client-go's dynamic
+// client lists from the whole body (with the list's kind and apiVersion
+// where an item has neither), in list order.
+func TestDynamicListSkipsCachedItems(t *testing.T) {
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 16))
+		pods := randomListedPods(rng, rng.IntN(40))
+		body := randomJSONList(t, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20", Continue: "next"}, Items: pods}, false)
+		lw, want, err := servedDynamicList(t, body)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		cached := map[ObjectName]*unstructured.Unstructured{}
+		for i, obj := range want.Items {
+			copy := obj.DeepCopy()
+			copy.SetLabels(map[string]string{"cached": "yes"})
+			switch rng.IntN(3) {
+			case 0: // not cached
+			case 1: // cached at the listed version
+				cached[NameOf(copy)] = copy
+				want.Items[i] = copy
+			case 2: // cached at an older version
+				copy.SetResourceVersion("9")
+				cached[NameOf(copy)] = copy
+			}
+		}
+		var found []*unstructured.Unstructured
+		got, err := lw.List(withCachedLookup(t.Context(), unstructuredLookup(cached, &found)), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("seed %d: list (-want +got):\n%s", seed, diff)
+		}
+		var reused []*unstructured.Unstructured
+		for _, obj := range got.Items {
+			if cached[NameOf(obj)] == obj {
+				reused = append(reused, obj)
+			}
+		}
+		if diff := cmp.Diff(found, reused); diff != "" {
+			t.Errorf("seed %d: the lookup's finds are not the items reused, in order (-found +reused):\n%s", seed, diff)
+		}
+	}
 }
