@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // This file is restlw_cached.go for JSON list bodies (custom resources
@@ -65,12 +66,14 @@ func jsonName(f reflect.StructField) string {
 // further, as in protobuf bodies: a body that a decoder would reject only
 // for what is inside them is listed.
 func cutCachedJSONItems[T Object](body []byte, listKind string, lookup cachedLookup[T]) ([]byte, []T) {
-	listed, ok := scanJSONList(body, listKind)
+	scratch := jsonListScratches.Get().(*jsonListScratch)
+	defer scratch.put()
+	listed, ok := scratch.scanJSONList(body, listKind)
 	if !ok {
 		return body, nil
 	}
 	var slots []T
-	var cuts [][2]int
+	cuts := scratch.cuts
 	kept := false // whether an element before this one is kept
 	for i, item := range listed {
 		var obj T
@@ -95,16 +98,35 @@ func cutCachedJSONItems[T Object](body []byte, listKind string, lookup cachedLoo
 			cuts = append(cuts, [2]int{item.start, item.end})
 		}
 	}
+	scratch.cuts = cuts
 	if slots == nil {
 		return body, nil
 	}
 	return cutRanges(body, cuts), slots
 }
 
+// jsonListScratch is what cutCachedJSONItems works in, kept between lists
+// in jsonListScratches: for a page of 500 pods, a list of an unchanged
+// cache allocated 170 KB with new ones, 25 KB with kept ones
+// (BenchmarkRelistUnchanged, path=typed-json/cache=all, load 3).
+type jsonListScratch struct {
+	listed []jsonListedItem
+	cuts   [][2]int
+}
+
+var jsonListScratches = sync.Pool{New: func() any { return new(jsonListScratch) }}
+
+// put returns s to jsonListScratches, without the body it points into.
+func (s *jsonListScratch) put() {
+	clear(s.listed)
+	s.listed, s.cuts = s.listed[:0], s.cuts[:0]
+	jsonListScratches.Put(s)
+}
+
 // scanJSONList reads body, a JSON list of kind listKind (if not empty) or
-// of none, and returns where its items are. It reports false if body
-// cannot be read so, or has no items.
-func scanJSONList(body []byte, listKind string) ([]jsonListedItem, bool) {
+// of none, and returns where its items are, in scratch.listed. It reports
+// false if body cannot be read so, or has no items.
+func (scratch *jsonListScratch) scanJSONList(body []byte, listKind string) ([]jsonListedItem, bool) {
 	s := jsonScanner{buf: body}
 	s.ws()
 	if s.expect('{') != nil {
@@ -130,7 +152,8 @@ func scanJSONList(body []byte, listKind string) ([]jsonListedItem, bool) {
 				return nil, false
 			}
 			seenItems = true
-			listed, err = s.listedItems()
+			listed, err = s.listedItems(scratch.listed[:0])
+			scratch.listed = listed
 		case listKind != "" && bytes.EqualFold(key, []byte("kind")):
 			// The decoders find the kind with encoding/json, which
 			// matches member names regardless of case.
@@ -151,14 +174,13 @@ func scanJSONList(body []byte, listKind string) ([]jsonListedItem, bool) {
 	return listed, s.pos == len(body) && len(listed) > 0
 }
 
-// listedItems reads a list's items: an array (anything else is read as
-// no items).
-func (s *jsonScanner) listedItems() ([]jsonListedItem, error) {
+// listedItems reads a list's items, an array (anything else is read as no
+// items), and appends where they are to listed.
+func (s *jsonScanner) listedItems(listed []jsonListedItem) ([]jsonListedItem, error) {
 	if s.peek() != '[' {
-		return nil, s.skip()
+		return listed, s.skip()
 	}
 	s.pos++
-	var listed []jsonListedItem
 	for first := true; ; first = false {
 		more, err := s.next(']', first)
 		if !more {
@@ -171,7 +193,7 @@ func (s *jsonScanner) listedItems() ([]jsonListedItem, error) {
 			err = s.skip()
 		}
 		if err != nil {
-			return nil, err
+			return listed, err
 		}
 		item.end = s.pos
 		listed = append(listed, item)
