@@ -218,9 +218,9 @@ func (lw *restListerWatcher[T]) Resource() schema.GroupVersionResource {
 }
 
 // List returns one page of objects. The items point into the decoded list
-// and are owned by the caller, except those of a protobuf list that the
-// cache of the calling informer holds at the listed resource version: for
-// them, not decoded, it returns the cached object (see cachedLookup).
+// and are owned by the caller, except those that the cache of the calling
+// informer holds at the listed resource version: for them, not decoded, it
+// returns the cached object (see cachedLookup).
 //
 // The response body is read into a buffer that later lists reuse (decoding
 // copies what it keeps), so that a relist of an unchanged cache allocates
