@@ -288,15 +288,10 @@ func (f *jsonFilter) object(n *dropNode, top bool) error {
 			return err
 		}
 		keyStart := f.pos
-		key, err := f.key()
+		key, err := f.member()
 		if err != nil {
 			return err
 		}
-		f.ws()
-		if err := f.expect(':'); err != nil {
-			return err
-		}
-		f.ws()
 		c := n.byName(key)
 		valStart := f.pos
 		switch {

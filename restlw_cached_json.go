@@ -273,31 +273,3 @@ func (s *jsonScanner) listedMetadata(item *jsonListedItem) (bool, error) {
 		identity[i], seen[i] = value, true
 	}
 }
-
-// member reads a member name and the colon after it, up to its value.
-func (s *jsonScanner) member() ([]byte, error) {
-	key, err := s.key()
-	if err != nil {
-		return nil, err
-	}
-	s.ws()
-	if err := s.expect(':'); err != nil {
-		return nil, err
-	}
-	s.ws()
-	return key, nil
-}
-
-// plainString reads a value. If it is a string without escapes, it
-// returns the bytes between its quotes and true.
-func (s *jsonScanner) plainString() ([]byte, bool, error) {
-	if s.peek() != '"' {
-		return nil, false, s.skip()
-	}
-	start := s.pos
-	escaped, err := s.skipString()
-	if err != nil || escaped {
-		return nil, false, err
-	}
-	return s.buf[start+1 : s.pos-1], true, nil
-}
