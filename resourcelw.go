@@ -1,11 +1,14 @@
 package informer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,15 +22,21 @@ import (
 // metadataListerWatcher lists and watches the metadata of a resource (see
 // NewMetadataListerWatcher).
 type metadataListerWatcher struct {
-	client   metadata.ResourceInterface
+	client metadata.ResourceInterface // for watches
+	// lists and decoders are the REST client lists are sent through and
+	// the metadata client's decoders, and listPath their URL path.
+	lists    *rest.RESTClient
+	decoders runtime.ClientNegotiator
+	listPath []string
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
 	drop     *dropFieldsTransport // nil without DropFields
 }
 
 // NewMetadataListerWatcher returns a ListerWatcher of only the metadata of
-// opts.Resource, as *metav1.PartialObjectMetadata, through client-go's
-// metadata client: the server sends metadata only (Accept
+// opts.Resource, as *metav1.PartialObjectMetadata, as client-go's metadata
+// client lists and watches it (lists sent and decoded as it does them,
+// watches through it): the server sends metadata only (Accept
 // ...;as=PartialObjectMetadata), which saves bandwidth and memory for large
 // objects. It always asks for protobuf with a JSON fallback; opts.Scheme and
 // opts.ContentType are ignored. Listed items come without apiVersion and
@@ -62,7 +71,18 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 	if opts.Namespace != "" {
 		scoped = getter.Namespace(opts.Namespace)
 	}
-	return &metadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}, nil
+	lw := &metadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}
+	// The metadata client's REST client, as metadata.NewForConfigAndClient
+	// makes it.
+	cfg := metadata.ConfigFor(config)
+	cfg.GroupVersion = &schema.GroupVersion{}
+	cfg.APIPath = "/this-value-should-never-be-sent"
+	if lw.lists, err = rest.RESTClientForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("list/watch metadata of %s: REST client: %w", resourcePath(resource), err)
+	}
+	lw.decoders = runtime.NewClientNegotiator(cfg.NegotiatedSerializer, *cfg.GroupVersion)
+	lw.listPath = resourceListPath(resource, opts.Namespace)
+	return lw, nil
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
@@ -75,13 +95,17 @@ func (lw *metadataListerWatcher) Resource() schema.GroupVersionResource {
 	return lw.resource
 }
 
-// List returns one page of metadata. The items point into the decoded list and are
-// owned by the caller.
+// List returns one page of metadata. The items point into the decoded
+// list and are owned by the caller, except those that the cache of the
+// calling informer holds at the listed resource version: for them, not
+// decoded, it returns the cached object (see cachedLookup). As the REST
+// ListerWatcher, it reads the response into a buffer that later lists
+// reuse.
 func (lw *metadataListerWatcher) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*metav1.PartialObjectMetadata], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
-	list, err := lw.client.List(ctx, options)
+	list, slots, err := lw.list(ctx, options)
 	if err != nil {
 		return nil, fmt.Errorf("list metadata of %s: %w", lw.resource.GroupResource(), err)
 	}
@@ -91,7 +115,75 @@ func (lw *metadataListerWatcher) List(ctx context.Context, options metav1.ListOp
 		list.Items[i].TypeMeta = metav1.TypeMeta{}
 		items[i] = &list.Items[i]
 	}
+	if items, err = withCachedItems(items, slots); err != nil {
+		return nil, fmt.Errorf("list metadata of %s: %w", lw.resource.GroupResource(), err)
+	}
 	return &ListResult[*metav1.PartialObjectMetadata]{Items: items, ResourceVersion: list.ResourceVersion, Continue: list.Continue}, nil
+}
+
+// metadataListAccept is what the metadata client's List accepts.
+const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+// metadataItemsLayout is where a protobuf PartialObjectMetadataList holds
+// its items' metadata.
+var metadataItemsLayout = cachedItemsLayoutOf(reflect.TypeFor[*metav1.PartialObjectMetadataList](), reflect.TypeFor[*metav1.PartialObjectMetadata]())
+
+// list sends a list request as the metadata client's List does and decodes
+// the response as it does, but for the items the calling informer's cache
+// holds (see cutCachedItems, cutCachedJSONItems and withCachedItems).
+func (lw *metadataListerWatcher) list(ctx context.Context, options metav1.ListOptions) (*metav1.PartialObjectMetadataList, []*metav1.PartialObjectMetadata, error) {
+	buf, err := readList(ctx, func() *rest.Request {
+		return lw.lists.Get().AbsPath(lw.listPath...).SetHeader("Accept", metadataListAccept).SpecificallyVersionedParams(&options, restParameterCodec, metaV1)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer putListBody(buf)
+	body := buf.Bytes()
+	var slots []*metav1.PartialObjectMetadata
+	isProtobuf := bytes.HasPrefix(body, []byte(protobufMagic))
+	if lookup := cachedLookupFrom[*metav1.PartialObjectMetadata](ctx); lookup != nil {
+		if !isProtobuf {
+			body, slots = cutCachedJSONItems(body, "PartialObjectMetadataList", lookup)
+		} else if gvk, msg, ok := parseProtobufEnvelope(body[len(protobufMagic):]); ok && gvk.Kind == "PartialObjectMetadataList" {
+			if msg, slots := cutCachedItems(msg, metadataItemsLayout, lookup); slots != nil {
+				// What the protobuf decoder does with the list message.
+				list := &metav1.PartialObjectMetadataList{}
+				if err := list.Unmarshal(msg); err != nil {
+					return nil, nil, err
+				}
+				return list, slots, nil
+			}
+		}
+	}
+	mediaType := runtime.ContentTypeJSON
+	if isProtobuf {
+		mediaType = runtime.ContentTypeProtobuf
+	}
+	decoder, err := lw.decoders.Decoder(mediaType, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// As the REST client's Result.Get and the metadata client's List.
+	out, _, err := decoder.Decode(body, nil, nil)
+	if runtime.IsNotRegisteredError(err) && slots == nil {
+		var list metav1.PartialObjectMetadataList
+		if err := json.Unmarshal(body, &list); err != nil {
+			return nil, nil, fmt.Errorf("unable to decode returned object as PartialObjectMetadataList: %w", err)
+		}
+		return &list, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if status, ok := out.(*metav1.Status); ok && status.Status != metav1.StatusSuccess {
+		return nil, nil, apierrors.FromObject(status)
+	}
+	list, ok := out.(*metav1.PartialObjectMetadataList)
+	if !ok {
+		return nil, nil, fmt.Errorf("unexpected object, expected PartialObjectMetadataList but got %T", out)
+	}
+	return list, slots, nil
 }
 
 // Watch starts a watch whose events carry *metav1.PartialObjectMetadata.
@@ -171,16 +263,22 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	if lw.lists, err = rest.UnversionedRESTClientForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", resourcePath(resource), err)
 	}
-	lw.listPath = []string{"api"}
-	if resource.Group != "" {
-		lw.listPath = []string{"apis", resource.Group}
-	}
-	lw.listPath = append(lw.listPath, resource.Version)
-	if opts.Namespace != "" {
-		lw.listPath = append(lw.listPath, "namespaces", opts.Namespace)
-	}
-	lw.listPath = append(lw.listPath, resource.Resource)
+	lw.listPath = resourceListPath(resource, opts.Namespace)
 	return lw, nil
+}
+
+// resourceListPath is the URL path of a list of resource in namespace (all
+// if empty), as the dynamic and metadata clients build it.
+func resourceListPath(resource schema.GroupVersionResource, namespace string) []string {
+	path := []string{"api"}
+	if resource.Group != "" {
+		path = []string{"apis", resource.Group}
+	}
+	path = append(path, resource.Version)
+	if namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	return append(path, resource.Resource)
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
