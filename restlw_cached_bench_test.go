@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"net/http"
@@ -10,16 +11,19 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
-// BenchmarkRelistUnchanged lists a page of 500 pods from an HTTP server
-// through each list path, with a cache holding every item at the listed
+// BenchmarkRelistUnchanged lists a page of 500 pods (or their metadata)
+// from an HTTP server through each list path, with a cache holding every item at the listed
 // version (cache=all: a relist of an unchanged cache), with an empty cache
 // (cache=empty: a first list, or a relist of items all changed, which
 // read the bytes for nothing) and without one (cache=none: what each path
@@ -35,14 +39,26 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bodies := map[string][]byte{"json": jsonBody, "protobuf": encodeProtobuf(b, list)}
+	metadataList := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}, ListMeta: list.ListMeta}
+	for i := range pods {
+		metadataList.Items = append(metadataList.Items, metav1.PartialObjectMetadata{ObjectMeta: pods[i].ObjectMeta})
+	}
+	var metadataBody bytes.Buffer
+	if err := protobuf.NewSerializer(metainternalversionscheme.Scheme, metainternalversionscheme.Scheme).Encode(metadataList, &metadataBody); err != nil {
+		b.Fatal(err)
+	}
+	protobufBody := encodeProtobuf(b, list)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		format := "json"
-		if strings.HasPrefix(req.Header.Get("Accept"), string(ContentTypeProtobuf)) {
-			format = "protobuf"
+		accept := req.Header.Get("Accept")
+		body, contentType := jsonBody, ContentTypeJSON
+		switch {
+		case strings.Contains(accept, "as=PartialObjectMetadataList"):
+			body, contentType = metadataBody.Bytes(), ContentTypeProtobuf
+		case strings.HasPrefix(accept, string(ContentTypeProtobuf)):
+			body, contentType = protobufBody, ContentTypeProtobuf
 		}
-		w.Header().Set("Content-Type", map[string]string{"json": string(ContentTypeJSON), "protobuf": string(ContentTypeProtobuf)}[format])
-		_, _ = w.Write(bodies[format])
+		w.Header().Set("Content-Type", string(contentType))
+		_, _ = w.Write(body)
 	}))
 	defer srv.Close()
 	config := &rest.Config{Host: srv.URL, QPS: -1} // no client-side rate limit
@@ -107,6 +123,24 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	metadataLW, err := newMetadataListerWatcher(config, RESTOptions{Resource: resource})
+	if err != nil {
+		b.Fatal(err)
+	}
+	metadataClient, err := metadata.NewForConfig(config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	metadataCache := map[ObjectName]*metav1.PartialObjectMetadata{}
+	for i := range metadataList.Items {
+		metadataCache[NameOf(&metadataList.Items[i])] = &metadataList.Items[i]
+	}
+	metadataLookup := func(cache map[ObjectName]*metav1.PartialObjectMetadata) cachedLookup[*metav1.PartialObjectMetadata] {
+		return func(name ObjectName, rv string) (*metav1.PartialObjectMetadata, bool) {
+			obj := cache[name]
+			return obj, obj != nil && obj.ResourceVersion == rv
+		}
+	}
 	for _, path := range []struct {
 		name string
 		list func(cache string) listFunc
@@ -128,8 +162,32 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 				return got, len(got.Items), nil
 			}
 		}},
-		// What the dynamic ListerWatcher's List called before it skipped
-		// cached items.
+		{"path=metadata-protobuf", func(cache string) listFunc {
+			return func(ctx context.Context) (any, int, error) {
+				switch cache {
+				case "all":
+					ctx = withCachedLookup(ctx, metadataLookup(metadataCache))
+				case "empty":
+					ctx = withCachedLookup(ctx, metadataLookup(nil))
+				}
+				got, err := metadataLW.List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return nil, 0, err
+				}
+				return got, len(got.Items), nil
+			}
+		}},
+		// What the metadata and dynamic ListerWatchers' List called before
+		// they skipped cached items.
+		{"path=metadata-client-go", func(string) listFunc {
+			return func(ctx context.Context) (any, int, error) {
+				got, err := metadataClient.Resource(resource).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return nil, 0, err
+				}
+				return got, len(got.Items), nil
+			}
+		}},
 		{"path=dynamic-client-go", func(string) listFunc {
 			return func(ctx context.Context) (any, int, error) {
 				got, err := dynamicClient.Resource(resource).List(ctx, metav1.ListOptions{})
@@ -141,7 +199,7 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 		}},
 	} {
 		for _, cache := range []string{"none", "empty", "all"} {
-			if cache != "none" && path.name == "path=dynamic-client-go" {
+			if cache != "none" && strings.HasSuffix(path.name, "-client-go") {
 				continue
 			}
 			list := path.list(cache)
