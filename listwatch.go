@@ -70,9 +70,8 @@ type listedPreparer[T Object] interface {
 // eventQueue.prepareListed), so a relist of an unchanged cache decodes
 // almost nothing. The reflector puts the lookup in the context of its List
 // calls; a ListerWatcher that can read an item's name and resource version
-// without decoding it (the REST ListerWatcher, in protobuf and JSON, and
-// the dynamic one) returns the cached object in the item's place. Any other
-// ignores it.
+// without decoding it (the REST, dynamic and metadata ListerWatchers)
+// returns the cached object in the item's place. Any other ignores it.
 type cachedLookup[T Object] func(name ObjectName, resourceVersion string) (T, bool)
 
 // cachedLookupKey is the context key of a List call's cachedLookup.

@@ -8,8 +8,8 @@ import (
 )
 
 // This file is restlw_cached.go for JSON list bodies (custom resources
-// through the REST ListerWatcher, and the dynamic ListerWatcher's
-// unstructured objects): it finds each element of the list's "items" in
+// through the REST ListerWatcher, the dynamic ListerWatcher's unstructured
+// objects, the metadata ListerWatcher's JSON fallback): it finds each element of the list's "items" in
 // the bytes and its metadata's namespace, name and resourceVersion, cuts
 // the elements the cache holds at that version out of the body, decodes
 // what is left as the full body would be, and puts the cached objects back
