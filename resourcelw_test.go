@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"testing"
@@ -28,13 +27,7 @@ import (
 // version.
 func TestDynamicListReportsStatus(t *testing.T) {
 	body := []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old","reason":"Expired","code":410}`)
-	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		return &http.Response{
-			StatusCode: http.StatusGone, Header: http.Header{"Content-Type": {runtime.ContentTypeJSON}},
-			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-		}, nil
-	})}
-	lw, err := newDynamicListerWatcher(&rest.Config{Host: "http://server"}, RESTOptions{Resource: corev1.SchemeGroupVersion.WithResource("pods"), HTTPClient: client})
+	lw, err := newDynamicListerWatcher(&rest.Config{Host: "http://server"}, RESTOptions{Resource: corev1.SchemeGroupVersion.WithResource("pods"), HTTPClient: servingClient(http.StatusGone, runtime.ContentTypeJSON, body)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +42,7 @@ func TestDynamicListReportsStatus(t *testing.T) {
 // client lists from body as our ListerWatcher returns it.
 func servedMetadataList(t testing.TB, body []byte, contentType string) (*metadataListerWatcher, *ListResult[*metav1.PartialObjectMetadata]) {
 	t.Helper()
-	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		return &http.Response{
-			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {contentType}},
-			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-		}, nil
-	})}
+	client := servingClient(http.StatusOK, contentType, body)
 	config := &rest.Config{Host: "http://server"}
 	resource := corev1.SchemeGroupVersion.WithResource("pods")
 	lw, err := newMetadataListerWatcher(config, RESTOptions{Resource: resource, HTTPClient: client})
@@ -110,43 +98,15 @@ func TestMetadataListSkipsCachedItems(t *testing.T) {
 			}
 		}
 		lw, want := servedMetadataList(t, body, contentType)
-		cached := map[ObjectName]*metav1.PartialObjectMetadata{}
-		for i, obj := range want.Items {
-			copy := obj.DeepCopy()
-			copy.Labels = map[string]string{"cached": "yes"}
-			switch rng.IntN(3) {
-			case 0: // not cached
-			case 1: // cached at the listed version
-				cached[NameOf(copy)] = copy
-				want.Items[i] = copy
-			case 2: // cached at an older version
-				copy.ResourceVersion = "9"
-				cached[NameOf(copy)] = copy
-			}
-		}
+		cached := randomCache(rng, want.Items)
 		var found []*metav1.PartialObjectMetadata
-		got, err := lw.List(withCachedLookup(t.Context(), cachedLookup[*metav1.PartialObjectMetadata](func(name ObjectName, rv string) (*metav1.PartialObjectMetadata, bool) {
-			obj := cached[name]
-			if obj == nil || obj.ResourceVersion != rv {
-				return nil, false
-			}
-			found = append(found, obj)
-			return obj, true
-		})), metav1.ListOptions{})
+		got, err := lw.List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
 		if err != nil {
 			t.Fatalf("seed %d (%s): %v", seed, contentType, err)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("seed %d (%s): list (-want +got):\n%s", seed, contentType, diff)
 		}
-		var reused []*metav1.PartialObjectMetadata
-		for _, obj := range got.Items {
-			if cached[NameOf(obj)] == obj {
-				reused = append(reused, obj)
-			}
-		}
-		if diff := cmp.Diff(found, reused); diff != "" {
-			t.Errorf("seed %d: the lookup's finds are not the items reused, in order (-found +reused):\n%s", seed, diff)
-		}
+		checkFoundReused(t, seed, cached, found, got.Items)
 	}
 }

@@ -68,12 +68,6 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 	for i := range pods {
 		typedCache[NameOf(&pods[i])] = &pods[i]
 	}
-	typedLookup := func(cache map[ObjectName]*corev1.Pod) cachedLookup[*corev1.Pod] {
-		return func(name ObjectName, rv string) (*corev1.Pod, bool) {
-			pod := cache[name]
-			return pod, pod != nil && pod.ResourceVersion == rv
-		}
-	}
 	dynamicCache := map[ObjectName]*unstructured.Unstructured{}
 	for i := range pods {
 		content, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(&pods[i])
@@ -85,41 +79,19 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 		obj.SetKind("Pod")
 		dynamicCache[NameOf(obj)] = obj
 	}
-	dynamicLookup := func(cache map[ObjectName]*unstructured.Unstructured) cachedLookup[*unstructured.Unstructured] {
-		return func(name ObjectName, rv string) (*unstructured.Unstructured, bool) {
-			obj := cache[name]
-			return obj, obj != nil && obj.GetResourceVersion() == rv
-		}
+	metadataCache := map[ObjectName]*metav1.PartialObjectMetadata{}
+	for i := range metadataList.Items {
+		metadataCache[NameOf(&metadataList.Items[i])] = &metadataList.Items[i]
 	}
-
-	// listFunc lists once and returns the result and its length.
-	type listFunc func(ctx context.Context) (any, int, error)
-	typed := func(contentType ContentType) func(cache string) listFunc {
-		lw, err := newRESTListerWatcher[*corev1.Pod](config, RESTOptions{ContentType: contentType})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return func(cache string) listFunc {
-			return func(ctx context.Context) (any, int, error) {
-				switch cache {
-				case "all":
-					ctx = withCachedLookup(ctx, typedLookup(typedCache))
-				case "empty":
-					ctx = withCachedLookup(ctx, typedLookup(nil))
-				}
-				got, err := lw.List(ctx, metav1.ListOptions{})
-				if err != nil {
-					return nil, 0, err
-				}
-				return got, len(got.Items), nil
-			}
-		}
-	}
-	dynamicLW, err := newDynamicListerWatcher(config, RESTOptions{Resource: resource})
+	protobufLW, err := newRESTListerWatcher[*corev1.Pod](config, RESTOptions{ContentType: ContentTypeProtobuf})
 	if err != nil {
 		b.Fatal(err)
 	}
-	dynamicClient, err := dynamic.NewForConfig(config)
+	jsonLW, err := newRESTListerWatcher[*corev1.Pod](config, RESTOptions{ContentType: ContentTypeJSON})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dynamicLW, err := newDynamicListerWatcher(config, RESTOptions{Resource: resource})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,59 +99,25 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	dynamicClient, err := dynamic.NewForConfig(config)
+	if err != nil {
+		b.Fatal(err)
+	}
 	metadataClient, err := metadata.NewForConfig(config)
 	if err != nil {
 		b.Fatal(err)
 	}
-	metadataCache := map[ObjectName]*metav1.PartialObjectMetadata{}
-	for i := range metadataList.Items {
-		metadataCache[NameOf(&metadataList.Items[i])] = &metadataList.Items[i]
-	}
-	metadataLookup := func(cache map[ObjectName]*metav1.PartialObjectMetadata) cachedLookup[*metav1.PartialObjectMetadata] {
-		return func(name ObjectName, rv string) (*metav1.PartialObjectMetadata, bool) {
-			obj := cache[name]
-			return obj, obj != nil && obj.ResourceVersion == rv
-		}
-	}
 	for _, path := range []struct {
 		name string
-		list func(cache string) listFunc
+		list func(cache string) benchListFunc
 	}{
-		{"path=typed-protobuf", typed(ContentTypeProtobuf)},
-		{"path=typed-json", typed(ContentTypeJSON)},
-		{"path=dynamic", func(cache string) listFunc {
-			return func(ctx context.Context) (any, int, error) {
-				switch cache {
-				case "all":
-					ctx = withCachedLookup(ctx, dynamicLookup(dynamicCache))
-				case "empty":
-					ctx = withCachedLookup(ctx, dynamicLookup(nil))
-				}
-				got, err := dynamicLW.List(ctx, metav1.ListOptions{})
-				if err != nil {
-					return nil, 0, err
-				}
-				return got, len(got.Items), nil
-			}
-		}},
-		{"path=metadata-protobuf", func(cache string) listFunc {
-			return func(ctx context.Context) (any, int, error) {
-				switch cache {
-				case "all":
-					ctx = withCachedLookup(ctx, metadataLookup(metadataCache))
-				case "empty":
-					ctx = withCachedLookup(ctx, metadataLookup(nil))
-				}
-				got, err := metadataLW.List(ctx, metav1.ListOptions{})
-				if err != nil {
-					return nil, 0, err
-				}
-				return got, len(got.Items), nil
-			}
-		}},
+		{"path=typed-protobuf", benchLister(protobufLW, typedCache)},
+		{"path=typed-json", benchLister(jsonLW, typedCache)},
+		{"path=dynamic", benchLister(dynamicLW, dynamicCache)},
+		{"path=metadata-protobuf", benchLister(metadataLW, metadataCache)},
 		// What the metadata and dynamic ListerWatchers' List called before
 		// they skipped cached items.
-		{"path=metadata-client-go", func(string) listFunc {
+		{"path=metadata-client-go", func(string) benchListFunc {
 			return func(ctx context.Context) (any, int, error) {
 				got, err := metadataClient.Resource(resource).List(ctx, metav1.ListOptions{})
 				if err != nil {
@@ -188,7 +126,7 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 				return got, len(got.Items), nil
 			}
 		}},
-		{"path=dynamic-client-go", func(string) listFunc {
+		{"path=dynamic-client-go", func(string) benchListFunc {
 			return func(ctx context.Context) (any, int, error) {
 				got, err := dynamicClient.Resource(resource).List(ctx, metav1.ListOptions{})
 				if err != nil {
@@ -226,6 +164,40 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 				runtime.KeepAlive(got)
 				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "retained-B/item")
 			})
+		}
+	}
+}
+
+// benchListFunc lists once and returns the result and its length.
+type benchListFunc func(ctx context.Context) (any, int, error)
+
+// benchLister returns, for a cache of BenchmarkRelistUnchanged, a
+// benchListFunc listing through lw with a lookup over all (cache=all),
+// over an empty cache (cache=empty) or none (cache=none).
+func benchLister[T Object](lw ListerWatcher[T], all map[ObjectName]T) func(cache string) benchListFunc {
+	return func(cache string) benchListFunc {
+		var lookup cachedLookup[T]
+		switch cache {
+		case "all":
+			lookup = func(name ObjectName, rv string) (T, bool) {
+				obj, ok := all[name]
+				return obj, ok && obj.GetResourceVersion() == rv
+			}
+		case "empty":
+			lookup = func(ObjectName, string) (T, bool) {
+				var zero T
+				return zero, false
+			}
+		}
+		return func(ctx context.Context) (any, int, error) {
+			if lookup != nil {
+				ctx = withCachedLookup(ctx, lookup)
+			}
+			got, err := lw.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, 0, err
+			}
+			return got, len(got.Items), nil
 		}
 	}
 }

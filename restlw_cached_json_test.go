@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -76,25 +75,12 @@ func TestRESTListSkipsCachedJSONItems(t *testing.T) {
 	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 15))
 		pods := randomListedPods(rng, rng.IntN(40))
-		cached := map[ObjectName]*corev1.Pod{}
 		body := randomJSONList(t, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20", Continue: "next"}, Items: pods}, true)
 		want, err := decodedJSON(body)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		for i, pod := range want.Items {
-			copy := pod.DeepCopy()
-			copy.Labels = map[string]string{"cached": "yes"}
-			switch rng.IntN(3) {
-			case 0: // not cached
-			case 1: // cached at the listed version
-				cached[NameOf(copy)] = copy
-				want.Items[i] = copy
-			case 2: // cached at an older version
-				copy.ResourceVersion = "9"
-				cached[NameOf(copy)] = copy
-			}
-		}
+		cached := randomCache(rng, want.Items)
 		var found []*corev1.Pod
 		got, err := servedListLW(t, body, string(ContentTypeJSON)).List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
 		if err != nil {
@@ -103,15 +89,7 @@ func TestRESTListSkipsCachedJSONItems(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("seed %d: list (-want +got):\n%s", seed, diff)
 		}
-		var reused []*corev1.Pod
-		for _, pod := range got.Items {
-			if cached[NameOf(pod)] == pod {
-				reused = append(reused, pod)
-			}
-		}
-		if diff := cmp.Diff(found, reused); diff != "" {
-			t.Errorf("seed %d: the lookup's finds are not the items reused, in order (-found +reused):\n%s", seed, diff)
-		}
+		checkFoundReused(t, seed, cached, found, got.Items)
 	}
 }
 
@@ -218,7 +196,7 @@ func FuzzDynamicListSkipsCachedItems(f *testing.F) {
 		}
 		lw, want, wantErr := servedDynamicList(t, bytes.Clone(body))
 		var found []*unstructured.Unstructured
-		got, err := lw.List(withCachedLookup(t.Context(), unstructuredLookup(cached, &found)), metav1.ListOptions{})
+		got, err := lw.List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
 		if wantErr != nil {
 			return // ours may list what a decoder rejects in an item it need not decode
 		}
@@ -251,12 +229,7 @@ func decodedJSON(body []byte) (*ListResult[*corev1.Pod], error) {
 // lists from body as our ListerWatcher returns it, or the client's error.
 func servedDynamicList(t testing.TB, body []byte) (*dynamicListerWatcher, *ListResult[*unstructured.Unstructured], error) {
 	t.Helper()
-	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		return &http.Response{
-			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {runtime.ContentTypeJSON}},
-			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-		}, nil
-	})}
+	client := servingClient(http.StatusOK, runtime.ContentTypeJSON, body)
 	config := &rest.Config{Host: "http://server"}
 	resource := corev1.SchemeGroupVersion.WithResource("pods")
 	lw, err := newDynamicListerWatcher(config, RESTOptions{Resource: resource, HTTPClient: client})
@@ -278,19 +251,6 @@ func servedDynamicList(t testing.TB, body []byte) (*dynamicListerWatcher, *ListR
 	return lw, want, nil
 }
 
-// unstructuredLookup is a cachedLookup over cached, recording what it
-// found.
-func unstructuredLookup(cached map[ObjectName]*unstructured.Unstructured, found *[]*unstructured.Unstructured) cachedLookup[*unstructured.Unstructured] {
-	return func(name ObjectName, resourceVersion string) (*unstructured.Unstructured, bool) {
-		obj := cached[name]
-		if obj == nil || obj.GetResourceVersion() != resourceVersion {
-			return nil, false
-		}
-		*found = append(*found, obj)
-		return obj, true
-	}
-}
-
 // TestDynamicListSkipsCachedItems is TestRESTListSkipsCachedJSONItems
 // for the dynamic ListerWatcher: the items the cache holds at the listed
 // version are the cached objects, the others what client-go's dynamic
@@ -305,36 +265,15 @@ func TestDynamicListSkipsCachedItems(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		cached := map[ObjectName]*unstructured.Unstructured{}
-		for i, obj := range want.Items {
-			copy := obj.DeepCopy()
-			copy.SetLabels(map[string]string{"cached": "yes"})
-			switch rng.IntN(3) {
-			case 0: // not cached
-			case 1: // cached at the listed version
-				cached[NameOf(copy)] = copy
-				want.Items[i] = copy
-			case 2: // cached at an older version
-				copy.SetResourceVersion("9")
-				cached[NameOf(copy)] = copy
-			}
-		}
+		cached := randomCache(rng, want.Items)
 		var found []*unstructured.Unstructured
-		got, err := lw.List(withCachedLookup(t.Context(), unstructuredLookup(cached, &found)), metav1.ListOptions{})
+		got, err := lw.List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("seed %d: list (-want +got):\n%s", seed, diff)
 		}
-		var reused []*unstructured.Unstructured
-		for _, obj := range got.Items {
-			if cached[NameOf(obj)] == obj {
-				reused = append(reused, obj)
-			}
-		}
-		if diff := cmp.Diff(found, reused); diff != "" {
-			t.Errorf("seed %d: the lookup's finds are not the items reused, in order (-found +reused):\n%s", seed, diff)
-		}
+		checkFoundReused(t, seed, cached, found, got.Items)
 	}
 }
