@@ -164,7 +164,11 @@ func (lw *metadataListerWatcher) list(ctx context.Context, options metav1.ListOp
 	if err != nil {
 		return nil, nil, err
 	}
-	// As the REST client's Result.Get and the metadata client's List.
+	// As the REST client's Result.Get and the metadata client's List. A
+	// body cut is of kind PartialObjectMetadataList: if that is not
+	// registered (another apiVersion), the error is returned rather than
+	// the cut body read by the fallback, which matches names regardless of
+	// case where the cut does not.
 	out, _, err := decoder.Decode(body, nil, nil)
 	if runtime.IsNotRegisteredError(err) && slots == nil {
 		var list metav1.PartialObjectMetadataList
