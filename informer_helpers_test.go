@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
 	"slices"
@@ -314,4 +315,40 @@ func diffLarge(want, got any, opts ...cmp.Option) string {
 		return ""
 	}
 	return cmp.Diff(want, got, opts...)
+}
+
+// UpdateCapture is a handler that records, per pod key, the objects of the
+// last update it received; the internal and external tests of relists
+// share it.
+type UpdateCapture struct {
+	mu      sync.Mutex
+	updates map[string][2]*corev1.Pod
+}
+
+// NewUpdateCapture returns an UpdateCapture that recorded nothing.
+func NewUpdateCapture() *UpdateCapture {
+	return &UpdateCapture{updates: map[string][2]*corev1.Pod{}}
+}
+
+func (c *UpdateCapture) OnAdd(*corev1.Pod, bool) {}
+func (c *UpdateCapture) OnUpdate(oldObj, newObj *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updates[KeyOf(newObj)] = [2]*corev1.Pod{oldObj, newObj}
+}
+func (c *UpdateCapture) OnDelete(DeletedObject[*corev1.Pod]) {}
+
+// Get returns the old and new objects of the last update of key.
+func (c *UpdateCapture) Get(key string) ([2]*corev1.Pod, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.updates[key]
+	return u, ok
+}
+
+// Snapshot returns a copy of every key's last update.
+func (c *UpdateCapture) Snapshot() map[string][2]*corev1.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.updates)
 }

@@ -2,34 +2,12 @@ package informer
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
-
-// updateCapture records the objects of the updates a handler receives.
-type updateCapture struct {
-	mu      sync.Mutex
-	updates map[string][2]*corev1.Pod
-}
-
-func (c *updateCapture) OnAdd(*corev1.Pod, bool) {}
-func (c *updateCapture) OnUpdate(oldObj, newObj *corev1.Pod) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.updates[KeyOf(newObj)] = [2]*corev1.Pod{oldObj, newObj}
-}
-func (c *updateCapture) OnDelete(DeletedObject[*corev1.Pod]) {}
-
-func (c *updateCapture) get(key string) ([2]*corev1.Pod, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	u, ok := c.updates[key]
-	return u, ok
-}
 
 // TestRelistKeepsUnchangedCachedObjects relists, by pages, by one list and
 // by a streaming list, objects of which some are unchanged: those keep
@@ -46,7 +24,7 @@ func TestRelistKeepsUnchangedCachedObjects(t *testing.T) {
 				listed = append(listed, NewPod("ns", fmt.Sprintf("p%d", i), "10", PodNode("node-1")))
 			}
 			lw.SetList("10", listed...)
-			capture := &updateCapture{updates: map[string][2]*corev1.Pod{}}
+			capture := NewUpdateCapture()
 			_, err := inf.AddEventHandler(capture)
 			plMust(t, err)
 			plRun(t, inf)
@@ -64,14 +42,14 @@ func TestRelistKeepsUnchangedCachedObjects(t *testing.T) {
 			lw.SetList("12", relisted...)
 			plMust(t, lw.FailWatch(plCtx(t), apierrors.NewResourceExpired("too old resource version")))
 			Eventually(t, "the relist's updates", func() bool {
-				_, last := capture.get(KeyOf(listed[len(listed)-1]))
-				_, first := capture.get(KeyOf(changed))
+				_, last := capture.Get(KeyOf(listed[len(listed)-1]))
+				_, first := capture.Get(KeyOf(changed))
 				return last && first
 			})
 
 			for _, p := range listed {
 				key := KeyOf(p)
-				u, _ := capture.get(key)
+				u, _ := capture.Get(key)
 				cached, _, _ := inf.indexer.GetByKey(key)
 				if key == KeyOf(changed) {
 					if u[1] == u[0] || u[0] != before[key] || u[1] != cached {

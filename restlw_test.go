@@ -3,8 +3,6 @@ package informer_test
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 	"testing"
 	"time"
 
@@ -426,27 +424,6 @@ func TestRESTListerWatcherErrorsKeepTheAPIStatus(t *testing.T) {
 	}
 }
 
-// relistCapture records, per pod key, the objects of the last update a
-// handler received.
-type relistCapture struct {
-	mu      sync.Mutex
-	updates map[string][2]*corev1.Pod
-}
-
-func (c *relistCapture) OnAdd(*corev1.Pod, bool) {}
-func (c *relistCapture) OnUpdate(oldObj, newObj *corev1.Pod) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.updates[informer.KeyOf(newObj)] = [2]*corev1.Pod{oldObj, newObj}
-}
-func (c *relistCapture) OnDelete(informer.DeletedObject[*corev1.Pod]) {}
-
-func (c *relistCapture) snapshot() map[string][2]*corev1.Pod {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.updates)
-}
-
 // TestRESTRelistKeepsCachedObjects relists pods over protobuf after the
 // watch expires: every pod comes back at its cached version, so each
 // handler gets an update whose old and new objects are the one cached
@@ -460,7 +437,7 @@ func TestRESTRelistKeepsCachedObjects(t *testing.T) {
 	}
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{})
 	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
-	capture := &relistCapture{updates: map[string][2]*corev1.Pod{}}
+	capture := informer.NewUpdateCapture()
 	must[*informer.Registration](t)(pods.AddEventHandler(capture))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -474,11 +451,11 @@ func TestRESTRelistKeepsCachedObjects(t *testing.T) {
 	}
 	srv.WaitForWatches(t, podsResource, 1)
 	srv.SendError(podsResource, &metav1.Status{Status: metav1.StatusFailure, Message: "too old", Reason: metav1.StatusReasonExpired, Code: 410})
-	informer.Eventually(t, "the relist's updates", func() bool { return len(capture.snapshot()) == len(cached) })
-	if diff := cmp.Diff(cached, capture.snapshot()); diff != "" {
+	informer.Eventually(t, "the relist's updates", func() bool { return len(capture.Snapshot()) == len(cached) })
+	if diff := cmp.Diff(cached, capture.Snapshot()); diff != "" {
 		t.Errorf("relist updates (-cached before +got):\n%s", diff)
 	}
-	for key, u := range capture.snapshot() {
+	for key, u := range capture.Snapshot() {
 		if u[0] != cached[key][0] || u[1] != cached[key][0] {
 			t.Errorf("%s: update (%p, %p), want the object cached before, %p, as both", key, u[0], u[1], cached[key][0])
 		}
