@@ -405,7 +405,10 @@ func informerNameFor[T Object](name string) string {
 }
 
 // LastSyncResourceVersion returns the resource version the reflector last
-// saw, or "" before Run.
+// saw, or "" before Run. It is not kept in step with the handlers (nor is
+// client-go's): a handler may hear of an event before
+// LastSyncResourceVersion reaches the event's version. Safe for concurrent
+// use.
 func (i *Informer[T]) LastSyncResourceVersion() string {
 	if i.dynamic != nil {
 		return i.indexer.LastStoreSyncResourceVersion()

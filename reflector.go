@@ -271,8 +271,10 @@ func (r *Reflector[T]) requestRelist() {
 }
 
 // LastSyncResourceVersion returns the last resource version the reflector
-// has seen (from a list, a watch event or a bookmark). Safe for concurrent
-// use.
+// has seen (from a list, a watch event or a bookmark). It moves after the
+// store call that hands over the list or event has returned (as in
+// client-go), so whoever the store passes the event to may see it first.
+// Safe for concurrent use.
 func (r *Reflector[T]) LastSyncResourceVersion() string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

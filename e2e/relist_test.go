@@ -170,7 +170,15 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	if !waitFor(ctx, changed, func() bool { return cachedVersions(pods, ns)[ns+"/warm"] == warm.ResourceVersion }) {
 		t.Fatal("the informer did not see the warm-up pod")
 	}
-	resumeFrom := pods.LastSyncResourceVersion()
+	// The reflector takes an event's resource version after handing the
+	// event on (as client-go's does), so the handler may hear of the pod
+	// while LastSyncResourceVersion is still the list's. The warm-up pod is
+	// the last change in the namespace, and a watch served from etcd sends
+	// no bookmarks: the reflector resumes from exactly its version.
+	resumeFrom := warm.ResourceVersion
+	if err := pollUntil(ctx, func() bool { return pods.LastSyncResourceVersion() == resumeFrom }); err != nil {
+		t.Fatalf("LastSyncResourceVersion is %q, want the warm-up pod's %q: %v", pods.LastSyncResourceVersion(), resumeFrom, err)
+	}
 
 	// Hold the next watch and end the current one: the reflector waits to
 	// watch again from resumeFrom while the pods change.
