@@ -128,6 +128,36 @@ func newInternTable() *internTable {
 // s itself, so that the table never points into a larger buffer (or into
 // read-only memory, where weak pointers cannot point) that s may share.
 func (t *internTable) str(s string) string {
+	return t.intern(s, true)
+}
+
+// strFrom returns the string of b's bytes: the shared copy if the table
+// holds one (without allocating), else a fresh copy, which becomes the
+// shared one if the string was seen before (as in str). The result never
+// points into b, so b may be a buffer reused afterwards: the protobuf
+// decoder (restdecode_pod.go) takes every string of a pod from it.
+func (t *internTable) strFrom(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return t.intern(unsafe.String(unsafe.SliceData(b), len(b)), false)
+}
+
+// bytesFrom returns a slice of b's content that does not point into b,
+// empty and not nil if b is empty (as gogo decodes an empty bytes field).
+// Its bytes are shared as those of bytes' results are, with the same
+// capacity rule.
+func (t *internTable) bytesFrom(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{}
+	}
+	s := t.strFrom(b)
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// intern is str and strFrom: it returns the shared copy of s, or s itself
+// if keep and s is not to be shared, or else a fresh copy of s.
+func (t *internTable) intern(s string, keep bool) string {
 	if len(s) == 0 {
 		return s
 	}
@@ -149,13 +179,20 @@ func (t *internTable) str(s string) string {
 	if slot, p := t.strings.live(h); p != nil {
 		c := unsafe.String(p, slot.n)
 		if c != s {
-			return s // another string with the same hash: leave s alone
+			// another string with the same hash: leave s alone
+			if keep {
+				return s
+			}
+			return strings.Clone(s)
 		}
 		remember(front, k, c)
 		return c
 	}
 	if !t.seenBefore(h) {
-		return s
+		if keep {
+			return s
+		}
+		return strings.Clone(s)
 	}
 	c := strings.Clone(s)
 	if t.strings.put(h, shareSlot[byte]{p: weak.Make(unsafe.StringData(c)), n: len(c)}) {

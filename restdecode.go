@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
 
+//go:generate go run ./hack/pbdecode -o restdecode_pod.go
+
 // This file holds the protobuf decoders of the typed REST ListerWatcher.
 // apimachinery's decoders copy each object's bytes twice before decoding
 // them: a watch event's object out of the event (metav1.WatchEvent's

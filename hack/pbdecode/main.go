@@ -1,0 +1,26 @@
+// Command pbdecode writes restdecode_pod.go, the informer's protobuf
+// decoder of pods that decodes strings straight into interned copies (see
+// internal/pbdecode). Run by go generate in the repository's root:
+//
+//	go run ./hack/pbdecode -o restdecode_pod.go
+package main
+
+import (
+	"flag"
+	"log"
+	"os"
+
+	"github.com/kubetyped/informer/internal/pbdecode"
+)
+
+func main() {
+	out := flag.String("o", "restdecode_pod.go", "the file to write")
+	flag.Parse()
+	src, err := pbdecode.Generate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*out, src, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,347 @@
+package informer
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/randfill"
+
+	"github.com/kubetyped/informer/internal/pbdecode"
+	"github.com/kubetyped/informer/internal/prodpods"
+)
+
+// TestUnmarshalPodGeneratedIsCurrent regenerates restdecode_pod.go in
+// memory and fails if the checked-in file differs: run go generate.
+func TestUnmarshalPodGeneratedIsCurrent(t *testing.T) {
+	want, err := pbdecode.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("restdecode_pod.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("restdecode_pod.go is stale: run go generate")
+	}
+}
+
+// decodePodBoth decodes data with k8s.io/api's Unmarshal (from a copy)
+// and with unmarshalPod through table, and fails unless both fail or both
+// succeed with equal pods. It returns unmarshalPod's pod.
+func decodePodBoth(t testing.TB, table *internTable, data []byte) *corev1.Pod {
+	t.Helper()
+	want := &corev1.Pod{}
+	wantErr := want.Unmarshal(bytes.Clone(data))
+	got := &corev1.Pod{}
+	table.mu.Lock()
+	gotErr := unmarshalPod(table, data, got)
+	table.mu.Unlock()
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Fatalf("Pod.Unmarshal's error: %v; unmarshalPod's: %v (data %x)", wantErr, gotErr, data)
+	}
+	if wantErr == nil {
+		if diff := diffLarge(want, got); diff != "" {
+			t.Fatalf("unmarshalPod differs from Pod.Unmarshal (-Unmarshal +unmarshalPod):\n%s", diff)
+		}
+	}
+	return got
+}
+
+// encodedProdPods returns the protobuf encodings of n production-like
+// pods.
+func encodedProdPods(t testing.TB, n int) [][]byte {
+	t.Helper()
+	pods := prodpods.New(n)
+	out := make([][]byte, len(pods))
+	for i := range pods {
+		data, err := pods[i].Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = data
+	}
+	return out
+}
+
+// randomPods returns the encodings of n random pods.
+func randomPods(t testing.TB, seed uint64, n int) [][]byte {
+	t.Helper()
+	f := randfill.NewWithSeed(int64(seed)).NilChance(0.2).NumElements(0, 3)
+	out := make([][]byte, n)
+	for i := range out {
+		var pod corev1.Pod
+		f.Fill(&pod)
+		data, err := pod.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = data
+	}
+	return out
+}
+
+// TestUnmarshalPodEqualsUnmarshal decodes production-like and random pods
+// both ways, twice through one table, so that the second decode takes its
+// strings from the table.
+func TestUnmarshalPodEqualsUnmarshal(t *testing.T) {
+	for name, encoded := range map[string][][]byte{
+		"prod":   encodedProdPods(t, 300),
+		"random": randomPods(t, 16, 200),
+	} {
+		t.Run(name, func(t *testing.T) {
+			table := newInternTable()
+			for range 2 {
+				for _, data := range encoded {
+					decodePodBoth(t, table, data)
+				}
+			}
+		})
+	}
+}
+
+// TestUnmarshalPodShares decodes replicas of one Deployment and checks that
+// the last two share their strings' bytes: labels, images, env vars.
+func TestUnmarshalPodShares(t *testing.T) {
+	table := newInternTable()
+	var pods []*corev1.Pod
+	for _, data := range encodedProdPods(t, 5) {
+		pods = append(pods, decodePodBoth(t, table, data))
+	}
+	a, b := pods[3], pods[4]
+	same := func(what, x, y string) {
+		t.Helper()
+		if x == "" || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q not shared", what, x, y)
+		}
+	}
+	if len(a.Labels) == 0 {
+		t.Fatal("no labels")
+	}
+	for k, v := range a.Labels {
+		same("label value", v, b.Labels[k])
+		for k2 := range b.Labels {
+			if k2 == k {
+				same("label key", k, k2)
+			}
+		}
+	}
+	for c := range a.Spec.Containers {
+		ca, cb := &a.Spec.Containers[c], &b.Spec.Containers[c]
+		same("image", ca.Image, cb.Image)
+		for e := range ca.Env {
+			same("env name", ca.Env[e].Name, cb.Env[e].Name)
+			if ca.Env[e].Value != "" {
+				same("env value", ca.Env[e].Value, cb.Env[e].Value)
+			}
+		}
+	}
+	if a.Name == b.Name || unsafe.StringData(a.Name) == unsafe.StringData(b.Name) {
+		t.Error("names shared")
+	}
+}
+
+// TestUnmarshalPodDoesNotAliasData decodes pods, overwrites the buffer
+// they were decoded from, as the next response reusing it does, and
+// compares them with a decode of a copy.
+func TestUnmarshalPodDoesNotAliasData(t *testing.T) {
+	table := newInternTable()
+	encoded := append(encodedProdPods(t, 20), randomPods(t, 17, 50)...)
+	for round := range 2 {
+		for i, data := range encoded {
+			buf := bytes.Clone(data)
+			got := &corev1.Pod{}
+			table.mu.Lock()
+			err := unmarshalPod(table, buf, got)
+			table.mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range buf {
+				buf[j] = 0xa5
+			}
+			want := &corev1.Pod{}
+			if err := want.Unmarshal(data); err != nil {
+				t.Fatal(err)
+			}
+			if diff := diffLarge(want, got); diff != "" {
+				t.Fatalf("round %d, pod %d changed with the buffer (-want +got):\n%s", round, i, diff)
+			}
+		}
+	}
+}
+
+// TestUnmarshalPodRules decodes hand-made encodings that exercise gogo's
+// rules one by one: merging, overwriting, appending, map entries, packed
+// lists, empty bytes, unknown fields of every wire type, and the errors of
+// bad tags, wire types and lengths.
+func TestUnmarshalPodRules(t *testing.T) {
+	bytesField := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	varintField := func(num protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	str := func(num protowire.Number, s string) []byte { return bytesField(num, []byte(s)) }
+	meta := func(parts ...[]byte) []byte { return bytesField(1, cat(parts...)) } // Pod.metadata
+	spec := func(parts ...[]byte) []byte { return bytesField(2, cat(parts...)) } // Pod.spec
+	entry := func(parts ...[]byte) []byte { return bytesField(11, cat(parts...)) } // ObjectMeta.labels
+	podSecurity := func(parts ...[]byte) []byte { return spec(bytesField(14, cat(parts...))) }
+	managed := func(raw []byte) []byte { // ObjectMeta.managedFields[0].fieldsV1
+		return meta(bytesField(17, bytesField(7, raw)))
+	}
+	long := func(v uint64, n int) []byte { // v as a varint of n bytes
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(v&0x7f) | 0x80
+			v >>= 7
+		}
+		b[n-1] &= 0x7f
+		return b
+	}
+	cases := map[string][]byte{
+		"empty":                   nil,
+		"later scalar wins":       meta(str(1, "a"), str(1, "b")),
+		"message merges":          cat(meta(str(1, "a")), meta(str(3, "ns"))),
+		"pointer message merges":  cat(spec(bytesField(14, varintField(6, 1))), spec(bytesField(14, varintField(5, 7)))),
+		"repeated appends":        spec(bytesField(2, str(1, "a")), bytesField(2, str(1, "b"))),
+		"map entry":               meta(entry(str(1, "k"), str(2, "v"))),
+		"map entry no key":        meta(entry(str(2, "v"))),
+		"map entry no value":      meta(entry(str(1, "k"))),
+		"map entry empty":         meta(entry()),
+		"map duplicate key":       meta(entry(str(1, "k"), str(2, "v")), entry(str(1, "k"), str(2, "w"))),
+		"map entry unknown field": meta(entry(str(1, "k"), varintField(3, 9), str(2, "v"))),
+		"map entry key twice":     meta(entry(str(1, "k"), str(1, "j"), str(2, "v"))),
+		"map entry varint key":    meta(entry(varintField(1, 3))),
+		"map entry field zero":    meta(entry(protowire.AppendVarint(nil, 2), str(1, "k"))),
+		"map key past entry":      meta(bytesField(11, cat(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{3})), str(1, "a")),
+		"resource list":           spec(bytesField(2, bytesField(8, bytesField(1, cat(str(1, "cpu"), bytesField(2, str(1, "100m"))))))),
+		"resource list no value":  spec(bytesField(2, bytesField(8, bytesField(1, str(1, "cpu"))))),
+		"bad quantity":            spec(bytesField(2, bytesField(8, bytesField(1, cat(str(1, "cpu"), bytesField(2, str(1, "x"))))))),
+		"packed":                  podSecurity(bytesField(4, cat(protowire.AppendVarint(nil, 1), protowire.AppendVarint(nil, 300)))),
+		"packed empty":            podSecurity(bytesField(4, nil)),
+		"unpacked":                podSecurity(varintField(4, 1), varintField(4, 300)),
+		"packed and unpacked":     podSecurity(varintField(4, 1), bytesField(4, protowire.AppendVarint(nil, 2)), varintField(4, 3)),
+		"packed truncated":        podSecurity(bytesField(4, []byte{0x80})),
+		"empty bytes":             managed(nil),
+		"bytes":                   managed([]byte(`{"f:metadata":{}}`)),
+		"bytes twice":             cat(managed([]byte("ab")), managed([]byte("c"))),
+		"pointer scalar":          spec(varintField(4, 30)),
+		"pointer string":          spec(str(31, "Never")),
+		"bool":                    spec(varintField(11, 2)),
+		"int32 truncated":         spec(bytesField(2, bytesField(6, varintField(3, 1<<40|80)))),
+		"10-byte varint":          spec(cat(protowire.AppendTag(nil, 4, protowire.VarintType), long(1<<63|5, 10))),
+		"10-byte varint overflow": spec(cat(protowire.AppendTag(nil, 4, protowire.VarintType), long(5, 9), []byte{0x7f})),
+		"11-byte varint":          spec(cat(protowire.AppendTag(nil, 4, protowire.VarintType), long(5, 11))),
+		"padded tag":              cat(long(1<<3|2, 5), protowire.AppendBytes(nil, str(1, "a"))),
+		"tag truncated to int32":  cat(protowire.AppendVarint(nil, (1<<32|1)<<3|2), protowire.AppendBytes(nil, str(1, "a"))),
+		"negative field number":   cat(protowire.AppendVarint(nil, (1<<31)<<3|2), protowire.AppendBytes(nil, nil)),
+		"field zero":              cat(protowire.AppendVarint(nil, 2), protowire.AppendBytes(nil, nil)),
+		"end group":               protowire.AppendTag(nil, 9, protowire.EndGroupType),
+		"unknown varint":          cat(varintField(9, 1), meta(str(1, "a"))),
+		"unknown fixed64":         protowire.AppendFixed64(protowire.AppendTag(nil, 9, protowire.Fixed64Type), 1),
+		"unknown fixed32":         protowire.AppendFixed32(protowire.AppendTag(nil, 9, protowire.Fixed32Type), 1),
+		"unknown fixed truncated": cat(protowire.AppendTag(nil, 9, protowire.Fixed64Type), []byte{1, 2}),
+		"unknown bytes":           str(9, "x"),
+		"unknown group":           cat(protowire.AppendTag(nil, 9, protowire.StartGroupType), varintField(1, 1), protowire.AppendTag(nil, 7, protowire.EndGroupType)),
+		"unknown nested groups":   cat(protowire.AppendTag(nil, 9, protowire.StartGroupType), protowire.AppendTag(nil, 9, protowire.StartGroupType), protowire.AppendTag(nil, 9, protowire.EndGroupType), protowire.AppendTag(nil, 9, protowire.EndGroupType)),
+		"unknown open group":      protowire.AppendTag(nil, 9, protowire.StartGroupType),
+		"unknown wire type 6":     protowire.AppendVarint(nil, 9<<3|6),
+		"unknown in map entry":    meta(entry(cat(protowire.AppendTag(nil, 5, protowire.StartGroupType), protowire.AppendTag(nil, 5, protowire.EndGroupType)))),
+		"wrong wire type string":  meta(varintField(1, 1)),
+		"wrong wire type varint":  spec(str(4, "x")),
+		"wrong wire type message": varintField(1, 1),
+		"wrong wire type group":   cat(protowire.AppendTag(nil, 1, protowire.StartGroupType), protowire.AppendTag(nil, 1, protowire.EndGroupType)),
+		"wrong wire type packed":  podSecurity(protowire.AppendFixed32(protowire.AppendTag(nil, 4, protowire.Fixed32Type), 1)),
+		"length past end":         cat(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{5, 1}),
+		"negative length":         cat(protowire.AppendTag(nil, 1, protowire.BytesType), long(1<<63, 10)),
+		"huge length":             cat(protowire.AppendTag(nil, 1, protowire.BytesType), long(1<<62, 9)),
+		"time":                    meta(bytesField(8, varintField(1, 1700000000))),
+		"empty time":              meta(bytesField(8, nil)),
+		"int or string":           spec(bytesField(2, bytesField(10, bytesField(1, bytesField(3, cat(varintField(1, 1), str(3, "http"))))))),
+	}
+	table := newInternTable()
+	for round := range 2 {
+		for name, data := range cases {
+			t.Run(fmt.Sprint(name, "/", round), func(t *testing.T) {
+				decodePodBoth(t, table, data)
+			})
+		}
+	}
+}
+
+// TestUnmarshalPodBadBytes decodes truncations and random mutations of
+// production-like and random pods: unmarshalPod must fail exactly when
+// Pod.Unmarshal does, and decode the same pod when neither fails.
+func TestUnmarshalPodBadBytes(t *testing.T) {
+	table := newInternTable()
+	encoded := append(encodedProdPods(t, 2), randomPods(t, 18, 5)...)
+	r := rand.New(rand.NewPCG(18, 0))
+	for _, data := range encoded {
+		// Every 7th length: every length takes too long under -race, and
+		// the fuzzer covers the rest.
+		for n := 0; n < len(data); n += 7 {
+			decodePodBoth(t, table, data[:n])
+		}
+		for range 300 {
+			m := bytes.Clone(data)
+			for range 1 + r.IntN(3) {
+				m[r.IntN(len(m))] = byte(r.Uint32())
+			}
+			decodePodBoth(t, table, m)
+		}
+	}
+}
+
+// FuzzUnmarshalPod compares unmarshalPod with Pod.Unmarshal on any bytes.
+func FuzzUnmarshalPod(f *testing.F) {
+	for _, data := range encodedProdPods(f, 3) {
+		f.Add(data)
+	}
+	for _, data := range randomPods(f, 19, 5) {
+		f.Add(data)
+	}
+	table := newInternTable()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		decodePodBoth(t, table, data)
+	})
+}
+
+// TestInternTableShrinksFromBytes decodes strings through strFrom, lets
+// them go and checks that a sweep leaves the table empty.
+func TestInternTableShrinksFromBytes(t *testing.T) {
+	table := newInternTable()
+	kept := make([]string, 3000)
+	for i := range kept {
+		// Longer than 16 bytes and seen twice: see TestInternTableShrinks.
+		b := []byte(fmt.Sprintf("a-string-long-enough-%d", i))
+		_ = table.strFrom(b)
+		kept[i] = table.strFrom(b)
+		if unsafe.StringData(kept[i]) == unsafe.SliceData(b) {
+			t.Fatal("strFrom returned a string pointing into its argument")
+		}
+	}
+	if n := table.len(); n < len(kept) {
+		t.Fatalf("table holds %d strings, want at least %d", n, len(kept))
+	}
+	if again := table.strFrom([]byte(strings.Clone(kept[0]))); unsafe.StringData(again) != unsafe.StringData(kept[0]) {
+		t.Error("strFrom did not return the shared copy")
+	}
+	runtime.KeepAlive(kept)
+	Eventually(t, "the table to forget every string", func() bool {
+		runtime.GC()
+		table.mu.Lock()
+		table.sweep()
+		table.mu.Unlock()
+		return table.len() == 0
+	})
+}
