@@ -193,8 +193,8 @@ func TestUnmarshalPodRules(t *testing.T) {
 	}
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	str := func(num protowire.Number, s string) []byte { return bytesField(num, []byte(s)) }
-	meta := func(parts ...[]byte) []byte { return bytesField(1, cat(parts...)) } // Pod.metadata
-	spec := func(parts ...[]byte) []byte { return bytesField(2, cat(parts...)) } // Pod.spec
+	meta := func(parts ...[]byte) []byte { return bytesField(1, cat(parts...)) }   // Pod.metadata
+	spec := func(parts ...[]byte) []byte { return bytesField(2, cat(parts...)) }   // Pod.spec
 	entry := func(parts ...[]byte) []byte { return bytesField(11, cat(parts...)) } // ObjectMeta.labels
 	podSecurity := func(parts ...[]byte) []byte { return spec(bytesField(14, cat(parts...))) }
 	managed := func(raw []byte) []byte { // ObjectMeta.managedFields[0].fieldsV1.Raw
