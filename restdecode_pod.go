@@ -71,6 +71,8 @@ func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {
 }
 
 func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta) error {
+	var counts [3]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ObjectMeta")
 		if err != nil {
@@ -223,6 +225,13 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if err != nil {
 				return pbField("ObjectMeta", "ownerReferences", err)
 			}
+			if m.OwnerReferences == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
+					counted = true
+				}
+				m.OwnerReferences = make([]metav1.OwnerReference, 0, counts[0])
+			}
 			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
 			if err := unmarshalMetav1OwnerReference(t, data[s:e], &m.OwnerReferences[len(m.OwnerReferences)-1]); err != nil {
 				return pbField("ObjectMeta", "ownerReferences", err)
@@ -236,6 +245,13 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if err != nil {
 				return pbField("ObjectMeta", "finalizers", err)
 			}
+			if m.Finalizers == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
+					counted = true
+				}
+				m.Finalizers = make([]string, 0, counts[1])
+			}
 			m.Finalizers = append(m.Finalizers, t.strFrom(data[s:e]))
 			i = e
 		case 17: // managedFields
@@ -245,6 +261,13 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("ObjectMeta", "managedFields", err)
+			}
+			if m.ManagedFields == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
+					counted = true
+				}
+				m.ManagedFields = make([]metav1.ManagedFieldsEntry, 0, counts[2])
 			}
 			m.ManagedFields = append(m.ManagedFields, metav1.ManagedFieldsEntry{})
 			if err := unmarshalMetav1ManagedFieldsEntry(t, data[s:e], &m.ManagedFields[len(m.ManagedFields)-1]); err != nil {
@@ -260,7 +283,12 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 	return nil
 }
 
+// pbTagsMetav1ObjectMeta are the tags of ObjectMeta's repeated fields of messages and strings.
+var pbTagsMetav1ObjectMeta = [...]uint64{13<<3 | 2, 14<<3 | 2, 17<<3 | 2}
+
 func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) error {
+	var counts [12]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodSpec")
 		if err != nil {
@@ -275,6 +303,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if err != nil {
 				return pbField("PodSpec", "volumes", err)
 			}
+			if m.Volumes == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.Volumes = make([]corev1.Volume, 0, counts[0])
+			}
 			m.Volumes = append(m.Volumes, corev1.Volume{})
 			if err := unmarshalCorev1Volume(t, data[s:e], &m.Volumes[len(m.Volumes)-1]); err != nil {
 				return pbField("PodSpec", "volumes", err)
@@ -287,6 +322,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodSpec", "initContainers", err)
+			}
+			if m.InitContainers == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.InitContainers = make([]corev1.Container, 0, counts[1])
 			}
 			m.InitContainers = append(m.InitContainers, corev1.Container{})
 			if err := unmarshalCorev1Container(t, data[s:e], &m.InitContainers[len(m.InitContainers)-1]); err != nil {
@@ -301,6 +343,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if err != nil {
 				return pbField("PodSpec", "containers", err)
 			}
+			if m.Containers == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.Containers = make([]corev1.Container, 0, counts[2])
+			}
 			m.Containers = append(m.Containers, corev1.Container{})
 			if err := unmarshalCorev1Container(t, data[s:e], &m.Containers[len(m.Containers)-1]); err != nil {
 				return pbField("PodSpec", "containers", err)
@@ -313,6 +362,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodSpec", "ephemeralContainers", err)
+			}
+			if m.EphemeralContainers == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.EphemeralContainers = make([]corev1.EphemeralContainer, 0, counts[3])
 			}
 			m.EphemeralContainers = append(m.EphemeralContainers, corev1.EphemeralContainer{})
 			if err := unmarshalCorev1EphemeralContainer(t, data[s:e], &m.EphemeralContainers[len(m.EphemeralContainers)-1]); err != nil {
@@ -481,6 +537,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if err != nil {
 				return pbField("PodSpec", "imagePullSecrets", err)
 			}
+			if m.ImagePullSecrets == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.ImagePullSecrets = make([]corev1.LocalObjectReference, 0, counts[4])
+			}
 			m.ImagePullSecrets = append(m.ImagePullSecrets, corev1.LocalObjectReference{})
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.ImagePullSecrets[len(m.ImagePullSecrets)-1]); err != nil {
 				return pbField("PodSpec", "imagePullSecrets", err)
@@ -539,6 +602,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if err != nil {
 				return pbField("PodSpec", "tolerations", err)
 			}
+			if m.Tolerations == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.Tolerations = make([]corev1.Toleration, 0, counts[5])
+			}
 			m.Tolerations = append(m.Tolerations, corev1.Toleration{})
 			if err := unmarshalCorev1Toleration(t, data[s:e], &m.Tolerations[len(m.Tolerations)-1]); err != nil {
 				return pbField("PodSpec", "tolerations", err)
@@ -551,6 +621,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodSpec", "hostAliases", err)
+			}
+			if m.HostAliases == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.HostAliases = make([]corev1.HostAlias, 0, counts[6])
 			}
 			m.HostAliases = append(m.HostAliases, corev1.HostAlias{})
 			if err := unmarshalCorev1HostAlias(t, data[s:e], &m.HostAliases[len(m.HostAliases)-1]); err != nil {
@@ -600,6 +677,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodSpec", "readinessGates", err)
+			}
+			if m.ReadinessGates == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.ReadinessGates = make([]corev1.PodReadinessGate, 0, counts[7])
 			}
 			m.ReadinessGates = append(m.ReadinessGates, corev1.PodReadinessGate{})
 			if err := unmarshalCorev1PodReadinessGate(t, data[s:e], &m.ReadinessGates[len(m.ReadinessGates)-1]); err != nil {
@@ -662,6 +746,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if err != nil {
 				return pbField("PodSpec", "topologySpreadConstraints", err)
 			}
+			if m.TopologySpreadConstraints == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.TopologySpreadConstraints = make([]corev1.TopologySpreadConstraint, 0, counts[8])
+			}
 			m.TopologySpreadConstraints = append(m.TopologySpreadConstraints, corev1.TopologySpreadConstraint{})
 			if err := unmarshalCorev1TopologySpreadConstraint(t, data[s:e], &m.TopologySpreadConstraints[len(m.TopologySpreadConstraints)-1]); err != nil {
 				return pbField("PodSpec", "topologySpreadConstraints", err)
@@ -712,6 +803,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if err != nil {
 				return pbField("PodSpec", "schedulingGates", err)
 			}
+			if m.SchedulingGates == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.SchedulingGates = make([]corev1.PodSchedulingGate, 0, counts[9])
+			}
 			m.SchedulingGates = append(m.SchedulingGates, corev1.PodSchedulingGate{})
 			if err := unmarshalCorev1PodSchedulingGate(t, data[s:e], &m.SchedulingGates[len(m.SchedulingGates)-1]); err != nil {
 				return pbField("PodSpec", "schedulingGates", err)
@@ -724,6 +822,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodSpec", "resourceClaims", err)
+			}
+			if m.ResourceClaims == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.ResourceClaims = make([]corev1.PodResourceClaim, 0, counts[10])
 			}
 			m.ResourceClaims = append(m.ResourceClaims, corev1.PodResourceClaim{})
 			if err := unmarshalCorev1PodResourceClaim(t, data[s:e], &m.ResourceClaims[len(m.ResourceClaims)-1]); err != nil {
@@ -779,6 +884,13 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if err != nil {
 				return pbField("PodSpec", "evictionResponders", err)
 			}
+			if m.EvictionResponders == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				m.EvictionResponders = make([]corev1.EvictionResponder, 0, counts[11])
+			}
 			m.EvictionResponders = append(m.EvictionResponders, corev1.EvictionResponder{})
 			if err := unmarshalCorev1EvictionResponder(t, data[s:e], &m.EvictionResponders[len(m.EvictionResponders)-1]); err != nil {
 				return pbField("PodSpec", "evictionResponders", err)
@@ -793,7 +905,12 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 	return nil
 }
 
+// pbTagsCorev1PodSpec are the tags of PodSpec's repeated fields of messages and strings.
+var pbTagsCorev1PodSpec = [...]uint64{1<<3 | 2, 20<<3 | 2, 2<<3 | 2, 34<<3 | 2, 15<<3 | 2, 22<<3 | 2, 23<<3 | 2, 28<<3 | 2, 33<<3 | 2, 38<<3 | 2, 39<<3 | 2, 44<<3 | 2}
+
 func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) error {
+	var counts [9]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodStatus")
 		if err != nil {
@@ -827,6 +944,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodStatus", "conditions", err)
+			}
+			if m.Conditions == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.Conditions = make([]corev1.PodCondition, 0, counts[0])
 			}
 			m.Conditions = append(m.Conditions, corev1.PodCondition{})
 			if err := unmarshalCorev1PodCondition(t, data[s:e], &m.Conditions[len(m.Conditions)-1]); err != nil {
@@ -881,6 +1005,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if err != nil {
 				return pbField("PodStatus", "hostIPs", err)
 			}
+			if m.HostIPs == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.HostIPs = make([]corev1.HostIP, 0, counts[1])
+			}
 			m.HostIPs = append(m.HostIPs, corev1.HostIP{})
 			if err := unmarshalCorev1HostIP(t, data[s:e], &m.HostIPs[len(m.HostIPs)-1]); err != nil {
 				return pbField("PodStatus", "hostIPs", err)
@@ -903,6 +1034,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodStatus", "podIPs", err)
+			}
+			if m.PodIPs == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.PodIPs = make([]corev1.PodIP, 0, counts[2])
 			}
 			m.PodIPs = append(m.PodIPs, corev1.PodIP{})
 			if err := unmarshalCorev1PodIP(t, data[s:e], &m.PodIPs[len(m.PodIPs)-1]); err != nil {
@@ -932,6 +1070,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if err != nil {
 				return pbField("PodStatus", "initContainerStatuses", err)
 			}
+			if m.InitContainerStatuses == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.InitContainerStatuses = make([]corev1.ContainerStatus, 0, counts[3])
+			}
 			m.InitContainerStatuses = append(m.InitContainerStatuses, corev1.ContainerStatus{})
 			if err := unmarshalCorev1ContainerStatus(t, data[s:e], &m.InitContainerStatuses[len(m.InitContainerStatuses)-1]); err != nil {
 				return pbField("PodStatus", "initContainerStatuses", err)
@@ -944,6 +1089,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodStatus", "containerStatuses", err)
+			}
+			if m.ContainerStatuses == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.ContainerStatuses = make([]corev1.ContainerStatus, 0, counts[4])
 			}
 			m.ContainerStatuses = append(m.ContainerStatuses, corev1.ContainerStatus{})
 			if err := unmarshalCorev1ContainerStatus(t, data[s:e], &m.ContainerStatuses[len(m.ContainerStatuses)-1]); err != nil {
@@ -968,6 +1120,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if err != nil {
 				return pbField("PodStatus", "ephemeralContainerStatuses", err)
 			}
+			if m.EphemeralContainerStatuses == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.EphemeralContainerStatuses = make([]corev1.ContainerStatus, 0, counts[5])
+			}
 			m.EphemeralContainerStatuses = append(m.EphemeralContainerStatuses, corev1.ContainerStatus{})
 			if err := unmarshalCorev1ContainerStatus(t, data[s:e], &m.EphemeralContainerStatuses[len(m.EphemeralContainerStatuses)-1]); err != nil {
 				return pbField("PodStatus", "ephemeralContainerStatuses", err)
@@ -990,6 +1149,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodStatus", "resourceClaimStatuses", err)
+			}
+			if m.ResourceClaimStatuses == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.ResourceClaimStatuses = make([]corev1.PodResourceClaimStatus, 0, counts[6])
 			}
 			m.ResourceClaimStatuses = append(m.ResourceClaimStatuses, corev1.PodResourceClaimStatus{})
 			if err := unmarshalCorev1PodResourceClaimStatus(t, data[s:e], &m.ResourceClaimStatuses[len(m.ResourceClaimStatuses)-1]); err != nil {
@@ -1049,6 +1215,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if err != nil {
 				return pbField("PodStatus", "nodeAllocatableResourceClaimStatuses", err)
 			}
+			if m.NodeAllocatableResourceClaimStatuses == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.NodeAllocatableResourceClaimStatuses = make([]corev1.NodeAllocatableResourceClaimStatus, 0, counts[7])
+			}
 			m.NodeAllocatableResourceClaimStatuses = append(m.NodeAllocatableResourceClaimStatuses, corev1.NodeAllocatableResourceClaimStatus{})
 			if err := unmarshalCorev1NodeAllocatableResourceClaimStatus(t, data[s:e], &m.NodeAllocatableResourceClaimStatuses[len(m.NodeAllocatableResourceClaimStatuses)-1]); err != nil {
 				return pbField("PodStatus", "nodeAllocatableResourceClaimStatuses", err)
@@ -1061,6 +1234,13 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodStatus", "volumeHealth", err)
+			}
+			if m.VolumeHealth == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodStatus[:], counts[:])
+					counted = true
+				}
+				m.VolumeHealth = make([]corev1.PodVolumeHealth, 0, counts[8])
 			}
 			m.VolumeHealth = append(m.VolumeHealth, corev1.PodVolumeHealth{})
 			if err := unmarshalCorev1PodVolumeHealth(t, data[s:e], &m.VolumeHealth[len(m.VolumeHealth)-1]); err != nil {
@@ -1075,6 +1255,9 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 	}
 	return nil
 }
+
+// pbTagsCorev1PodStatus are the tags of PodStatus's repeated fields of messages and strings.
+var pbTagsCorev1PodStatus = [...]uint64{2<<3 | 2, 16<<3 | 2, 12<<3 | 2, 10<<3 | 2, 8<<3 | 2, 13<<3 | 2, 15<<3 | 2, 21<<3 | 2, 22<<3 | 2}
 
 func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerReference) error {
 	for i := 0; i < len(data); {
@@ -1289,6 +1472,8 @@ func unmarshalCorev1Volume(t *internTable, data []byte, m *corev1.Volume) error 
 }
 
 func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) error {
+	var counts [9]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "Container")
 		if err != nil {
@@ -1323,6 +1508,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if err != nil {
 				return pbField("Container", "command", err)
 			}
+			if m.Command == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.Command = make([]string, 0, counts[0])
+			}
 			m.Command = append(m.Command, t.strFrom(data[s:e]))
 			i = e
 		case 4: // args
@@ -1332,6 +1524,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("Container", "args", err)
+			}
+			if m.Args == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.Args = make([]string, 0, counts[1])
 			}
 			m.Args = append(m.Args, t.strFrom(data[s:e]))
 			i = e
@@ -1353,6 +1552,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if err != nil {
 				return pbField("Container", "ports", err)
 			}
+			if m.Ports == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.Ports = make([]corev1.ContainerPort, 0, counts[2])
+			}
 			m.Ports = append(m.Ports, corev1.ContainerPort{})
 			if err := unmarshalCorev1ContainerPort(t, data[s:e], &m.Ports[len(m.Ports)-1]); err != nil {
 				return pbField("Container", "ports", err)
@@ -1366,6 +1572,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if err != nil {
 				return pbField("Container", "envFrom", err)
 			}
+			if m.EnvFrom == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.EnvFrom = make([]corev1.EnvFromSource, 0, counts[3])
+			}
 			m.EnvFrom = append(m.EnvFrom, corev1.EnvFromSource{})
 			if err := unmarshalCorev1EnvFromSource(t, data[s:e], &m.EnvFrom[len(m.EnvFrom)-1]); err != nil {
 				return pbField("Container", "envFrom", err)
@@ -1378,6 +1591,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("Container", "env", err)
+			}
+			if m.Env == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.Env = make([]corev1.EnvVar, 0, counts[4])
 			}
 			m.Env = append(m.Env, corev1.EnvVar{})
 			if err := unmarshalCorev1EnvVar(t, data[s:e], &m.Env[len(m.Env)-1]); err != nil {
@@ -1404,6 +1624,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if err != nil {
 				return pbField("Container", "resizePolicy", err)
 			}
+			if m.ResizePolicy == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.ResizePolicy = make([]corev1.ContainerResizePolicy, 0, counts[5])
+			}
 			m.ResizePolicy = append(m.ResizePolicy, corev1.ContainerResizePolicy{})
 			if err := unmarshalCorev1ContainerResizePolicy(t, data[s:e], &m.ResizePolicy[len(m.ResizePolicy)-1]); err != nil {
 				return pbField("Container", "resizePolicy", err)
@@ -1428,6 +1655,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if err != nil {
 				return pbField("Container", "restartPolicyRules", err)
 			}
+			if m.RestartPolicyRules == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.RestartPolicyRules = make([]corev1.ContainerRestartRule, 0, counts[6])
+			}
 			m.RestartPolicyRules = append(m.RestartPolicyRules, corev1.ContainerRestartRule{})
 			if err := unmarshalCorev1ContainerRestartRule(t, data[s:e], &m.RestartPolicyRules[len(m.RestartPolicyRules)-1]); err != nil {
 				return pbField("Container", "restartPolicyRules", err)
@@ -1441,6 +1675,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if err != nil {
 				return pbField("Container", "volumeMounts", err)
 			}
+			if m.VolumeMounts == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.VolumeMounts = make([]corev1.VolumeMount, 0, counts[7])
+			}
 			m.VolumeMounts = append(m.VolumeMounts, corev1.VolumeMount{})
 			if err := unmarshalCorev1VolumeMount(t, data[s:e], &m.VolumeMounts[len(m.VolumeMounts)-1]); err != nil {
 				return pbField("Container", "volumeMounts", err)
@@ -1453,6 +1694,13 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("Container", "volumeDevices", err)
+			}
+			if m.VolumeDevices == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				m.VolumeDevices = make([]corev1.VolumeDevice, 0, counts[8])
 			}
 			m.VolumeDevices = append(m.VolumeDevices, corev1.VolumeDevice{})
 			if err := unmarshalCorev1VolumeDevice(t, data[s:e], &m.VolumeDevices[len(m.VolumeDevices)-1]); err != nil {
@@ -1603,6 +1851,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 	return nil
 }
 
+// pbTagsCorev1Container are the tags of Container's repeated fields of messages and strings.
+var pbTagsCorev1Container = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 | 2, 19<<3 | 2, 7<<3 | 2, 23<<3 | 2, 25<<3 | 2, 9<<3 | 2, 21<<3 | 2}
+
 func unmarshalCorev1EphemeralContainer(t *internTable, data []byte, m *corev1.EphemeralContainer) error {
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "EphemeralContainer")
@@ -1642,6 +1893,8 @@ func unmarshalCorev1EphemeralContainer(t *internTable, data []byte, m *corev1.Ep
 }
 
 func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.PodSecurityContext) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodSecurityContext")
 		if err != nil {
@@ -1768,6 +2021,13 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if err != nil {
 				return pbField("PodSecurityContext", "sysctls", err)
 			}
+			if m.Sysctls == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSecurityContext[:], counts[:])
+					counted = true
+				}
+				m.Sysctls = make([]corev1.Sysctl, 0, counts[0])
+			}
 			m.Sysctls = append(m.Sysctls, corev1.Sysctl{})
 			if err := unmarshalCorev1Sysctl(t, data[s:e], &m.Sysctls[len(m.Sysctls)-1]); err != nil {
 				return pbField("PodSecurityContext", "sysctls", err)
@@ -1833,6 +2093,9 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 	}
 	return nil
 }
+
+// pbTagsCorev1PodSecurityContext are the tags of PodSecurityContext's repeated fields of messages and strings.
+var pbTagsCorev1PodSecurityContext = [...]uint64{7<<3 | 2}
 
 func unmarshalCorev1LocalObjectReference(t *internTable, data []byte, m *corev1.LocalObjectReference) error {
 	for i := 0; i < len(data); {
@@ -1989,6 +2252,8 @@ func unmarshalCorev1Toleration(t *internTable, data []byte, m *corev1.Toleration
 }
 
 func unmarshalCorev1HostAlias(t *internTable, data []byte, m *corev1.HostAlias) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "HostAlias")
 		if err != nil {
@@ -2013,6 +2278,13 @@ func unmarshalCorev1HostAlias(t *internTable, data []byte, m *corev1.HostAlias) 
 			if err != nil {
 				return pbField("HostAlias", "hostnames", err)
 			}
+			if m.Hostnames == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1HostAlias[:], counts[:])
+					counted = true
+				}
+				m.Hostnames = make([]string, 0, counts[0])
+			}
 			m.Hostnames = append(m.Hostnames, t.strFrom(data[s:e]))
 			i = e
 		default:
@@ -2024,7 +2296,12 @@ func unmarshalCorev1HostAlias(t *internTable, data []byte, m *corev1.HostAlias) 
 	return nil
 }
 
+// pbTagsCorev1HostAlias are the tags of HostAlias's repeated fields of messages and strings.
+var pbTagsCorev1HostAlias = [...]uint64{2<<3 | 2}
+
 func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSConfig) error {
+	var counts [3]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodDNSConfig")
 		if err != nil {
@@ -2039,6 +2316,13 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 			if err != nil {
 				return pbField("PodDNSConfig", "nameservers", err)
 			}
+			if m.Nameservers == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodDNSConfig[:], counts[:])
+					counted = true
+				}
+				m.Nameservers = make([]string, 0, counts[0])
+			}
 			m.Nameservers = append(m.Nameservers, t.strFrom(data[s:e]))
 			i = e
 		case 2: // searches
@@ -2049,6 +2333,13 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 			if err != nil {
 				return pbField("PodDNSConfig", "searches", err)
 			}
+			if m.Searches == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodDNSConfig[:], counts[:])
+					counted = true
+				}
+				m.Searches = make([]string, 0, counts[1])
+			}
 			m.Searches = append(m.Searches, t.strFrom(data[s:e]))
 			i = e
 		case 3: // options
@@ -2058,6 +2349,13 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodDNSConfig", "options", err)
+			}
+			if m.Options == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodDNSConfig[:], counts[:])
+					counted = true
+				}
+				m.Options = make([]corev1.PodDNSConfigOption, 0, counts[2])
 			}
 			m.Options = append(m.Options, corev1.PodDNSConfigOption{})
 			if err := unmarshalCorev1PodDNSConfigOption(t, data[s:e], &m.Options[len(m.Options)-1]); err != nil {
@@ -2072,6 +2370,9 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 	}
 	return nil
 }
+
+// pbTagsCorev1PodDNSConfig are the tags of PodDNSConfig's repeated fields of messages and strings.
+var pbTagsCorev1PodDNSConfig = [...]uint64{1<<3 | 2, 2<<3 | 2, 3<<3 | 2}
 
 func unmarshalCorev1PodReadinessGate(t *internTable, data []byte, m *corev1.PodReadinessGate) error {
 	for i := 0; i < len(data); {
@@ -2100,6 +2401,8 @@ func unmarshalCorev1PodReadinessGate(t *internTable, data []byte, m *corev1.PodR
 }
 
 func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *corev1.TopologySpreadConstraint) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "TopologySpreadConstraint")
 		if err != nil {
@@ -2192,6 +2495,13 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if err != nil {
 				return pbField("TopologySpreadConstraint", "matchLabelKeys", err)
 			}
+			if m.MatchLabelKeys == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1TopologySpreadConstraint[:], counts[:])
+					counted = true
+				}
+				m.MatchLabelKeys = make([]string, 0, counts[0])
+			}
 			m.MatchLabelKeys = append(m.MatchLabelKeys, t.strFrom(data[s:e]))
 			i = e
 		default:
@@ -2202,6 +2512,9 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 	}
 	return nil
 }
+
+// pbTagsCorev1TopologySpreadConstraint are the tags of TopologySpreadConstraint's repeated fields of messages and strings.
+var pbTagsCorev1TopologySpreadConstraint = [...]uint64{8<<3 | 2}
 
 func unmarshalCorev1PodOS(t *internTable, data []byte, m *corev1.PodOS) error {
 	for i := 0; i < len(data); {
@@ -2304,6 +2617,8 @@ func unmarshalCorev1PodResourceClaim(t *internTable, data []byte, m *corev1.PodR
 }
 
 func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.ResourceRequirements) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ResourceRequirements")
 		if err != nil {
@@ -2348,6 +2663,13 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 			if err != nil {
 				return pbField("ResourceRequirements", "claims", err)
 			}
+			if m.Claims == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ResourceRequirements[:], counts[:])
+					counted = true
+				}
+				m.Claims = make([]corev1.ResourceClaim, 0, counts[0])
+			}
 			m.Claims = append(m.Claims, corev1.ResourceClaim{})
 			if err := unmarshalCorev1ResourceClaim(t, data[s:e], &m.Claims[len(m.Claims)-1]); err != nil {
 				return pbField("ResourceRequirements", "claims", err)
@@ -2361,6 +2683,9 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 	}
 	return nil
 }
+
+// pbTagsCorev1ResourceRequirements are the tags of ResourceRequirements's repeated fields of messages and strings.
+var pbTagsCorev1ResourceRequirements = [...]uint64{3<<3 | 2}
 
 func unmarshalCorev1PodSchedulingGroup(t *internTable, data []byte, m *corev1.PodSchedulingGroup) error {
 	for i := 0; i < len(data); {
@@ -2569,6 +2894,8 @@ func unmarshalCorev1PodIP(t *internTable, data []byte, m *corev1.PodIP) error {
 }
 
 func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.ContainerStatus) error {
+	var counts [2]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ContainerStatus")
 		if err != nil {
@@ -2708,6 +3035,13 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if err != nil {
 				return pbField("ContainerStatus", "volumeMounts", err)
 			}
+			if m.VolumeMounts == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ContainerStatus[:], counts[:])
+					counted = true
+				}
+				m.VolumeMounts = make([]corev1.VolumeMountStatus, 0, counts[0])
+			}
 			m.VolumeMounts = append(m.VolumeMounts, corev1.VolumeMountStatus{})
 			if err := unmarshalCorev1VolumeMountStatus(t, data[s:e], &m.VolumeMounts[len(m.VolumeMounts)-1]); err != nil {
 				return pbField("ContainerStatus", "volumeMounts", err)
@@ -2736,6 +3070,13 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if err != nil {
 				return pbField("ContainerStatus", "allocatedResourcesStatus", err)
 			}
+			if m.AllocatedResourcesStatus == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ContainerStatus[:], counts[:])
+					counted = true
+				}
+				m.AllocatedResourcesStatus = make([]corev1.ResourceStatus, 0, counts[1])
+			}
 			m.AllocatedResourcesStatus = append(m.AllocatedResourcesStatus, corev1.ResourceStatus{})
 			if err := unmarshalCorev1ResourceStatus(t, data[s:e], &m.AllocatedResourcesStatus[len(m.AllocatedResourcesStatus)-1]); err != nil {
 				return pbField("ContainerStatus", "allocatedResourcesStatus", err)
@@ -2760,6 +3101,9 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 	}
 	return nil
 }
+
+// pbTagsCorev1ContainerStatus are the tags of ContainerStatus's repeated fields of messages and strings.
+var pbTagsCorev1ContainerStatus = [...]uint64{12<<3 | 2, 14<<3 | 2}
 
 func unmarshalCorev1PodResourceClaimStatus(t *internTable, data []byte, m *corev1.PodResourceClaimStatus) error {
 	for i := 0; i < len(data); {
@@ -2799,6 +3143,8 @@ func unmarshalCorev1PodResourceClaimStatus(t *internTable, data []byte, m *corev
 }
 
 func unmarshalCorev1PodExtendedResourceClaimStatus(t *internTable, data []byte, m *corev1.PodExtendedResourceClaimStatus) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodExtendedResourceClaimStatus")
 		if err != nil {
@@ -2812,6 +3158,13 @@ func unmarshalCorev1PodExtendedResourceClaimStatus(t *internTable, data []byte, 
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodExtendedResourceClaimStatus", "requestMappings", err)
+			}
+			if m.RequestMappings == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodExtendedResourceClaimStatus[:], counts[:])
+					counted = true
+				}
+				m.RequestMappings = make([]corev1.ContainerExtendedResourceRequest, 0, counts[0])
 			}
 			m.RequestMappings = append(m.RequestMappings, corev1.ContainerExtendedResourceRequest{})
 			if err := unmarshalCorev1ContainerExtendedResourceRequest(t, data[s:e], &m.RequestMappings[len(m.RequestMappings)-1]); err != nil {
@@ -2837,7 +3190,12 @@ func unmarshalCorev1PodExtendedResourceClaimStatus(t *internTable, data []byte, 
 	return nil
 }
 
+// pbTagsCorev1PodExtendedResourceClaimStatus are the tags of PodExtendedResourceClaimStatus's repeated fields of messages and strings.
+var pbTagsCorev1PodExtendedResourceClaimStatus = [...]uint64{1<<3 | 2}
+
 func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []byte, m *corev1.NodeAllocatableResourceClaimStatus) error {
+	var counts [3]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "NodeAllocatableResourceClaimStatus")
 		if err != nil {
@@ -2862,6 +3220,13 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 			if err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "containers", err)
 			}
+			if m.Containers == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeAllocatableResourceClaimStatus[:], counts[:])
+					counted = true
+				}
+				m.Containers = make([]string, 0, counts[0])
+			}
 			m.Containers = append(m.Containers, t.strFrom(data[s:e]))
 			i = e
 		case 4: // mapping
@@ -2871,6 +3236,13 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "mapping", err)
+			}
+			if m.Mapping == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeAllocatableResourceClaimStatus[:], counts[:])
+					counted = true
+				}
+				m.Mapping = make([]corev1.NodeAllocatableMappedResources, 0, counts[1])
 			}
 			m.Mapping = append(m.Mapping, corev1.NodeAllocatableMappedResources{})
 			if err := unmarshalCorev1NodeAllocatableMappedResources(t, data[s:e], &m.Mapping[len(m.Mapping)-1]); err != nil {
@@ -2884,6 +3256,13 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "overhead", err)
+			}
+			if m.Overhead == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeAllocatableResourceClaimStatus[:], counts[:])
+					counted = true
+				}
+				m.Overhead = make([]corev1.NodeAllocatableOverheadResources, 0, counts[2])
 			}
 			m.Overhead = append(m.Overhead, corev1.NodeAllocatableOverheadResources{})
 			if err := unmarshalCorev1NodeAllocatableOverheadResources(t, data[s:e], &m.Overhead[len(m.Overhead)-1]); err != nil {
@@ -2899,7 +3278,12 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 	return nil
 }
 
+// pbTagsCorev1NodeAllocatableResourceClaimStatus are the tags of NodeAllocatableResourceClaimStatus's repeated fields of messages and strings.
+var pbTagsCorev1NodeAllocatableResourceClaimStatus = [...]uint64{2<<3 | 2, 4<<3 | 2, 5<<3 | 2}
+
 func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVolumeHealth) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodVolumeHealth")
 		if err != nil {
@@ -2923,6 +3307,13 @@ func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVo
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodVolumeHealth", "healthConditions", err)
+			}
+			if m.HealthConditions == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodVolumeHealth[:], counts[:])
+					counted = true
+				}
+				m.HealthConditions = make([]corev1.VolumeHealthCondition, 0, counts[0])
 			}
 			m.HealthConditions = append(m.HealthConditions, corev1.VolumeHealthCondition{})
 			if err := unmarshalCorev1VolumeHealthCondition(t, data[s:e], &m.HealthConditions[len(m.HealthConditions)-1]); err != nil {
@@ -2949,6 +3340,9 @@ func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVo
 	}
 	return nil
 }
+
+// pbTagsCorev1PodVolumeHealth are the tags of PodVolumeHealth's repeated fields of messages and strings.
+var pbTagsCorev1PodVolumeHealth = [...]uint64{2<<3 | 2}
 
 func unmarshalMetav1FieldsV1(t *internTable, data []byte, m *metav1.FieldsV1) error {
 	for i := 0; i < len(data); {
@@ -3693,6 +4087,8 @@ func unmarshalCorev1ContainerRestartRule(t *internTable, data []byte, m *corev1.
 }
 
 func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMount) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "VolumeMount")
 		if err != nil {
@@ -3779,6 +4175,13 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if err != nil {
 				return pbField("VolumeMount", "bindMountOptions", err)
 			}
+			if m.BindMountOptions == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1VolumeMount[:], counts[:])
+					counted = true
+				}
+				m.BindMountOptions = make([]string, 0, counts[0])
+			}
 			m.BindMountOptions = append(m.BindMountOptions, t.strFrom(data[s:e]))
 			i = e
 		default:
@@ -3789,6 +4192,9 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 	}
 	return nil
 }
+
+// pbTagsCorev1VolumeMount are the tags of VolumeMount's repeated fields of messages and strings.
+var pbTagsCorev1VolumeMount = [...]uint64{8<<3 | 2}
 
 func unmarshalCorev1VolumeDevice(t *internTable, data []byte, m *corev1.VolumeDevice) error {
 	for i := 0; i < len(data); {
@@ -4141,6 +4547,8 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 }
 
 func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *corev1.EphemeralContainerCommon) error {
+	var counts [9]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "EphemeralContainerCommon")
 		if err != nil {
@@ -4175,6 +4583,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "command", err)
 			}
+			if m.Command == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.Command = make([]string, 0, counts[0])
+			}
 			m.Command = append(m.Command, t.strFrom(data[s:e]))
 			i = e
 		case 4: // args
@@ -4184,6 +4599,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "args", err)
+			}
+			if m.Args == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.Args = make([]string, 0, counts[1])
 			}
 			m.Args = append(m.Args, t.strFrom(data[s:e]))
 			i = e
@@ -4205,6 +4627,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "ports", err)
 			}
+			if m.Ports == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.Ports = make([]corev1.ContainerPort, 0, counts[2])
+			}
 			m.Ports = append(m.Ports, corev1.ContainerPort{})
 			if err := unmarshalCorev1ContainerPort(t, data[s:e], &m.Ports[len(m.Ports)-1]); err != nil {
 				return pbField("EphemeralContainerCommon", "ports", err)
@@ -4218,6 +4647,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "envFrom", err)
 			}
+			if m.EnvFrom == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.EnvFrom = make([]corev1.EnvFromSource, 0, counts[3])
+			}
 			m.EnvFrom = append(m.EnvFrom, corev1.EnvFromSource{})
 			if err := unmarshalCorev1EnvFromSource(t, data[s:e], &m.EnvFrom[len(m.EnvFrom)-1]); err != nil {
 				return pbField("EphemeralContainerCommon", "envFrom", err)
@@ -4230,6 +4666,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "env", err)
+			}
+			if m.Env == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.Env = make([]corev1.EnvVar, 0, counts[4])
 			}
 			m.Env = append(m.Env, corev1.EnvVar{})
 			if err := unmarshalCorev1EnvVar(t, data[s:e], &m.Env[len(m.Env)-1]); err != nil {
@@ -4256,6 +4699,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "resizePolicy", err)
 			}
+			if m.ResizePolicy == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.ResizePolicy = make([]corev1.ContainerResizePolicy, 0, counts[5])
+			}
 			m.ResizePolicy = append(m.ResizePolicy, corev1.ContainerResizePolicy{})
 			if err := unmarshalCorev1ContainerResizePolicy(t, data[s:e], &m.ResizePolicy[len(m.ResizePolicy)-1]); err != nil {
 				return pbField("EphemeralContainerCommon", "resizePolicy", err)
@@ -4280,6 +4730,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "restartPolicyRules", err)
 			}
+			if m.RestartPolicyRules == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.RestartPolicyRules = make([]corev1.ContainerRestartRule, 0, counts[6])
+			}
 			m.RestartPolicyRules = append(m.RestartPolicyRules, corev1.ContainerRestartRule{})
 			if err := unmarshalCorev1ContainerRestartRule(t, data[s:e], &m.RestartPolicyRules[len(m.RestartPolicyRules)-1]); err != nil {
 				return pbField("EphemeralContainerCommon", "restartPolicyRules", err)
@@ -4293,6 +4750,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "volumeMounts", err)
 			}
+			if m.VolumeMounts == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.VolumeMounts = make([]corev1.VolumeMount, 0, counts[7])
+			}
 			m.VolumeMounts = append(m.VolumeMounts, corev1.VolumeMount{})
 			if err := unmarshalCorev1VolumeMount(t, data[s:e], &m.VolumeMounts[len(m.VolumeMounts)-1]); err != nil {
 				return pbField("EphemeralContainerCommon", "volumeMounts", err)
@@ -4305,6 +4769,13 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("EphemeralContainerCommon", "volumeDevices", err)
+			}
+			if m.VolumeDevices == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1EphemeralContainerCommon[:], counts[:])
+					counted = true
+				}
+				m.VolumeDevices = make([]corev1.VolumeDevice, 0, counts[8])
 			}
 			m.VolumeDevices = append(m.VolumeDevices, corev1.VolumeDevice{})
 			if err := unmarshalCorev1VolumeDevice(t, data[s:e], &m.VolumeDevices[len(m.VolumeDevices)-1]); err != nil {
@@ -4454,6 +4925,9 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 	}
 	return nil
 }
+
+// pbTagsCorev1EphemeralContainerCommon are the tags of EphemeralContainerCommon's repeated fields of messages and strings.
+var pbTagsCorev1EphemeralContainerCommon = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 | 2, 19<<3 | 2, 7<<3 | 2, 23<<3 | 2, 25<<3 | 2, 9<<3 | 2, 21<<3 | 2}
 
 func unmarshalCorev1SELinuxOptions(t *internTable, data []byte, m *corev1.SELinuxOptions) error {
 	for i := 0; i < len(data); {
@@ -4682,6 +5156,8 @@ func unmarshalCorev1AppArmorProfile(t *internTable, data []byte, m *corev1.AppAr
 }
 
 func unmarshalCorev1NodeAffinity(t *internTable, data []byte, m *corev1.NodeAffinity) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "NodeAffinity")
 		if err != nil {
@@ -4711,6 +5187,13 @@ func unmarshalCorev1NodeAffinity(t *internTable, data []byte, m *corev1.NodeAffi
 			if err != nil {
 				return pbField("NodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", err)
 			}
+			if m.PreferredDuringSchedulingIgnoredDuringExecution == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeAffinity[:], counts[:])
+					counted = true
+				}
+				m.PreferredDuringSchedulingIgnoredDuringExecution = make([]corev1.PreferredSchedulingTerm, 0, counts[0])
+			}
 			m.PreferredDuringSchedulingIgnoredDuringExecution = append(m.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{})
 			if err := unmarshalCorev1PreferredSchedulingTerm(t, data[s:e], &m.PreferredDuringSchedulingIgnoredDuringExecution[len(m.PreferredDuringSchedulingIgnoredDuringExecution)-1]); err != nil {
 				return pbField("NodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", err)
@@ -4725,7 +5208,12 @@ func unmarshalCorev1NodeAffinity(t *internTable, data []byte, m *corev1.NodeAffi
 	return nil
 }
 
+// pbTagsCorev1NodeAffinity are the tags of NodeAffinity's repeated fields of messages and strings.
+var pbTagsCorev1NodeAffinity = [...]uint64{2<<3 | 2}
+
 func unmarshalCorev1PodAffinity(t *internTable, data []byte, m *corev1.PodAffinity) error {
+	var counts [2]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodAffinity")
 		if err != nil {
@@ -4740,6 +5228,13 @@ func unmarshalCorev1PodAffinity(t *internTable, data []byte, m *corev1.PodAffini
 			if err != nil {
 				return pbField("PodAffinity", "requiredDuringSchedulingIgnoredDuringExecution", err)
 			}
+			if m.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodAffinity[:], counts[:])
+					counted = true
+				}
+				m.RequiredDuringSchedulingIgnoredDuringExecution = make([]corev1.PodAffinityTerm, 0, counts[0])
+			}
 			m.RequiredDuringSchedulingIgnoredDuringExecution = append(m.RequiredDuringSchedulingIgnoredDuringExecution, corev1.PodAffinityTerm{})
 			if err := unmarshalCorev1PodAffinityTerm(t, data[s:e], &m.RequiredDuringSchedulingIgnoredDuringExecution[len(m.RequiredDuringSchedulingIgnoredDuringExecution)-1]); err != nil {
 				return pbField("PodAffinity", "requiredDuringSchedulingIgnoredDuringExecution", err)
@@ -4752,6 +5247,13 @@ func unmarshalCorev1PodAffinity(t *internTable, data []byte, m *corev1.PodAffini
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodAffinity", "preferredDuringSchedulingIgnoredDuringExecution", err)
+			}
+			if m.PreferredDuringSchedulingIgnoredDuringExecution == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodAffinity[:], counts[:])
+					counted = true
+				}
+				m.PreferredDuringSchedulingIgnoredDuringExecution = make([]corev1.WeightedPodAffinityTerm, 0, counts[1])
 			}
 			m.PreferredDuringSchedulingIgnoredDuringExecution = append(m.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{})
 			if err := unmarshalCorev1WeightedPodAffinityTerm(t, data[s:e], &m.PreferredDuringSchedulingIgnoredDuringExecution[len(m.PreferredDuringSchedulingIgnoredDuringExecution)-1]); err != nil {
@@ -4767,7 +5269,12 @@ func unmarshalCorev1PodAffinity(t *internTable, data []byte, m *corev1.PodAffini
 	return nil
 }
 
+// pbTagsCorev1PodAffinity are the tags of PodAffinity's repeated fields of messages and strings.
+var pbTagsCorev1PodAffinity = [...]uint64{1<<3 | 2, 2<<3 | 2}
+
 func unmarshalCorev1PodAntiAffinity(t *internTable, data []byte, m *corev1.PodAntiAffinity) error {
+	var counts [2]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodAntiAffinity")
 		if err != nil {
@@ -4782,6 +5289,13 @@ func unmarshalCorev1PodAntiAffinity(t *internTable, data []byte, m *corev1.PodAn
 			if err != nil {
 				return pbField("PodAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", err)
 			}
+			if m.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodAntiAffinity[:], counts[:])
+					counted = true
+				}
+				m.RequiredDuringSchedulingIgnoredDuringExecution = make([]corev1.PodAffinityTerm, 0, counts[0])
+			}
 			m.RequiredDuringSchedulingIgnoredDuringExecution = append(m.RequiredDuringSchedulingIgnoredDuringExecution, corev1.PodAffinityTerm{})
 			if err := unmarshalCorev1PodAffinityTerm(t, data[s:e], &m.RequiredDuringSchedulingIgnoredDuringExecution[len(m.RequiredDuringSchedulingIgnoredDuringExecution)-1]); err != nil {
 				return pbField("PodAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", err)
@@ -4794,6 +5308,13 @@ func unmarshalCorev1PodAntiAffinity(t *internTable, data []byte, m *corev1.PodAn
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution", err)
+			}
+			if m.PreferredDuringSchedulingIgnoredDuringExecution == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodAntiAffinity[:], counts[:])
+					counted = true
+				}
+				m.PreferredDuringSchedulingIgnoredDuringExecution = make([]corev1.WeightedPodAffinityTerm, 0, counts[1])
 			}
 			m.PreferredDuringSchedulingIgnoredDuringExecution = append(m.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{})
 			if err := unmarshalCorev1WeightedPodAffinityTerm(t, data[s:e], &m.PreferredDuringSchedulingIgnoredDuringExecution[len(m.PreferredDuringSchedulingIgnoredDuringExecution)-1]); err != nil {
@@ -4808,6 +5329,9 @@ func unmarshalCorev1PodAntiAffinity(t *internTable, data []byte, m *corev1.PodAn
 	}
 	return nil
 }
+
+// pbTagsCorev1PodAntiAffinity are the tags of PodAntiAffinity's repeated fields of messages and strings.
+var pbTagsCorev1PodAntiAffinity = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
 func unmarshalCorev1PodDNSConfigOption(t *internTable, data []byte, m *corev1.PodDNSConfigOption) error {
 	for i := 0; i < len(data); {
@@ -4847,6 +5371,8 @@ func unmarshalCorev1PodDNSConfigOption(t *internTable, data []byte, m *corev1.Po
 }
 
 func unmarshalMetav1LabelSelector(t *internTable, data []byte, m *metav1.LabelSelector) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "LabelSelector")
 		if err != nil {
@@ -4876,6 +5402,13 @@ func unmarshalMetav1LabelSelector(t *internTable, data []byte, m *metav1.LabelSe
 			if err != nil {
 				return pbField("LabelSelector", "matchExpressions", err)
 			}
+			if m.MatchExpressions == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsMetav1LabelSelector[:], counts[:])
+					counted = true
+				}
+				m.MatchExpressions = make([]metav1.LabelSelectorRequirement, 0, counts[0])
+			}
 			m.MatchExpressions = append(m.MatchExpressions, metav1.LabelSelectorRequirement{})
 			if err := unmarshalMetav1LabelSelectorRequirement(t, data[s:e], &m.MatchExpressions[len(m.MatchExpressions)-1]); err != nil {
 				return pbField("LabelSelector", "matchExpressions", err)
@@ -4889,6 +5422,9 @@ func unmarshalMetav1LabelSelector(t *internTable, data []byte, m *metav1.LabelSe
 	}
 	return nil
 }
+
+// pbTagsMetav1LabelSelector are the tags of LabelSelector's repeated fields of messages and strings.
+var pbTagsMetav1LabelSelector = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1ResourceClaim(t *internTable, data []byte, m *corev1.ResourceClaim) error {
 	for i := 0; i < len(data); {
@@ -5091,6 +5627,8 @@ func unmarshalCorev1ContainerUser(t *internTable, data []byte, m *corev1.Contain
 }
 
 func unmarshalCorev1ResourceStatus(t *internTable, data []byte, m *corev1.ResourceStatus) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ResourceStatus")
 		if err != nil {
@@ -5115,6 +5653,13 @@ func unmarshalCorev1ResourceStatus(t *internTable, data []byte, m *corev1.Resour
 			if err != nil {
 				return pbField("ResourceStatus", "resources", err)
 			}
+			if m.Resources == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ResourceStatus[:], counts[:])
+					counted = true
+				}
+				m.Resources = make([]corev1.ResourceHealth, 0, counts[0])
+			}
 			m.Resources = append(m.Resources, corev1.ResourceHealth{})
 			if err := unmarshalCorev1ResourceHealth(t, data[s:e], &m.Resources[len(m.Resources)-1]); err != nil {
 				return pbField("ResourceStatus", "resources", err)
@@ -5128,6 +5673,9 @@ func unmarshalCorev1ResourceStatus(t *internTable, data []byte, m *corev1.Resour
 	}
 	return nil
 }
+
+// pbTagsCorev1ResourceStatus are the tags of ResourceStatus's repeated fields of messages and strings.
+var pbTagsCorev1ResourceStatus = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1ContainerExtendedResourceRequest(t *internTable, data []byte, m *corev1.ContainerExtendedResourceRequest) error {
 	for i := 0; i < len(data); {
@@ -5566,6 +6114,8 @@ func unmarshalCorev1GitRepoVolumeSource(t *internTable, data []byte, m *corev1.G
 }
 
 func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.SecretVolumeSource) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "SecretVolumeSource")
 		if err != nil {
@@ -5589,6 +6139,13 @@ func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.Se
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("SecretVolumeSource", "items", err)
+			}
+			if m.Items == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1SecretVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.Items = make([]corev1.KeyToPath, 0, counts[0])
 			}
 			m.Items = append(m.Items, corev1.KeyToPath{})
 			if err := unmarshalCorev1KeyToPath(t, data[s:e], &m.Items[len(m.Items)-1]); err != nil {
@@ -5637,6 +6194,9 @@ func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.Se
 	return nil
 }
 
+// pbTagsCorev1SecretVolumeSource are the tags of SecretVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1SecretVolumeSource = [...]uint64{2<<3 | 2}
+
 func unmarshalCorev1NFSVolumeSource(t *internTable, data []byte, m *corev1.NFSVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "NFSVolumeSource")
@@ -5684,6 +6244,8 @@ func unmarshalCorev1NFSVolumeSource(t *internTable, data []byte, m *corev1.NFSVo
 }
 
 func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISCSIVolumeSource) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ISCSIVolumeSource")
 		if err != nil {
@@ -5758,6 +6320,13 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if err != nil {
 				return pbField("ISCSIVolumeSource", "portals", err)
 			}
+			if m.Portals == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ISCSIVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.Portals = make([]string, 0, counts[0])
+			}
 			m.Portals = append(m.Portals, t.strFrom(data[s:e]))
 			i = e
 		case 8: // chapAuthDiscovery
@@ -5814,6 +6383,9 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 	}
 	return nil
 }
+
+// pbTagsCorev1ISCSIVolumeSource are the tags of ISCSIVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1ISCSIVolumeSource = [...]uint64{7<<3 | 2}
 
 func unmarshalCorev1GlusterfsVolumeSource(t *internTable, data []byte, m *corev1.GlusterfsVolumeSource) error {
 	for i := 0; i < len(data); {
@@ -5898,6 +6470,8 @@ func unmarshalCorev1PersistentVolumeClaimVolumeSource(t *internTable, data []byt
 }
 
 func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVolumeSource) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "RBDVolumeSource")
 		if err != nil {
@@ -5911,6 +6485,13 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("RBDVolumeSource", "monitors", err)
+			}
+			if m.CephMonitors == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1RBDVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.CephMonitors = make([]string, 0, counts[0])
 			}
 			m.CephMonitors = append(m.CephMonitors, t.strFrom(data[s:e]))
 			i = e
@@ -5997,6 +6578,9 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 	}
 	return nil
 }
+
+// pbTagsCorev1RBDVolumeSource are the tags of RBDVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1RBDVolumeSource = [...]uint64{1<<3 | 2}
 
 func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.FlexVolumeSource) error {
 	for i := 0; i < len(data); {
@@ -6136,6 +6720,8 @@ func unmarshalCorev1CinderVolumeSource(t *internTable, data []byte, m *corev1.Ci
 }
 
 func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.CephFSVolumeSource) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "CephFSVolumeSource")
 		if err != nil {
@@ -6149,6 +6735,13 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("CephFSVolumeSource", "monitors", err)
+			}
+			if m.Monitors == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1CephFSVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.Monitors = make([]string, 0, counts[0])
 			}
 			m.Monitors = append(m.Monitors, t.strFrom(data[s:e]))
 			i = e
@@ -6216,6 +6809,9 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 	return nil
 }
 
+// pbTagsCorev1CephFSVolumeSource are the tags of CephFSVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1CephFSVolumeSource = [...]uint64{1<<3 | 2}
+
 func unmarshalCorev1FlockerVolumeSource(t *internTable, data []byte, m *corev1.FlockerVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "FlockerVolumeSource")
@@ -6253,6 +6849,8 @@ func unmarshalCorev1FlockerVolumeSource(t *internTable, data []byte, m *corev1.F
 }
 
 func unmarshalCorev1DownwardAPIVolumeSource(t *internTable, data []byte, m *corev1.DownwardAPIVolumeSource) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "DownwardAPIVolumeSource")
 		if err != nil {
@@ -6266,6 +6864,13 @@ func unmarshalCorev1DownwardAPIVolumeSource(t *internTable, data []byte, m *core
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("DownwardAPIVolumeSource", "items", err)
+			}
+			if m.Items == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1DownwardAPIVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.Items = make([]corev1.DownwardAPIVolumeFile, 0, counts[0])
 			}
 			m.Items = append(m.Items, corev1.DownwardAPIVolumeFile{})
 			if err := unmarshalCorev1DownwardAPIVolumeFile(t, data[s:e], &m.Items[len(m.Items)-1]); err != nil {
@@ -6303,7 +6908,12 @@ func unmarshalCorev1DownwardAPIVolumeSource(t *internTable, data []byte, m *core
 	return nil
 }
 
+// pbTagsCorev1DownwardAPIVolumeSource are the tags of DownwardAPIVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1DownwardAPIVolumeSource = [...]uint64{1<<3 | 2}
+
 func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolumeSource) error {
+	var counts [2]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "FCVolumeSource")
 		if err != nil {
@@ -6317,6 +6927,13 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("FCVolumeSource", "targetWWNs", err)
+			}
+			if m.TargetWWNs == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1FCVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.TargetWWNs = make([]string, 0, counts[0])
 			}
 			m.TargetWWNs = append(m.TargetWWNs, t.strFrom(data[s:e]))
 			i = e
@@ -6359,6 +6976,13 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 			if err != nil {
 				return pbField("FCVolumeSource", "wwids", err)
 			}
+			if m.WWIDs == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1FCVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.WWIDs = make([]string, 0, counts[1])
+			}
 			m.WWIDs = append(m.WWIDs, t.strFrom(data[s:e]))
 			i = e
 		default:
@@ -6369,6 +6993,9 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 	}
 	return nil
 }
+
+// pbTagsCorev1FCVolumeSource are the tags of FCVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1FCVolumeSource = [...]uint64{1<<3 | 2, 5<<3 | 2}
 
 func unmarshalCorev1AzureFileVolumeSource(t *internTable, data []byte, m *corev1.AzureFileVolumeSource) error {
 	for i := 0; i < len(data); {
@@ -6417,6 +7044,8 @@ func unmarshalCorev1AzureFileVolumeSource(t *internTable, data []byte, m *corev1
 }
 
 func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1.ConfigMapVolumeSource) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ConfigMapVolumeSource")
 		if err != nil {
@@ -6442,6 +7071,13 @@ func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("ConfigMapVolumeSource", "items", err)
+			}
+			if m.Items == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ConfigMapVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.Items = make([]corev1.KeyToPath, 0, counts[0])
 			}
 			m.Items = append(m.Items, corev1.KeyToPath{})
 			if err := unmarshalCorev1KeyToPath(t, data[s:e], &m.Items[len(m.Items)-1]); err != nil {
@@ -6489,6 +7125,9 @@ func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1
 	}
 	return nil
 }
+
+// pbTagsCorev1ConfigMapVolumeSource are the tags of ConfigMapVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1ConfigMapVolumeSource = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1VsphereVirtualDiskVolumeSource(t *internTable, data []byte, m *corev1.VsphereVirtualDiskVolumeSource) error {
 	for i := 0; i < len(data); {
@@ -6739,6 +7378,8 @@ func unmarshalCorev1PhotonPersistentDiskVolumeSource(t *internTable, data []byte
 }
 
 func unmarshalCorev1ProjectedVolumeSource(t *internTable, data []byte, m *corev1.ProjectedVolumeSource) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ProjectedVolumeSource")
 		if err != nil {
@@ -6752,6 +7393,13 @@ func unmarshalCorev1ProjectedVolumeSource(t *internTable, data []byte, m *corev1
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("ProjectedVolumeSource", "sources", err)
+			}
+			if m.Sources == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ProjectedVolumeSource[:], counts[:])
+					counted = true
+				}
+				m.Sources = make([]corev1.VolumeProjection, 0, counts[0])
 			}
 			m.Sources = append(m.Sources, corev1.VolumeProjection{})
 			if err := unmarshalCorev1VolumeProjection(t, data[s:e], &m.Sources[len(m.Sources)-1]); err != nil {
@@ -6788,6 +7436,9 @@ func unmarshalCorev1ProjectedVolumeSource(t *internTable, data []byte, m *corev1
 	}
 	return nil
 }
+
+// pbTagsCorev1ProjectedVolumeSource are the tags of ProjectedVolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1ProjectedVolumeSource = [...]uint64{1<<3 | 2}
 
 func unmarshalCorev1PortworxVolumeSource(t *internTable, data []byte, m *corev1.PortworxVolumeSource) error {
 	for i := 0; i < len(data); {
@@ -7547,6 +8198,8 @@ func unmarshalCorev1LifecycleHandler(t *internTable, data []byte, m *corev1.Life
 }
 
 func unmarshalCorev1Capabilities(t *internTable, data []byte, m *corev1.Capabilities) error {
+	var counts [2]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "Capabilities")
 		if err != nil {
@@ -7561,6 +8214,13 @@ func unmarshalCorev1Capabilities(t *internTable, data []byte, m *corev1.Capabili
 			if err != nil {
 				return pbField("Capabilities", "add", err)
 			}
+			if m.Add == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Capabilities[:], counts[:])
+					counted = true
+				}
+				m.Add = make([]corev1.Capability, 0, counts[0])
+			}
 			m.Add = append(m.Add, corev1.Capability(t.strFrom(data[s:e])))
 			i = e
 		case 2: // drop
@@ -7570,6 +8230,13 @@ func unmarshalCorev1Capabilities(t *internTable, data []byte, m *corev1.Capabili
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("Capabilities", "drop", err)
+			}
+			if m.Drop == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Capabilities[:], counts[:])
+					counted = true
+				}
+				m.Drop = make([]corev1.Capability, 0, counts[1])
 			}
 			m.Drop = append(m.Drop, corev1.Capability(t.strFrom(data[s:e])))
 			i = e
@@ -7582,7 +8249,12 @@ func unmarshalCorev1Capabilities(t *internTable, data []byte, m *corev1.Capabili
 	return nil
 }
 
+// pbTagsCorev1Capabilities are the tags of Capabilities's repeated fields of messages and strings.
+var pbTagsCorev1Capabilities = [...]uint64{1<<3 | 2, 2<<3 | 2}
+
 func unmarshalCorev1NodeSelector(t *internTable, data []byte, m *corev1.NodeSelector) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "NodeSelector")
 		if err != nil {
@@ -7597,6 +8269,13 @@ func unmarshalCorev1NodeSelector(t *internTable, data []byte, m *corev1.NodeSele
 			if err != nil {
 				return pbField("NodeSelector", "nodeSelectorTerms", err)
 			}
+			if m.NodeSelectorTerms == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeSelector[:], counts[:])
+					counted = true
+				}
+				m.NodeSelectorTerms = make([]corev1.NodeSelectorTerm, 0, counts[0])
+			}
 			m.NodeSelectorTerms = append(m.NodeSelectorTerms, corev1.NodeSelectorTerm{})
 			if err := unmarshalCorev1NodeSelectorTerm(t, data[s:e], &m.NodeSelectorTerms[len(m.NodeSelectorTerms)-1]); err != nil {
 				return pbField("NodeSelector", "nodeSelectorTerms", err)
@@ -7610,6 +8289,9 @@ func unmarshalCorev1NodeSelector(t *internTable, data []byte, m *corev1.NodeSele
 	}
 	return nil
 }
+
+// pbTagsCorev1NodeSelector are the tags of NodeSelector's repeated fields of messages and strings.
+var pbTagsCorev1NodeSelector = [...]uint64{1<<3 | 2}
 
 func unmarshalCorev1PreferredSchedulingTerm(t *internTable, data []byte, m *corev1.PreferredSchedulingTerm) error {
 	for i := 0; i < len(data); {
@@ -7650,6 +8332,8 @@ func unmarshalCorev1PreferredSchedulingTerm(t *internTable, data []byte, m *core
 }
 
 func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAffinityTerm) error {
+	var counts [3]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PodAffinityTerm")
 		if err != nil {
@@ -7678,6 +8362,13 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodAffinityTerm", "namespaces", err)
+			}
+			if m.Namespaces == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodAffinityTerm[:], counts[:])
+					counted = true
+				}
+				m.Namespaces = make([]string, 0, counts[0])
 			}
 			m.Namespaces = append(m.Namespaces, t.strFrom(data[s:e]))
 			i = e
@@ -7714,6 +8405,13 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			if err != nil {
 				return pbField("PodAffinityTerm", "matchLabelKeys", err)
 			}
+			if m.MatchLabelKeys == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodAffinityTerm[:], counts[:])
+					counted = true
+				}
+				m.MatchLabelKeys = make([]string, 0, counts[1])
+			}
 			m.MatchLabelKeys = append(m.MatchLabelKeys, t.strFrom(data[s:e]))
 			i = e
 		case 6: // mismatchLabelKeys
@@ -7723,6 +8421,13 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PodAffinityTerm", "mismatchLabelKeys", err)
+			}
+			if m.MismatchLabelKeys == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodAffinityTerm[:], counts[:])
+					counted = true
+				}
+				m.MismatchLabelKeys = make([]string, 0, counts[2])
 			}
 			m.MismatchLabelKeys = append(m.MismatchLabelKeys, t.strFrom(data[s:e]))
 			i = e
@@ -7734,6 +8439,9 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 	}
 	return nil
 }
+
+// pbTagsCorev1PodAffinityTerm are the tags of PodAffinityTerm's repeated fields of messages and strings.
+var pbTagsCorev1PodAffinityTerm = [...]uint64{2<<3 | 2, 5<<3 | 2, 6<<3 | 2}
 
 func unmarshalCorev1WeightedPodAffinityTerm(t *internTable, data []byte, m *corev1.WeightedPodAffinityTerm) error {
 	for i := 0; i < len(data); {
@@ -7774,6 +8482,8 @@ func unmarshalCorev1WeightedPodAffinityTerm(t *internTable, data []byte, m *core
 }
 
 func unmarshalMetav1LabelSelectorRequirement(t *internTable, data []byte, m *metav1.LabelSelectorRequirement) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "LabelSelectorRequirement")
 		if err != nil {
@@ -7808,6 +8518,13 @@ func unmarshalMetav1LabelSelectorRequirement(t *internTable, data []byte, m *met
 			if err != nil {
 				return pbField("LabelSelectorRequirement", "values", err)
 			}
+			if m.Values == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsMetav1LabelSelectorRequirement[:], counts[:])
+					counted = true
+				}
+				m.Values = make([]string, 0, counts[0])
+			}
 			m.Values = append(m.Values, t.strFrom(data[s:e]))
 			i = e
 		default:
@@ -7818,6 +8535,9 @@ func unmarshalMetav1LabelSelectorRequirement(t *internTable, data []byte, m *met
 	}
 	return nil
 }
+
+// pbTagsMetav1LabelSelectorRequirement are the tags of LabelSelectorRequirement's repeated fields of messages and strings.
+var pbTagsMetav1LabelSelectorRequirement = [...]uint64{3<<3 | 2}
 
 func unmarshalCorev1ContainerStateWaiting(t *internTable, data []byte, m *corev1.ContainerStateWaiting) error {
 	for i := 0; i < len(data); {
@@ -8636,6 +9356,8 @@ func unmarshalCorev1FileKeySelector(t *internTable, data []byte, m *corev1.FileK
 }
 
 func unmarshalCorev1ExecAction(t *internTable, data []byte, m *corev1.ExecAction) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ExecAction")
 		if err != nil {
@@ -8650,6 +9372,13 @@ func unmarshalCorev1ExecAction(t *internTable, data []byte, m *corev1.ExecAction
 			if err != nil {
 				return pbField("ExecAction", "command", err)
 			}
+			if m.Command == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ExecAction[:], counts[:])
+					counted = true
+				}
+				m.Command = make([]string, 0, counts[0])
+			}
 			m.Command = append(m.Command, t.strFrom(data[s:e]))
 			i = e
 		default:
@@ -8661,7 +9390,12 @@ func unmarshalCorev1ExecAction(t *internTable, data []byte, m *corev1.ExecAction
 	return nil
 }
 
+// pbTagsCorev1ExecAction are the tags of ExecAction's repeated fields of messages and strings.
+var pbTagsCorev1ExecAction = [...]uint64{1<<3 | 2}
+
 func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGetAction) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "HTTPGetAction")
 		if err != nil {
@@ -8718,6 +9452,13 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 			if err != nil {
 				return pbField("HTTPGetAction", "httpHeaders", err)
 			}
+			if m.HTTPHeaders == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1HTTPGetAction[:], counts[:])
+					counted = true
+				}
+				m.HTTPHeaders = make([]corev1.HTTPHeader, 0, counts[0])
+			}
 			m.HTTPHeaders = append(m.HTTPHeaders, corev1.HTTPHeader{})
 			if err := unmarshalCorev1HTTPHeader(t, data[s:e], &m.HTTPHeaders[len(m.HTTPHeaders)-1]); err != nil {
 				return pbField("HTTPGetAction", "httpHeaders", err)
@@ -8742,6 +9483,9 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 	}
 	return nil
 }
+
+// pbTagsCorev1HTTPGetAction are the tags of HTTPGetAction's repeated fields of messages and strings.
+var pbTagsCorev1HTTPGetAction = [...]uint64{5<<3 | 2}
 
 func unmarshalCorev1TCPSocketAction(t *internTable, data []byte, m *corev1.TCPSocketAction) error {
 	for i := 0; i < len(data); {
@@ -8856,6 +9600,8 @@ func unmarshalCorev1SleepAction(t *internTable, data []byte, m *corev1.SleepActi
 }
 
 func unmarshalCorev1NodeSelectorTerm(t *internTable, data []byte, m *corev1.NodeSelectorTerm) error {
+	var counts [2]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "NodeSelectorTerm")
 		if err != nil {
@@ -8870,6 +9616,13 @@ func unmarshalCorev1NodeSelectorTerm(t *internTable, data []byte, m *corev1.Node
 			if err != nil {
 				return pbField("NodeSelectorTerm", "matchExpressions", err)
 			}
+			if m.MatchExpressions == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeSelectorTerm[:], counts[:])
+					counted = true
+				}
+				m.MatchExpressions = make([]corev1.NodeSelectorRequirement, 0, counts[0])
+			}
 			m.MatchExpressions = append(m.MatchExpressions, corev1.NodeSelectorRequirement{})
 			if err := unmarshalCorev1NodeSelectorRequirement(t, data[s:e], &m.MatchExpressions[len(m.MatchExpressions)-1]); err != nil {
 				return pbField("NodeSelectorTerm", "matchExpressions", err)
@@ -8882,6 +9635,13 @@ func unmarshalCorev1NodeSelectorTerm(t *internTable, data []byte, m *corev1.Node
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("NodeSelectorTerm", "matchFields", err)
+			}
+			if m.MatchFields == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeSelectorTerm[:], counts[:])
+					counted = true
+				}
+				m.MatchFields = make([]corev1.NodeSelectorRequirement, 0, counts[1])
 			}
 			m.MatchFields = append(m.MatchFields, corev1.NodeSelectorRequirement{})
 			if err := unmarshalCorev1NodeSelectorRequirement(t, data[s:e], &m.MatchFields[len(m.MatchFields)-1]); err != nil {
@@ -8896,6 +9656,9 @@ func unmarshalCorev1NodeSelectorTerm(t *internTable, data []byte, m *corev1.Node
 	}
 	return nil
 }
+
+// pbTagsCorev1NodeSelectorTerm are the tags of NodeSelectorTerm's repeated fields of messages and strings.
+var pbTagsCorev1NodeSelectorTerm = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
 func unmarshalCorev1ImageVolumeStatus(t *internTable, data []byte, m *corev1.ImageVolumeStatus) error {
 	for i := 0; i < len(data); {
@@ -8924,6 +9687,8 @@ func unmarshalCorev1ImageVolumeStatus(t *internTable, data []byte, m *corev1.Ima
 }
 
 func unmarshalCorev1SecretProjection(t *internTable, data []byte, m *corev1.SecretProjection) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "SecretProjection")
 		if err != nil {
@@ -8950,6 +9715,13 @@ func unmarshalCorev1SecretProjection(t *internTable, data []byte, m *corev1.Secr
 			if err != nil {
 				return pbField("SecretProjection", "items", err)
 			}
+			if m.Items == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1SecretProjection[:], counts[:])
+					counted = true
+				}
+				m.Items = make([]corev1.KeyToPath, 0, counts[0])
+			}
 			m.Items = append(m.Items, corev1.KeyToPath{})
 			if err := unmarshalCorev1KeyToPath(t, data[s:e], &m.Items[len(m.Items)-1]); err != nil {
 				return pbField("SecretProjection", "items", err)
@@ -8975,7 +9747,12 @@ func unmarshalCorev1SecretProjection(t *internTable, data []byte, m *corev1.Secr
 	return nil
 }
 
+// pbTagsCorev1SecretProjection are the tags of SecretProjection's repeated fields of messages and strings.
+var pbTagsCorev1SecretProjection = [...]uint64{2<<3 | 2}
+
 func unmarshalCorev1DownwardAPIProjection(t *internTable, data []byte, m *corev1.DownwardAPIProjection) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "DownwardAPIProjection")
 		if err != nil {
@@ -8989,6 +9766,13 @@ func unmarshalCorev1DownwardAPIProjection(t *internTable, data []byte, m *corev1
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("DownwardAPIProjection", "items", err)
+			}
+			if m.Items == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1DownwardAPIProjection[:], counts[:])
+					counted = true
+				}
+				m.Items = make([]corev1.DownwardAPIVolumeFile, 0, counts[0])
 			}
 			m.Items = append(m.Items, corev1.DownwardAPIVolumeFile{})
 			if err := unmarshalCorev1DownwardAPIVolumeFile(t, data[s:e], &m.Items[len(m.Items)-1]); err != nil {
@@ -9004,7 +9788,12 @@ func unmarshalCorev1DownwardAPIProjection(t *internTable, data []byte, m *corev1
 	return nil
 }
 
+// pbTagsCorev1DownwardAPIProjection are the tags of DownwardAPIProjection's repeated fields of messages and strings.
+var pbTagsCorev1DownwardAPIProjection = [...]uint64{1<<3 | 2}
+
 func unmarshalCorev1ConfigMapProjection(t *internTable, data []byte, m *corev1.ConfigMapProjection) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "ConfigMapProjection")
 		if err != nil {
@@ -9031,6 +9820,13 @@ func unmarshalCorev1ConfigMapProjection(t *internTable, data []byte, m *corev1.C
 			if err != nil {
 				return pbField("ConfigMapProjection", "items", err)
 			}
+			if m.Items == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ConfigMapProjection[:], counts[:])
+					counted = true
+				}
+				m.Items = make([]corev1.KeyToPath, 0, counts[0])
+			}
 			m.Items = append(m.Items, corev1.KeyToPath{})
 			if err := unmarshalCorev1KeyToPath(t, data[s:e], &m.Items[len(m.Items)-1]); err != nil {
 				return pbField("ConfigMapProjection", "items", err)
@@ -9055,6 +9851,9 @@ func unmarshalCorev1ConfigMapProjection(t *internTable, data []byte, m *corev1.C
 	}
 	return nil
 }
+
+// pbTagsCorev1ConfigMapProjection are the tags of ConfigMapProjection's repeated fields of messages and strings.
+var pbTagsCorev1ConfigMapProjection = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1ServiceAccountTokenProjection(t *internTable, data []byte, m *corev1.ServiceAccountTokenProjection) error {
 	for i := 0; i < len(data); {
@@ -9303,6 +10102,8 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 }
 
 func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *corev1.PersistentVolumeClaimSpec) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "PersistentVolumeClaimSpec")
 		if err != nil {
@@ -9316,6 +10117,13 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			s, e, err := pbLen(data, next)
 			if err != nil {
 				return pbField("PersistentVolumeClaimSpec", "accessModes", err)
+			}
+			if m.AccessModes == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PersistentVolumeClaimSpec[:], counts[:])
+					counted = true
+				}
+				m.AccessModes = make([]corev1.PersistentVolumeAccessMode, 0, counts[0])
 			}
 			m.AccessModes = append(m.AccessModes, corev1.PersistentVolumeAccessMode(t.strFrom(data[s:e])))
 			i = e
@@ -9428,6 +10236,9 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 	return nil
 }
 
+// pbTagsCorev1PersistentVolumeClaimSpec are the tags of PersistentVolumeClaimSpec's repeated fields of messages and strings.
+var pbTagsCorev1PersistentVolumeClaimSpec = [...]uint64{1<<3 | 2}
+
 func unmarshalIntstrIntOrString(t *internTable, data []byte, m *intstr.IntOrString) error {
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "IntOrString")
@@ -9511,6 +10322,8 @@ func unmarshalCorev1HTTPHeader(t *internTable, data []byte, m *corev1.HTTPHeader
 }
 
 func unmarshalCorev1NodeSelectorRequirement(t *internTable, data []byte, m *corev1.NodeSelectorRequirement) error {
+	var counts [1]int
+	counted := false
 	for i := 0; i < len(data); {
 		num, typ, next, err := pbTag(data, i, "NodeSelectorRequirement")
 		if err != nil {
@@ -9545,6 +10358,13 @@ func unmarshalCorev1NodeSelectorRequirement(t *internTable, data []byte, m *core
 			if err != nil {
 				return pbField("NodeSelectorRequirement", "values", err)
 			}
+			if m.Values == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1NodeSelectorRequirement[:], counts[:])
+					counted = true
+				}
+				m.Values = make([]string, 0, counts[0])
+			}
 			m.Values = append(m.Values, t.strFrom(data[s:e]))
 			i = e
 		default:
@@ -9555,6 +10375,9 @@ func unmarshalCorev1NodeSelectorRequirement(t *internTable, data []byte, m *core
 	}
 	return nil
 }
+
+// pbTagsCorev1NodeSelectorRequirement are the tags of NodeSelectorRequirement's repeated fields of messages and strings.
+var pbTagsCorev1NodeSelectorRequirement = [...]uint64{3<<3 | 2}
 
 func unmarshalCorev1VolumeResourceRequirements(t *internTable, data []byte, m *corev1.VolumeResourceRequirements) error {
 	for i := 0; i < len(data); {

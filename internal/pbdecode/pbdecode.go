@@ -112,6 +112,7 @@ type generator struct {
 	seen    map[reflect.Type]bool // message types queued or written
 	maps    map[reflect.Type]bool // map types whose entry decoder is needed
 	imports map[string]bool       // package paths named
+	counted map[string]int        // index in counts of the message's fields presized
 }
 
 func (g *generator) p(format string, args ...any) {
@@ -255,6 +256,30 @@ func (g *generator) message(t reflect.Type) error {
 	name := t.Name()
 	g.p("")
 	g.p("func %s(t *internTable, data []byte, m *%s) error {", g.funcName(t), g.typeName(t))
+	// The repeated fields of messages and strings get their slice's
+	// capacity from pbCountFields (see there).
+	g.counted = map[string]int{}
+	var tags []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		s, ok := f.Tag.Lookup("protobuf")
+		if !ok || f.Type.Kind() != reflect.Slice {
+			continue
+		}
+		switch f.Type.Elem().Kind() {
+		case reflect.Struct, reflect.String:
+			tg, err := parseTag(s)
+			if err != nil {
+				return fmt.Errorf("%s.%s: %w", t, f.Name, err)
+			}
+			g.counted[f.Name] = len(tags)
+			tags = append(tags, fmt.Sprintf("%d<<3 | 2", tg.num))
+		}
+	}
+	if len(tags) > 0 {
+		g.p("var counts [%d]int", len(tags))
+		g.p("counted := false")
+	}
 	g.p("for i := 0; i < len(data); {")
 	g.p("num, typ, next, err := pbTag(data, i, %q)", name)
 	g.p("if err != nil { return err }")
@@ -288,7 +313,26 @@ func (g *generator) message(t reflect.Type) error {
 	g.p("}")
 	g.p("return nil")
 	g.p("}")
+	if len(tags) > 0 {
+		g.p("")
+		g.p("// %s are the tags of %s's repeated fields of messages and strings.", g.tagsName(t), name)
+		g.p("var %s = [...]uint64{%s}", g.tagsName(t), strings.Join(tags, ", "))
+	}
 	return nil
+}
+
+func (g *generator) tagsName(t reflect.Type) string {
+	return "pbTags" + ident(t)
+}
+
+// presize writes the statement giving the slice of field f, of message
+// t, its capacity before its first element.
+func (g *generator) presize(t reflect.Type, f reflect.StructField) {
+	field := "m." + f.Name
+	g.p("if %s == nil {", field)
+	g.p("if !counted { pbCountFields(data, i, %s[:], counts[:]); counted = true }", g.tagsName(t))
+	g.p("%s = make(%s, 0, counts[%d])", field, g.typeName(f.Type), g.counted[f.Name])
+	g.p("}")
 }
 
 // field writes the case decoding field f of message t, whose tag is at
@@ -392,6 +436,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 			}
 			wantWire(2)
 			readLen()
+			g.presize(t, f)
 			g.p("%s = append(%s, %s)", field, field, g.str(et))
 			g.p("i = e")
 		case et.Kind() == reflect.Struct:
@@ -400,6 +445,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 			}
 			wantWire(2)
 			readLen()
+			g.presize(t, f)
 			g.p("%s = append(%s, %s{})", field, field, g.typeName(et))
 			g.p("if err := %s; err != nil { %s }", g.decodeMessage(et, "data[s:e]", "&"+field+"["+"len("+field+")-1]"), fail)
 			g.p("i = e")
