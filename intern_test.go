@@ -113,6 +113,13 @@ func TestInternTableShrinks(t *testing.T) {
 		t.Fatalf("table holds %d strings, want at least %d", n, len(pods))
 	}
 	runtime.KeepAlive(pods)
+	eventuallyForgetsAll(t, table)
+}
+
+// eventuallyForgetsAll waits for table to hold nothing once swept after a
+// garbage collection.
+func eventuallyForgetsAll(t *testing.T, table *internTable) {
+	t.Helper()
 	Eventually(t, "the table to forget every string", func() bool {
 		runtime.GC()
 		table.mu.Lock()

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/kubetyped/informer/internal/pbdecode"
-	"github.com/kubetyped/informer/internal/prodpods"
 )
 
 // TestUnmarshalPodGeneratedIsCurrent regenerates restdecode_pod.go in
@@ -55,22 +54,6 @@ func decodePodBoth(t testing.TB, table *internTable, data []byte) *corev1.Pod {
 		t.Fatalf("unmarshalPod differs from Pod.Unmarshal (-Unmarshal +unmarshalPod; no difference shown: nil against empty bytes):\n%s", diffLarge(want, got))
 	}
 	return got
-}
-
-// encodedProdPods returns the protobuf encodings of n production-like
-// pods.
-func encodedProdPods(t testing.TB, n int) [][]byte {
-	t.Helper()
-	pods := prodpods.New(n)
-	out := make([][]byte, len(pods))
-	for i := range pods {
-		data, err := pods[i].Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = data
-	}
-	return out
 }
 
 // randomPods returns the encodings of n random pods.
@@ -338,13 +321,7 @@ func TestInternTableShrinksFromBytes(t *testing.T) {
 		t.Error("strFrom did not return the shared copy")
 	}
 	runtime.KeepAlive(kept)
-	Eventually(t, "the table to forget every string", func() bool {
-		runtime.GC()
-		table.mu.Lock()
-		table.sweep()
-		table.mu.Unlock()
-		return table.len() == 0
-	})
+	eventuallyForgetsAll(t, table)
 }
 
 // BenchmarkDecodePod decodes production-like pods (1,000 of them, replicas

@@ -20,17 +20,29 @@ import (
 // them.
 func decodedProdPods(t testing.TB, n int) []*corev1.Pod {
 	t.Helper()
+	encoded := encodedProdPods(t, n)
+	out := make([]*corev1.Pod, len(encoded))
+	for i, data := range encoded {
+		out[i] = &corev1.Pod{}
+		if err := out[i].Unmarshal(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// encodedProdPods returns the protobuf encodings of n production-like
+// pods.
+func encodedProdPods(t testing.TB, n int) [][]byte {
+	t.Helper()
 	pods := prodpods.New(n)
-	out := make([]*corev1.Pod, len(pods))
+	out := make([][]byte, len(pods))
 	for i := range pods {
 		data, err := pods[i].Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[i] = &corev1.Pod{}
-		if err := out[i].Unmarshal(data); err != nil {
-			t.Fatal(err)
-		}
+		out[i] = data
 	}
 	return out
 }
@@ -234,15 +246,7 @@ func TestShareTableShrinks(t *testing.T) {
 // is the time of the deduplication pass alone, which a loaded machine
 // makes less noisy than the difference of two timings.
 func BenchmarkDeduplicate(b *testing.B) {
-	pods := prodpods.New(3000)
-	encoded := make([][]byte, len(pods))
-	for i := range pods {
-		data, err := pods[i].Marshal()
-		if err != nil {
-			b.Fatal(err)
-		}
-		encoded[i] = data
-	}
+	encoded := encodedProdPods(b, 3000)
 	for _, dedup := range []bool{false, true} {
 		b.Run(map[bool]string{false: "off", true: "on"}[dedup], func(b *testing.B) {
 			table := newInternTable()
