@@ -20,17 +20,22 @@ func unmarshalPod(t *internTable, data []byte, m *corev1.Pod) error {
 
 func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Pod")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Pod"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // metadata
 			if typ != 2 {
 				return pbWrongType("Pod", "metadata", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Pod", "metadata", err)
 			}
 			if err := unmarshalMetav1ObjectMeta(t, data[s:e], &m.ObjectMeta); err != nil {
@@ -41,8 +46,10 @@ func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {
 			if typ != 2 {
 				return pbWrongType("Pod", "spec", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Pod", "spec", err)
 			}
 			if err := unmarshalCorev1PodSpec(t, data[s:e], &m.Spec); err != nil {
@@ -53,8 +60,10 @@ func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {
 			if typ != 2 {
 				return pbWrongType("Pod", "status", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Pod", "status", err)
 			}
 			if err := unmarshalCorev1PodStatus(t, data[s:e], &m.Status); err != nil {
@@ -62,6 +71,7 @@ func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Pod", "unknown field", err)
 			}
@@ -74,17 +84,22 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 	var counts [3]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ObjectMeta")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ObjectMeta"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -93,8 +108,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "generateName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "generateName", err)
 			}
 			m.GenerateName = t.strFrom(data[s:e])
@@ -103,8 +120,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "namespace", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "namespace", err)
 			}
 			m.Namespace = t.strFrom(data[s:e])
@@ -113,8 +132,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "selfLink", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "selfLink", err)
 			}
 			m.SelfLink = t.strFrom(data[s:e])
@@ -123,8 +144,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "uid", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "uid", err)
 			}
 			m.UID = types.UID(t.strFrom(data[s:e]))
@@ -133,8 +156,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "resourceVersion", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "resourceVersion", err)
 			}
 			m.ResourceVersion = t.strFrom(data[s:e])
@@ -143,8 +168,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 0 {
 				return pbWrongType("ObjectMeta", "generation", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ObjectMeta", "generation", err)
 			}
 			m.Generation = int64(v)
@@ -153,8 +180,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "creationTimestamp", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "creationTimestamp", err)
 			}
 			if err := m.CreationTimestamp.Unmarshal(data[s:e]); err != nil {
@@ -165,8 +194,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "deletionTimestamp", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "deletionTimestamp", err)
 			}
 			if m.DeletionTimestamp == nil {
@@ -180,8 +211,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 0 {
 				return pbWrongType("ObjectMeta", "deletionGracePeriodSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ObjectMeta", "deletionGracePeriodSeconds", err)
 			}
 			x := int64(v)
@@ -191,8 +224,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "labels", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "labels", err)
 			}
 			if m.Labels == nil {
@@ -206,8 +241,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "annotations", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "annotations", err)
 			}
 			if m.Annotations == nil {
@@ -221,8 +258,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "ownerReferences", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "ownerReferences", err)
 			}
 			if m.OwnerReferences == nil {
@@ -241,8 +280,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "finalizers", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "finalizers", err)
 			}
 			if m.Finalizers == nil {
@@ -258,8 +299,10 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			if typ != 2 {
 				return pbWrongType("ObjectMeta", "managedFields", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "managedFields", err)
 			}
 			if m.ManagedFields == nil {
@@ -275,6 +318,7 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ObjectMeta", "unknown field", err)
 			}
@@ -290,17 +334,22 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 	var counts [12]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodSpec")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodSpec"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumes
 			if typ != 2 {
 				return pbWrongType("PodSpec", "volumes", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "volumes", err)
 			}
 			if m.Volumes == nil {
@@ -319,8 +368,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "initContainers", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "initContainers", err)
 			}
 			if m.InitContainers == nil {
@@ -339,8 +390,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "containers", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "containers", err)
 			}
 			if m.Containers == nil {
@@ -359,8 +412,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "ephemeralContainers", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "ephemeralContainers", err)
 			}
 			if m.EphemeralContainers == nil {
@@ -379,8 +434,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "restartPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "restartPolicy", err)
 			}
 			m.RestartPolicy = corev1.RestartPolicy(t.strFrom(data[s:e]))
@@ -389,8 +446,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "terminationGracePeriodSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "terminationGracePeriodSeconds", err)
 			}
 			x := int64(v)
@@ -400,8 +459,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "activeDeadlineSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "activeDeadlineSeconds", err)
 			}
 			x := int64(v)
@@ -411,8 +472,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "dnsPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "dnsPolicy", err)
 			}
 			m.DNSPolicy = corev1.DNSPolicy(t.strFrom(data[s:e]))
@@ -421,8 +484,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "nodeSelector", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "nodeSelector", err)
 			}
 			if m.NodeSelector == nil {
@@ -436,8 +501,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "serviceAccountName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "serviceAccountName", err)
 			}
 			m.ServiceAccountName = t.strFrom(data[s:e])
@@ -446,8 +513,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "serviceAccount", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "serviceAccount", err)
 			}
 			m.DeprecatedServiceAccount = t.strFrom(data[s:e])
@@ -456,8 +525,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "automountServiceAccountToken", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "automountServiceAccountToken", err)
 			}
 			x := v != 0
@@ -467,8 +538,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "nodeName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "nodeName", err)
 			}
 			m.NodeName = t.strFrom(data[s:e])
@@ -477,8 +550,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "hostNetwork", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "hostNetwork", err)
 			}
 			m.HostNetwork = v != 0
@@ -487,8 +562,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "hostPID", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "hostPID", err)
 			}
 			m.HostPID = v != 0
@@ -497,8 +574,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "hostIPC", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "hostIPC", err)
 			}
 			m.HostIPC = v != 0
@@ -507,8 +586,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "shareProcessNamespace", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "shareProcessNamespace", err)
 			}
 			x := v != 0
@@ -518,8 +599,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "securityContext", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "securityContext", err)
 			}
 			if m.SecurityContext == nil {
@@ -533,8 +616,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "imagePullSecrets", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "imagePullSecrets", err)
 			}
 			if m.ImagePullSecrets == nil {
@@ -553,8 +638,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "hostname", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "hostname", err)
 			}
 			m.Hostname = t.strFrom(data[s:e])
@@ -563,8 +650,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "subdomain", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "subdomain", err)
 			}
 			m.Subdomain = t.strFrom(data[s:e])
@@ -573,8 +662,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "affinity", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "affinity", err)
 			}
 			if m.Affinity == nil {
@@ -588,8 +679,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "schedulerName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "schedulerName", err)
 			}
 			m.SchedulerName = t.strFrom(data[s:e])
@@ -598,8 +691,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "tolerations", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "tolerations", err)
 			}
 			if m.Tolerations == nil {
@@ -618,8 +713,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "hostAliases", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "hostAliases", err)
 			}
 			if m.HostAliases == nil {
@@ -638,8 +735,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "priorityClassName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "priorityClassName", err)
 			}
 			m.PriorityClassName = t.strFrom(data[s:e])
@@ -648,8 +747,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "priority", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "priority", err)
 			}
 			x := int32(v)
@@ -659,8 +760,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "dnsConfig", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "dnsConfig", err)
 			}
 			if m.DNSConfig == nil {
@@ -674,8 +777,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "readinessGates", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "readinessGates", err)
 			}
 			if m.ReadinessGates == nil {
@@ -694,8 +799,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "runtimeClassName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "runtimeClassName", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -705,8 +812,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "enableServiceLinks", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "enableServiceLinks", err)
 			}
 			x := v != 0
@@ -716,8 +825,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "preemptionPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "preemptionPolicy", err)
 			}
 			x := corev1.PreemptionPolicy(t.strFrom(data[s:e]))
@@ -727,8 +838,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "overhead", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "overhead", err)
 			}
 			if m.Overhead == nil {
@@ -742,8 +855,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "topologySpreadConstraints", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "topologySpreadConstraints", err)
 			}
 			if m.TopologySpreadConstraints == nil {
@@ -762,8 +877,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "setHostnameAsFQDN", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "setHostnameAsFQDN", err)
 			}
 			x := v != 0
@@ -773,8 +890,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "os", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "os", err)
 			}
 			if m.OS == nil {
@@ -788,8 +907,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 0 {
 				return pbWrongType("PodSpec", "hostUsers", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSpec", "hostUsers", err)
 			}
 			x := v != 0
@@ -799,8 +920,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "schedulingGates", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "schedulingGates", err)
 			}
 			if m.SchedulingGates == nil {
@@ -819,8 +942,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "resourceClaims", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "resourceClaims", err)
 			}
 			if m.ResourceClaims == nil {
@@ -839,8 +964,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "resources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "resources", err)
 			}
 			if m.Resources == nil {
@@ -854,8 +981,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "hostnameOverride", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "hostnameOverride", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -865,8 +994,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "schedulingGroup", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "schedulingGroup", err)
 			}
 			if m.SchedulingGroup == nil {
@@ -880,8 +1011,10 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			if typ != 2 {
 				return pbWrongType("PodSpec", "evictionResponders", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "evictionResponders", err)
 			}
 			if m.EvictionResponders == nil {
@@ -897,6 +1030,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodSpec", "unknown field", err)
 			}
@@ -912,17 +1046,22 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 	var counts [9]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 17: // observedGeneration
 			if typ != 0 {
 				return pbWrongType("PodStatus", "observedGeneration", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodStatus", "observedGeneration", err)
 			}
 			m.ObservedGeneration = int64(v)
@@ -931,8 +1070,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "phase", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "phase", err)
 			}
 			m.Phase = corev1.PodPhase(t.strFrom(data[s:e]))
@@ -941,8 +1082,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "conditions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "conditions", err)
 			}
 			if m.Conditions == nil {
@@ -961,8 +1104,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "message", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "message", err)
 			}
 			m.Message = t.strFrom(data[s:e])
@@ -971,8 +1116,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "reason", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "reason", err)
 			}
 			m.Reason = t.strFrom(data[s:e])
@@ -981,8 +1128,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "nominatedNodeName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "nominatedNodeName", err)
 			}
 			m.NominatedNodeName = t.strFrom(data[s:e])
@@ -991,8 +1140,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "hostIP", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "hostIP", err)
 			}
 			m.HostIP = t.strFrom(data[s:e])
@@ -1001,8 +1152,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "hostIPs", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "hostIPs", err)
 			}
 			if m.HostIPs == nil {
@@ -1021,8 +1174,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "podIP", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "podIP", err)
 			}
 			m.PodIP = t.strFrom(data[s:e])
@@ -1031,8 +1186,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "podIPs", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "podIPs", err)
 			}
 			if m.PodIPs == nil {
@@ -1051,8 +1208,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "startTime", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "startTime", err)
 			}
 			if m.StartTime == nil {
@@ -1066,8 +1225,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "initContainerStatuses", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "initContainerStatuses", err)
 			}
 			if m.InitContainerStatuses == nil {
@@ -1086,8 +1247,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "containerStatuses", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "containerStatuses", err)
 			}
 			if m.ContainerStatuses == nil {
@@ -1106,8 +1269,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "qosClass", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "qosClass", err)
 			}
 			m.QOSClass = corev1.PodQOSClass(t.strFrom(data[s:e]))
@@ -1116,8 +1281,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "ephemeralContainerStatuses", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "ephemeralContainerStatuses", err)
 			}
 			if m.EphemeralContainerStatuses == nil {
@@ -1136,8 +1303,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "resize", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "resize", err)
 			}
 			m.Resize = corev1.PodResizeStatus(t.strFrom(data[s:e]))
@@ -1146,8 +1315,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "resourceClaimStatuses", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "resourceClaimStatuses", err)
 			}
 			if m.ResourceClaimStatuses == nil {
@@ -1166,8 +1337,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "extendedResourceClaimStatus", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "extendedResourceClaimStatus", err)
 			}
 			if m.ExtendedResourceClaimStatus == nil {
@@ -1181,8 +1354,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "allocatedResources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "allocatedResources", err)
 			}
 			if m.AllocatedResources == nil {
@@ -1196,8 +1371,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "resources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "resources", err)
 			}
 			if m.Resources == nil {
@@ -1211,8 +1388,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "nodeAllocatableResourceClaimStatuses", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "nodeAllocatableResourceClaimStatuses", err)
 			}
 			if m.NodeAllocatableResourceClaimStatuses == nil {
@@ -1231,8 +1410,10 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			if typ != 2 {
 				return pbWrongType("PodStatus", "volumeHealth", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodStatus", "volumeHealth", err)
 			}
 			if m.VolumeHealth == nil {
@@ -1248,6 +1429,7 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodStatus", "unknown field", err)
 			}
@@ -1261,17 +1443,22 @@ var pbTagsCorev1PodStatus = [...]uint64{2<<3 | 2, 16<<3 | 2, 12<<3 | 2, 10<<3 | 
 
 func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerReference) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "OwnerReference")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "OwnerReference"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 5: // apiVersion
 			if typ != 2 {
 				return pbWrongType("OwnerReference", "apiVersion", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("OwnerReference", "apiVersion", err)
 			}
 			m.APIVersion = t.strFrom(data[s:e])
@@ -1280,8 +1467,10 @@ func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerR
 			if typ != 2 {
 				return pbWrongType("OwnerReference", "kind", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("OwnerReference", "kind", err)
 			}
 			m.Kind = t.strFrom(data[s:e])
@@ -1290,8 +1479,10 @@ func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerR
 			if typ != 2 {
 				return pbWrongType("OwnerReference", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("OwnerReference", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -1300,8 +1491,10 @@ func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerR
 			if typ != 2 {
 				return pbWrongType("OwnerReference", "uid", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("OwnerReference", "uid", err)
 			}
 			m.UID = types.UID(t.strFrom(data[s:e]))
@@ -1310,8 +1503,10 @@ func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerR
 			if typ != 0 {
 				return pbWrongType("OwnerReference", "controller", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("OwnerReference", "controller", err)
 			}
 			x := v != 0
@@ -1321,14 +1516,17 @@ func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerR
 			if typ != 0 {
 				return pbWrongType("OwnerReference", "blockOwnerDeletion", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("OwnerReference", "blockOwnerDeletion", err)
 			}
 			x := v != 0
 			m.BlockOwnerDeletion = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("OwnerReference", "unknown field", err)
 			}
@@ -1339,17 +1537,22 @@ func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerR
 
 func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.ManagedFieldsEntry) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ManagedFieldsEntry")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ManagedFieldsEntry"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // manager
 			if typ != 2 {
 				return pbWrongType("ManagedFieldsEntry", "manager", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ManagedFieldsEntry", "manager", err)
 			}
 			m.Manager = t.strFrom(data[s:e])
@@ -1358,8 +1561,10 @@ func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.Ma
 			if typ != 2 {
 				return pbWrongType("ManagedFieldsEntry", "operation", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ManagedFieldsEntry", "operation", err)
 			}
 			m.Operation = metav1.ManagedFieldsOperationType(t.strFrom(data[s:e]))
@@ -1368,8 +1573,10 @@ func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.Ma
 			if typ != 2 {
 				return pbWrongType("ManagedFieldsEntry", "apiVersion", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ManagedFieldsEntry", "apiVersion", err)
 			}
 			m.APIVersion = t.strFrom(data[s:e])
@@ -1378,8 +1585,10 @@ func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.Ma
 			if typ != 2 {
 				return pbWrongType("ManagedFieldsEntry", "time", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ManagedFieldsEntry", "time", err)
 			}
 			if m.Time == nil {
@@ -1393,8 +1602,10 @@ func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.Ma
 			if typ != 2 {
 				return pbWrongType("ManagedFieldsEntry", "fieldsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ManagedFieldsEntry", "fieldsType", err)
 			}
 			m.FieldsType = t.strFrom(data[s:e])
@@ -1403,8 +1614,10 @@ func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.Ma
 			if typ != 2 {
 				return pbWrongType("ManagedFieldsEntry", "fieldsV1", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ManagedFieldsEntry", "fieldsV1", err)
 			}
 			if m.FieldsV1 == nil {
@@ -1418,13 +1631,16 @@ func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.Ma
 			if typ != 2 {
 				return pbWrongType("ManagedFieldsEntry", "subresource", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ManagedFieldsEntry", "subresource", err)
 			}
 			m.Subresource = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ManagedFieldsEntry", "unknown field", err)
 			}
@@ -1435,17 +1651,22 @@ func unmarshalMetav1ManagedFieldsEntry(t *internTable, data []byte, m *metav1.Ma
 
 func unmarshalCorev1Volume(t *internTable, data []byte, m *corev1.Volume) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Volume")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Volume"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("Volume", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Volume", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -1454,8 +1675,10 @@ func unmarshalCorev1Volume(t *internTable, data []byte, m *corev1.Volume) error 
 			if typ != 2 {
 				return pbWrongType("Volume", "volumeSource", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Volume", "volumeSource", err)
 			}
 			if err := unmarshalCorev1VolumeSource(t, data[s:e], &m.VolumeSource); err != nil {
@@ -1463,6 +1686,7 @@ func unmarshalCorev1Volume(t *internTable, data []byte, m *corev1.Volume) error 
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Volume", "unknown field", err)
 			}
@@ -1475,17 +1699,22 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 	var counts [9]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Container")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Container"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("Container", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -1494,8 +1723,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "image", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "image", err)
 			}
 			m.Image = t.strFrom(data[s:e])
@@ -1504,8 +1735,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "command", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "command", err)
 			}
 			if m.Command == nil {
@@ -1521,8 +1754,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "args", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "args", err)
 			}
 			if m.Args == nil {
@@ -1538,8 +1773,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "workingDir", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "workingDir", err)
 			}
 			m.WorkingDir = t.strFrom(data[s:e])
@@ -1548,8 +1785,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "ports", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "ports", err)
 			}
 			if m.Ports == nil {
@@ -1568,8 +1807,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "envFrom", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "envFrom", err)
 			}
 			if m.EnvFrom == nil {
@@ -1588,8 +1829,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "env", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "env", err)
 			}
 			if m.Env == nil {
@@ -1608,8 +1851,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "resources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "resources", err)
 			}
 			if err := unmarshalCorev1ResourceRequirements(t, data[s:e], &m.Resources); err != nil {
@@ -1620,8 +1865,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "resizePolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "resizePolicy", err)
 			}
 			if m.ResizePolicy == nil {
@@ -1640,8 +1887,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "restartPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "restartPolicy", err)
 			}
 			x := corev1.ContainerRestartPolicy(t.strFrom(data[s:e]))
@@ -1651,8 +1900,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "restartPolicyRules", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "restartPolicyRules", err)
 			}
 			if m.RestartPolicyRules == nil {
@@ -1671,8 +1922,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "volumeMounts", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "volumeMounts", err)
 			}
 			if m.VolumeMounts == nil {
@@ -1691,8 +1944,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "volumeDevices", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "volumeDevices", err)
 			}
 			if m.VolumeDevices == nil {
@@ -1711,8 +1966,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "livenessProbe", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "livenessProbe", err)
 			}
 			if m.LivenessProbe == nil {
@@ -1726,8 +1983,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "readinessProbe", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "readinessProbe", err)
 			}
 			if m.ReadinessProbe == nil {
@@ -1741,8 +2000,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "startupProbe", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "startupProbe", err)
 			}
 			if m.StartupProbe == nil {
@@ -1756,8 +2017,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "lifecycle", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "lifecycle", err)
 			}
 			if m.Lifecycle == nil {
@@ -1771,8 +2034,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "terminationMessagePath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "terminationMessagePath", err)
 			}
 			m.TerminationMessagePath = t.strFrom(data[s:e])
@@ -1781,8 +2046,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "terminationMessagePolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "terminationMessagePolicy", err)
 			}
 			m.TerminationMessagePolicy = corev1.TerminationMessagePolicy(t.strFrom(data[s:e]))
@@ -1791,8 +2058,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "imagePullPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "imagePullPolicy", err)
 			}
 			m.ImagePullPolicy = corev1.PullPolicy(t.strFrom(data[s:e]))
@@ -1801,8 +2070,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 2 {
 				return pbWrongType("Container", "securityContext", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "securityContext", err)
 			}
 			if m.SecurityContext == nil {
@@ -1816,8 +2087,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 0 {
 				return pbWrongType("Container", "stdin", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Container", "stdin", err)
 			}
 			m.Stdin = v != 0
@@ -1826,8 +2099,10 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 0 {
 				return pbWrongType("Container", "stdinOnce", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Container", "stdinOnce", err)
 			}
 			m.StdinOnce = v != 0
@@ -1836,13 +2111,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			if typ != 0 {
 				return pbWrongType("Container", "tty", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Container", "tty", err)
 			}
 			m.TTY = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Container", "unknown field", err)
 			}
@@ -1856,17 +2134,22 @@ var pbTagsCorev1Container = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 | 2, 19<<3 | 2,
 
 func unmarshalCorev1EphemeralContainer(t *internTable, data []byte, m *corev1.EphemeralContainer) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EphemeralContainer")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EphemeralContainer"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: //
 			if typ != 2 {
 				return pbWrongType("EphemeralContainer", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainer", "", err)
 			}
 			if err := unmarshalCorev1EphemeralContainerCommon(t, data[s:e], &m.EphemeralContainerCommon); err != nil {
@@ -1877,13 +2160,16 @@ func unmarshalCorev1EphemeralContainer(t *internTable, data []byte, m *corev1.Ep
 			if typ != 2 {
 				return pbWrongType("EphemeralContainer", "targetContainerName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainer", "targetContainerName", err)
 			}
 			m.TargetContainerName = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EphemeralContainer", "unknown field", err)
 			}
@@ -1896,17 +2182,22 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodSecurityContext")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodSecurityContext"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // seLinuxOptions
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "seLinuxOptions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "seLinuxOptions", err)
 			}
 			if m.SELinuxOptions == nil {
@@ -1920,8 +2211,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "windowsOptions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "windowsOptions", err)
 			}
 			if m.WindowsOptions == nil {
@@ -1935,8 +2228,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 0 {
 				return pbWrongType("PodSecurityContext", "runAsUser", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSecurityContext", "runAsUser", err)
 			}
 			x := int64(v)
@@ -1946,8 +2241,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 0 {
 				return pbWrongType("PodSecurityContext", "runAsGroup", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSecurityContext", "runAsGroup", err)
 			}
 			x := int64(v)
@@ -1957,8 +2254,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 0 {
 				return pbWrongType("PodSecurityContext", "runAsNonRoot", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSecurityContext", "runAsNonRoot", err)
 			}
 			x := v != 0
@@ -1967,15 +2266,19 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 		case 4: // supplementalGroups
 			switch typ {
 			case 0:
-				v, e, err := pbVarint(data, next)
-				if err != nil {
+				v, e, err := uint64(0), next+1, error(nil)
+				if next < len(data) && data[next] < 0x80 {
+					v = uint64(data[next])
+				} else if v, e, err = pbVarint(data, next); err != nil {
 					return pbField("PodSecurityContext", "supplementalGroups", err)
 				}
 				m.SupplementalGroups = append(m.SupplementalGroups, int64(v))
 				i = e
 			case 2:
-				s, e, err := pbLen(data, next)
-				if err != nil {
+				s, e, err := next+1, next+1, error(nil)
+				if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+					e += int(data[next])
+				} else if s, e, err = pbLen(data, next); err != nil {
 					return pbField("PodSecurityContext", "supplementalGroups", err)
 				}
 				if n := pbCountVarints(data[s:e]); n != 0 && len(m.SupplementalGroups) == 0 {
@@ -1995,8 +2298,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "supplementalGroupsPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "supplementalGroupsPolicy", err)
 			}
 			x := corev1.SupplementalGroupsPolicy(t.strFrom(data[s:e]))
@@ -2006,8 +2311,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 0 {
 				return pbWrongType("PodSecurityContext", "fsGroup", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodSecurityContext", "fsGroup", err)
 			}
 			x := int64(v)
@@ -2017,8 +2324,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "sysctls", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "sysctls", err)
 			}
 			if m.Sysctls == nil {
@@ -2037,8 +2346,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "fsGroupChangePolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "fsGroupChangePolicy", err)
 			}
 			x := corev1.PodFSGroupChangePolicy(t.strFrom(data[s:e]))
@@ -2048,8 +2359,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "seccompProfile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "seccompProfile", err)
 			}
 			if m.SeccompProfile == nil {
@@ -2063,8 +2376,10 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "appArmorProfile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "appArmorProfile", err)
 			}
 			if m.AppArmorProfile == nil {
@@ -2078,14 +2393,17 @@ func unmarshalCorev1PodSecurityContext(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodSecurityContext", "seLinuxChangePolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSecurityContext", "seLinuxChangePolicy", err)
 			}
 			x := corev1.PodSELinuxChangePolicy(t.strFrom(data[s:e]))
 			m.SELinuxChangePolicy = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodSecurityContext", "unknown field", err)
 			}
@@ -2099,22 +2417,28 @@ var pbTagsCorev1PodSecurityContext = [...]uint64{7<<3 | 2}
 
 func unmarshalCorev1LocalObjectReference(t *internTable, data []byte, m *corev1.LocalObjectReference) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "LocalObjectReference")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "LocalObjectReference"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("LocalObjectReference", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LocalObjectReference", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("LocalObjectReference", "unknown field", err)
 			}
@@ -2125,17 +2449,22 @@ func unmarshalCorev1LocalObjectReference(t *internTable, data []byte, m *corev1.
 
 func unmarshalCorev1Affinity(t *internTable, data []byte, m *corev1.Affinity) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Affinity")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Affinity"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // nodeAffinity
 			if typ != 2 {
 				return pbWrongType("Affinity", "nodeAffinity", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Affinity", "nodeAffinity", err)
 			}
 			if m.NodeAffinity == nil {
@@ -2149,8 +2478,10 @@ func unmarshalCorev1Affinity(t *internTable, data []byte, m *corev1.Affinity) er
 			if typ != 2 {
 				return pbWrongType("Affinity", "podAffinity", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Affinity", "podAffinity", err)
 			}
 			if m.PodAffinity == nil {
@@ -2164,8 +2495,10 @@ func unmarshalCorev1Affinity(t *internTable, data []byte, m *corev1.Affinity) er
 			if typ != 2 {
 				return pbWrongType("Affinity", "podAntiAffinity", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Affinity", "podAntiAffinity", err)
 			}
 			if m.PodAntiAffinity == nil {
@@ -2176,6 +2509,7 @@ func unmarshalCorev1Affinity(t *internTable, data []byte, m *corev1.Affinity) er
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Affinity", "unknown field", err)
 			}
@@ -2186,17 +2520,22 @@ func unmarshalCorev1Affinity(t *internTable, data []byte, m *corev1.Affinity) er
 
 func unmarshalCorev1Toleration(t *internTable, data []byte, m *corev1.Toleration) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Toleration")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Toleration"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // key
 			if typ != 2 {
 				return pbWrongType("Toleration", "key", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Toleration", "key", err)
 			}
 			m.Key = t.strFrom(data[s:e])
@@ -2205,8 +2544,10 @@ func unmarshalCorev1Toleration(t *internTable, data []byte, m *corev1.Toleration
 			if typ != 2 {
 				return pbWrongType("Toleration", "operator", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Toleration", "operator", err)
 			}
 			m.Operator = corev1.TolerationOperator(t.strFrom(data[s:e]))
@@ -2215,8 +2556,10 @@ func unmarshalCorev1Toleration(t *internTable, data []byte, m *corev1.Toleration
 			if typ != 2 {
 				return pbWrongType("Toleration", "value", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Toleration", "value", err)
 			}
 			m.Value = t.strFrom(data[s:e])
@@ -2225,8 +2568,10 @@ func unmarshalCorev1Toleration(t *internTable, data []byte, m *corev1.Toleration
 			if typ != 2 {
 				return pbWrongType("Toleration", "effect", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Toleration", "effect", err)
 			}
 			m.Effect = corev1.TaintEffect(t.strFrom(data[s:e]))
@@ -2235,14 +2580,17 @@ func unmarshalCorev1Toleration(t *internTable, data []byte, m *corev1.Toleration
 			if typ != 0 {
 				return pbWrongType("Toleration", "tolerationSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Toleration", "tolerationSeconds", err)
 			}
 			x := int64(v)
 			m.TolerationSeconds = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Toleration", "unknown field", err)
 			}
@@ -2255,17 +2603,22 @@ func unmarshalCorev1HostAlias(t *internTable, data []byte, m *corev1.HostAlias) 
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "HostAlias")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "HostAlias"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // ip
 			if typ != 2 {
 				return pbWrongType("HostAlias", "ip", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HostAlias", "ip", err)
 			}
 			m.IP = t.strFrom(data[s:e])
@@ -2274,8 +2627,10 @@ func unmarshalCorev1HostAlias(t *internTable, data []byte, m *corev1.HostAlias) 
 			if typ != 2 {
 				return pbWrongType("HostAlias", "hostnames", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HostAlias", "hostnames", err)
 			}
 			if m.Hostnames == nil {
@@ -2288,6 +2643,7 @@ func unmarshalCorev1HostAlias(t *internTable, data []byte, m *corev1.HostAlias) 
 			m.Hostnames = append(m.Hostnames, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("HostAlias", "unknown field", err)
 			}
@@ -2303,17 +2659,22 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 	var counts [3]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodDNSConfig")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodDNSConfig"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // nameservers
 			if typ != 2 {
 				return pbWrongType("PodDNSConfig", "nameservers", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodDNSConfig", "nameservers", err)
 			}
 			if m.Nameservers == nil {
@@ -2329,8 +2690,10 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 			if typ != 2 {
 				return pbWrongType("PodDNSConfig", "searches", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodDNSConfig", "searches", err)
 			}
 			if m.Searches == nil {
@@ -2346,8 +2709,10 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 			if typ != 2 {
 				return pbWrongType("PodDNSConfig", "options", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodDNSConfig", "options", err)
 			}
 			if m.Options == nil {
@@ -2363,6 +2728,7 @@ func unmarshalCorev1PodDNSConfig(t *internTable, data []byte, m *corev1.PodDNSCo
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodDNSConfig", "unknown field", err)
 			}
@@ -2376,22 +2742,28 @@ var pbTagsCorev1PodDNSConfig = [...]uint64{1<<3 | 2, 2<<3 | 2, 3<<3 | 2}
 
 func unmarshalCorev1PodReadinessGate(t *internTable, data []byte, m *corev1.PodReadinessGate) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodReadinessGate")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodReadinessGate"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // conditionType
 			if typ != 2 {
 				return pbWrongType("PodReadinessGate", "conditionType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodReadinessGate", "conditionType", err)
 			}
 			m.ConditionType = corev1.PodConditionType(t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodReadinessGate", "unknown field", err)
 			}
@@ -2404,17 +2776,22 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "TopologySpreadConstraint")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "TopologySpreadConstraint"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // maxSkew
 			if typ != 0 {
 				return pbWrongType("TopologySpreadConstraint", "maxSkew", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "maxSkew", err)
 			}
 			m.MaxSkew = int32(v)
@@ -2423,8 +2800,10 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("TopologySpreadConstraint", "topologyKey", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "topologyKey", err)
 			}
 			m.TopologyKey = t.strFrom(data[s:e])
@@ -2433,8 +2812,10 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("TopologySpreadConstraint", "whenUnsatisfiable", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "whenUnsatisfiable", err)
 			}
 			m.WhenUnsatisfiable = corev1.UnsatisfiableConstraintAction(t.strFrom(data[s:e]))
@@ -2443,8 +2824,10 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("TopologySpreadConstraint", "labelSelector", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "labelSelector", err)
 			}
 			if m.LabelSelector == nil {
@@ -2458,8 +2841,10 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if typ != 0 {
 				return pbWrongType("TopologySpreadConstraint", "minDomains", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "minDomains", err)
 			}
 			x := int32(v)
@@ -2469,8 +2854,10 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("TopologySpreadConstraint", "nodeAffinityPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "nodeAffinityPolicy", err)
 			}
 			x := corev1.NodeInclusionPolicy(t.strFrom(data[s:e]))
@@ -2480,8 +2867,10 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("TopologySpreadConstraint", "nodeTaintsPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "nodeTaintsPolicy", err)
 			}
 			x := corev1.NodeInclusionPolicy(t.strFrom(data[s:e]))
@@ -2491,8 +2880,10 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("TopologySpreadConstraint", "matchLabelKeys", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TopologySpreadConstraint", "matchLabelKeys", err)
 			}
 			if m.MatchLabelKeys == nil {
@@ -2505,6 +2896,7 @@ func unmarshalCorev1TopologySpreadConstraint(t *internTable, data []byte, m *cor
 			m.MatchLabelKeys = append(m.MatchLabelKeys, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("TopologySpreadConstraint", "unknown field", err)
 			}
@@ -2518,22 +2910,28 @@ var pbTagsCorev1TopologySpreadConstraint = [...]uint64{8<<3 | 2}
 
 func unmarshalCorev1PodOS(t *internTable, data []byte, m *corev1.PodOS) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodOS")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodOS"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("PodOS", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodOS", "name", err)
 			}
 			m.Name = corev1.OSName(t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodOS", "unknown field", err)
 			}
@@ -2544,22 +2942,28 @@ func unmarshalCorev1PodOS(t *internTable, data []byte, m *corev1.PodOS) error {
 
 func unmarshalCorev1PodSchedulingGate(t *internTable, data []byte, m *corev1.PodSchedulingGate) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodSchedulingGate")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodSchedulingGate"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("PodSchedulingGate", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSchedulingGate", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodSchedulingGate", "unknown field", err)
 			}
@@ -2570,17 +2974,22 @@ func unmarshalCorev1PodSchedulingGate(t *internTable, data []byte, m *corev1.Pod
 
 func unmarshalCorev1PodResourceClaim(t *internTable, data []byte, m *corev1.PodResourceClaim) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodResourceClaim")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodResourceClaim"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: //
 			if typ != 2 {
 				return pbWrongType("PodResourceClaim", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodResourceClaim", "", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -2589,8 +2998,10 @@ func unmarshalCorev1PodResourceClaim(t *internTable, data []byte, m *corev1.PodR
 			if typ != 2 {
 				return pbWrongType("PodResourceClaim", "resourceClaimName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodResourceClaim", "resourceClaimName", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -2600,14 +3011,17 @@ func unmarshalCorev1PodResourceClaim(t *internTable, data []byte, m *corev1.PodR
 			if typ != 2 {
 				return pbWrongType("PodResourceClaim", "resourceClaimTemplateName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodResourceClaim", "resourceClaimTemplateName", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.ResourceClaimTemplateName = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodResourceClaim", "unknown field", err)
 			}
@@ -2620,17 +3034,22 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ResourceRequirements")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ResourceRequirements"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // limits
 			if typ != 2 {
 				return pbWrongType("ResourceRequirements", "limits", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceRequirements", "limits", err)
 			}
 			if m.Limits == nil {
@@ -2644,8 +3063,10 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("ResourceRequirements", "requests", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceRequirements", "requests", err)
 			}
 			if m.Requests == nil {
@@ -2659,8 +3080,10 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("ResourceRequirements", "claims", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceRequirements", "claims", err)
 			}
 			if m.Claims == nil {
@@ -2676,6 +3099,7 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ResourceRequirements", "unknown field", err)
 			}
@@ -2689,23 +3113,29 @@ var pbTagsCorev1ResourceRequirements = [...]uint64{3<<3 | 2}
 
 func unmarshalCorev1PodSchedulingGroup(t *internTable, data []byte, m *corev1.PodSchedulingGroup) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodSchedulingGroup")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodSchedulingGroup"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // podGroupName
 			if typ != 2 {
 				return pbWrongType("PodSchedulingGroup", "podGroupName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSchedulingGroup", "podGroupName", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.PodGroupName = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodSchedulingGroup", "unknown field", err)
 			}
@@ -2716,17 +3146,22 @@ func unmarshalCorev1PodSchedulingGroup(t *internTable, data []byte, m *corev1.Po
 
 func unmarshalCorev1EvictionResponder(t *internTable, data []byte, m *corev1.EvictionResponder) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EvictionResponder")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EvictionResponder"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("EvictionResponder", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EvictionResponder", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -2735,14 +3170,17 @@ func unmarshalCorev1EvictionResponder(t *internTable, data []byte, m *corev1.Evi
 			if typ != 0 {
 				return pbWrongType("EvictionResponder", "priority", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("EvictionResponder", "priority", err)
 			}
 			x := int32(v)
 			m.Priority = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EvictionResponder", "unknown field", err)
 			}
@@ -2753,17 +3191,22 @@ func unmarshalCorev1EvictionResponder(t *internTable, data []byte, m *corev1.Evi
 
 func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondition) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodCondition")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodCondition"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // type
 			if typ != 2 {
 				return pbWrongType("PodCondition", "type", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCondition", "type", err)
 			}
 			m.Type = corev1.PodConditionType(t.strFrom(data[s:e]))
@@ -2772,8 +3215,10 @@ func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondi
 			if typ != 0 {
 				return pbWrongType("PodCondition", "observedGeneration", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodCondition", "observedGeneration", err)
 			}
 			m.ObservedGeneration = int64(v)
@@ -2782,8 +3227,10 @@ func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondi
 			if typ != 2 {
 				return pbWrongType("PodCondition", "status", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCondition", "status", err)
 			}
 			m.Status = corev1.ConditionStatus(t.strFrom(data[s:e]))
@@ -2792,8 +3239,10 @@ func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondi
 			if typ != 2 {
 				return pbWrongType("PodCondition", "lastProbeTime", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCondition", "lastProbeTime", err)
 			}
 			if err := m.LastProbeTime.Unmarshal(data[s:e]); err != nil {
@@ -2804,8 +3253,10 @@ func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondi
 			if typ != 2 {
 				return pbWrongType("PodCondition", "lastTransitionTime", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCondition", "lastTransitionTime", err)
 			}
 			if err := m.LastTransitionTime.Unmarshal(data[s:e]); err != nil {
@@ -2816,8 +3267,10 @@ func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondi
 			if typ != 2 {
 				return pbWrongType("PodCondition", "reason", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCondition", "reason", err)
 			}
 			m.Reason = t.strFrom(data[s:e])
@@ -2826,13 +3279,16 @@ func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondi
 			if typ != 2 {
 				return pbWrongType("PodCondition", "message", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCondition", "message", err)
 			}
 			m.Message = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodCondition", "unknown field", err)
 			}
@@ -2843,22 +3299,28 @@ func unmarshalCorev1PodCondition(t *internTable, data []byte, m *corev1.PodCondi
 
 func unmarshalCorev1HostIP(t *internTable, data []byte, m *corev1.HostIP) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "HostIP")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "HostIP"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // ip
 			if typ != 2 {
 				return pbWrongType("HostIP", "ip", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HostIP", "ip", err)
 			}
 			m.IP = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("HostIP", "unknown field", err)
 			}
@@ -2869,22 +3331,28 @@ func unmarshalCorev1HostIP(t *internTable, data []byte, m *corev1.HostIP) error 
 
 func unmarshalCorev1PodIP(t *internTable, data []byte, m *corev1.PodIP) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodIP")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodIP"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // ip
 			if typ != 2 {
 				return pbWrongType("PodIP", "ip", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodIP", "ip", err)
 			}
 			m.IP = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodIP", "unknown field", err)
 			}
@@ -2897,17 +3365,22 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 	var counts [2]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -2916,8 +3389,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "state", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "state", err)
 			}
 			if err := unmarshalCorev1ContainerState(t, data[s:e], &m.State); err != nil {
@@ -2928,8 +3403,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "lastState", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "lastState", err)
 			}
 			if err := unmarshalCorev1ContainerState(t, data[s:e], &m.LastTerminationState); err != nil {
@@ -2940,8 +3417,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 0 {
 				return pbWrongType("ContainerStatus", "ready", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ContainerStatus", "ready", err)
 			}
 			m.Ready = v != 0
@@ -2950,8 +3429,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 0 {
 				return pbWrongType("ContainerStatus", "restartCount", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ContainerStatus", "restartCount", err)
 			}
 			m.RestartCount = int32(v)
@@ -2960,8 +3441,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "image", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "image", err)
 			}
 			m.Image = t.strFrom(data[s:e])
@@ -2970,8 +3453,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "imageID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "imageID", err)
 			}
 			m.ImageID = t.strFrom(data[s:e])
@@ -2980,8 +3465,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "containerID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "containerID", err)
 			}
 			m.ContainerID = t.strFrom(data[s:e])
@@ -2990,8 +3477,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 0 {
 				return pbWrongType("ContainerStatus", "started", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ContainerStatus", "started", err)
 			}
 			x := v != 0
@@ -3001,8 +3490,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "allocatedResources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "allocatedResources", err)
 			}
 			if m.AllocatedResources == nil {
@@ -3016,8 +3507,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "resources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "resources", err)
 			}
 			if m.Resources == nil {
@@ -3031,8 +3524,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "volumeMounts", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "volumeMounts", err)
 			}
 			if m.VolumeMounts == nil {
@@ -3051,8 +3546,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "user", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "user", err)
 			}
 			if m.User == nil {
@@ -3066,8 +3563,10 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "allocatedResourcesStatus", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "allocatedResourcesStatus", err)
 			}
 			if m.AllocatedResourcesStatus == nil {
@@ -3086,14 +3585,17 @@ func unmarshalCorev1ContainerStatus(t *internTable, data []byte, m *corev1.Conta
 			if typ != 2 {
 				return pbWrongType("ContainerStatus", "stopSignal", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStatus", "stopSignal", err)
 			}
 			x := corev1.Signal(t.strFrom(data[s:e]))
 			m.StopSignal = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerStatus", "unknown field", err)
 			}
@@ -3107,17 +3609,22 @@ var pbTagsCorev1ContainerStatus = [...]uint64{12<<3 | 2, 14<<3 | 2}
 
 func unmarshalCorev1PodResourceClaimStatus(t *internTable, data []byte, m *corev1.PodResourceClaimStatus) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodResourceClaimStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodResourceClaimStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: //
 			if typ != 2 {
 				return pbWrongType("PodResourceClaimStatus", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodResourceClaimStatus", "", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -3126,14 +3633,17 @@ func unmarshalCorev1PodResourceClaimStatus(t *internTable, data []byte, m *corev
 			if typ != 2 {
 				return pbWrongType("PodResourceClaimStatus", "resourceClaimName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodResourceClaimStatus", "resourceClaimName", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.ResourceClaimName = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodResourceClaimStatus", "unknown field", err)
 			}
@@ -3146,17 +3656,22 @@ func unmarshalCorev1PodExtendedResourceClaimStatus(t *internTable, data []byte, 
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodExtendedResourceClaimStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodExtendedResourceClaimStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // requestMappings
 			if typ != 2 {
 				return pbWrongType("PodExtendedResourceClaimStatus", "requestMappings", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodExtendedResourceClaimStatus", "requestMappings", err)
 			}
 			if m.RequestMappings == nil {
@@ -3175,13 +3690,16 @@ func unmarshalCorev1PodExtendedResourceClaimStatus(t *internTable, data []byte, 
 			if typ != 2 {
 				return pbWrongType("PodExtendedResourceClaimStatus", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodExtendedResourceClaimStatus", "", err)
 			}
 			m.ResourceClaimName = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodExtendedResourceClaimStatus", "unknown field", err)
 			}
@@ -3197,17 +3715,22 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 	var counts [3]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NodeAllocatableResourceClaimStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NodeAllocatableResourceClaimStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // resourceClaimName
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableResourceClaimStatus", "resourceClaimName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "resourceClaimName", err)
 			}
 			m.ResourceClaimName = t.strFrom(data[s:e])
@@ -3216,8 +3739,10 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableResourceClaimStatus", "containers", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "containers", err)
 			}
 			if m.Containers == nil {
@@ -3233,8 +3758,10 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableResourceClaimStatus", "mapping", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "mapping", err)
 			}
 			if m.Mapping == nil {
@@ -3253,8 +3780,10 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableResourceClaimStatus", "overhead", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "overhead", err)
 			}
 			if m.Overhead == nil {
@@ -3270,6 +3799,7 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *internTable, data []by
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NodeAllocatableResourceClaimStatus", "unknown field", err)
 			}
@@ -3285,17 +3815,22 @@ func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVo
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodVolumeHealth")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodVolumeHealth"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("PodVolumeHealth", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodVolumeHealth", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -3304,8 +3839,10 @@ func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVo
 			if typ != 2 {
 				return pbWrongType("PodVolumeHealth", "healthConditions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodVolumeHealth", "healthConditions", err)
 			}
 			if m.HealthConditions == nil {
@@ -3324,8 +3861,10 @@ func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVo
 			if typ != 2 {
 				return pbWrongType("PodVolumeHealth", "lastTransitionTime", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodVolumeHealth", "lastTransitionTime", err)
 			}
 			if err := m.LastTransitionTime.Unmarshal(data[s:e]); err != nil {
@@ -3333,6 +3872,7 @@ func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVo
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodVolumeHealth", "unknown field", err)
 			}
@@ -3346,22 +3886,28 @@ var pbTagsCorev1PodVolumeHealth = [...]uint64{2<<3 | 2}
 
 func unmarshalMetav1FieldsV1(t *internTable, data []byte, m *metav1.FieldsV1) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "FieldsV1")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "FieldsV1"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // Raw
 			if typ != 2 {
 				return pbWrongType("FieldsV1", "Raw", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FieldsV1", "Raw", err)
 			}
 			m.Raw = t.bytesFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("FieldsV1", "unknown field", err)
 			}
@@ -3372,17 +3918,22 @@ func unmarshalMetav1FieldsV1(t *internTable, data []byte, m *metav1.FieldsV1) er
 
 func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // hostPath
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "hostPath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "hostPath", err)
 			}
 			if m.HostPath == nil {
@@ -3396,8 +3947,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "emptyDir", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "emptyDir", err)
 			}
 			if m.EmptyDir == nil {
@@ -3411,8 +3964,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "gcePersistentDisk", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "gcePersistentDisk", err)
 			}
 			if m.GCEPersistentDisk == nil {
@@ -3426,8 +3981,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "awsElasticBlockStore", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "awsElasticBlockStore", err)
 			}
 			if m.AWSElasticBlockStore == nil {
@@ -3441,8 +3998,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "gitRepo", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "gitRepo", err)
 			}
 			if m.GitRepo == nil {
@@ -3456,8 +4015,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "secret", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "secret", err)
 			}
 			if m.Secret == nil {
@@ -3471,8 +4032,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "nfs", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "nfs", err)
 			}
 			if m.NFS == nil {
@@ -3486,8 +4049,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "iscsi", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "iscsi", err)
 			}
 			if m.ISCSI == nil {
@@ -3501,8 +4066,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "glusterfs", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "glusterfs", err)
 			}
 			if m.Glusterfs == nil {
@@ -3516,8 +4083,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "persistentVolumeClaim", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "persistentVolumeClaim", err)
 			}
 			if m.PersistentVolumeClaim == nil {
@@ -3531,8 +4100,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "rbd", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "rbd", err)
 			}
 			if m.RBD == nil {
@@ -3546,8 +4117,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "flexVolume", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "flexVolume", err)
 			}
 			if m.FlexVolume == nil {
@@ -3561,8 +4134,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "cinder", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "cinder", err)
 			}
 			if m.Cinder == nil {
@@ -3576,8 +4151,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "cephfs", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "cephfs", err)
 			}
 			if m.CephFS == nil {
@@ -3591,8 +4168,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "flocker", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "flocker", err)
 			}
 			if m.Flocker == nil {
@@ -3606,8 +4185,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "downwardAPI", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "downwardAPI", err)
 			}
 			if m.DownwardAPI == nil {
@@ -3621,8 +4202,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "fc", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "fc", err)
 			}
 			if m.FC == nil {
@@ -3636,8 +4219,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "azureFile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "azureFile", err)
 			}
 			if m.AzureFile == nil {
@@ -3651,8 +4236,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "configMap", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "configMap", err)
 			}
 			if m.ConfigMap == nil {
@@ -3666,8 +4253,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "vsphereVolume", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "vsphereVolume", err)
 			}
 			if m.VsphereVolume == nil {
@@ -3681,8 +4270,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "quobyte", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "quobyte", err)
 			}
 			if m.Quobyte == nil {
@@ -3696,8 +4287,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "azureDisk", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "azureDisk", err)
 			}
 			if m.AzureDisk == nil {
@@ -3711,8 +4304,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "photonPersistentDisk", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "photonPersistentDisk", err)
 			}
 			if m.PhotonPersistentDisk == nil {
@@ -3726,8 +4321,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "projected", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "projected", err)
 			}
 			if m.Projected == nil {
@@ -3741,8 +4338,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "portworxVolume", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "portworxVolume", err)
 			}
 			if m.PortworxVolume == nil {
@@ -3756,8 +4355,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "scaleIO", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "scaleIO", err)
 			}
 			if m.ScaleIO == nil {
@@ -3771,8 +4372,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "storageos", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "storageos", err)
 			}
 			if m.StorageOS == nil {
@@ -3786,8 +4389,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "csi", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "csi", err)
 			}
 			if m.CSI == nil {
@@ -3801,8 +4406,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "ephemeral", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "ephemeral", err)
 			}
 			if m.Ephemeral == nil {
@@ -3816,8 +4423,10 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			if typ != 2 {
 				return pbWrongType("VolumeSource", "image", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "image", err)
 			}
 			if m.Image == nil {
@@ -3828,6 +4437,7 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeSource", "unknown field", err)
 			}
@@ -3838,17 +4448,22 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 
 func unmarshalCorev1ContainerPort(t *internTable, data []byte, m *corev1.ContainerPort) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerPort")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerPort"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("ContainerPort", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerPort", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -3857,8 +4472,10 @@ func unmarshalCorev1ContainerPort(t *internTable, data []byte, m *corev1.Contain
 			if typ != 0 {
 				return pbWrongType("ContainerPort", "hostPort", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ContainerPort", "hostPort", err)
 			}
 			m.HostPort = int32(v)
@@ -3867,8 +4484,10 @@ func unmarshalCorev1ContainerPort(t *internTable, data []byte, m *corev1.Contain
 			if typ != 0 {
 				return pbWrongType("ContainerPort", "containerPort", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ContainerPort", "containerPort", err)
 			}
 			m.ContainerPort = int32(v)
@@ -3877,8 +4496,10 @@ func unmarshalCorev1ContainerPort(t *internTable, data []byte, m *corev1.Contain
 			if typ != 2 {
 				return pbWrongType("ContainerPort", "protocol", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerPort", "protocol", err)
 			}
 			m.Protocol = corev1.Protocol(t.strFrom(data[s:e]))
@@ -3887,13 +4508,16 @@ func unmarshalCorev1ContainerPort(t *internTable, data []byte, m *corev1.Contain
 			if typ != 2 {
 				return pbWrongType("ContainerPort", "hostIP", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerPort", "hostIP", err)
 			}
 			m.HostIP = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerPort", "unknown field", err)
 			}
@@ -3904,17 +4528,22 @@ func unmarshalCorev1ContainerPort(t *internTable, data []byte, m *corev1.Contain
 
 func unmarshalCorev1EnvFromSource(t *internTable, data []byte, m *corev1.EnvFromSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EnvFromSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EnvFromSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // prefix
 			if typ != 2 {
 				return pbWrongType("EnvFromSource", "prefix", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvFromSource", "prefix", err)
 			}
 			m.Prefix = t.strFrom(data[s:e])
@@ -3923,8 +4552,10 @@ func unmarshalCorev1EnvFromSource(t *internTable, data []byte, m *corev1.EnvFrom
 			if typ != 2 {
 				return pbWrongType("EnvFromSource", "configMapRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvFromSource", "configMapRef", err)
 			}
 			if m.ConfigMapRef == nil {
@@ -3938,8 +4569,10 @@ func unmarshalCorev1EnvFromSource(t *internTable, data []byte, m *corev1.EnvFrom
 			if typ != 2 {
 				return pbWrongType("EnvFromSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvFromSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -3950,6 +4583,7 @@ func unmarshalCorev1EnvFromSource(t *internTable, data []byte, m *corev1.EnvFrom
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EnvFromSource", "unknown field", err)
 			}
@@ -3960,17 +4594,22 @@ func unmarshalCorev1EnvFromSource(t *internTable, data []byte, m *corev1.EnvFrom
 
 func unmarshalCorev1EnvVar(t *internTable, data []byte, m *corev1.EnvVar) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EnvVar")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EnvVar"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("EnvVar", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVar", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -3979,8 +4618,10 @@ func unmarshalCorev1EnvVar(t *internTable, data []byte, m *corev1.EnvVar) error 
 			if typ != 2 {
 				return pbWrongType("EnvVar", "value", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVar", "value", err)
 			}
 			m.Value = t.strFrom(data[s:e])
@@ -3989,8 +4630,10 @@ func unmarshalCorev1EnvVar(t *internTable, data []byte, m *corev1.EnvVar) error 
 			if typ != 2 {
 				return pbWrongType("EnvVar", "valueFrom", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVar", "valueFrom", err)
 			}
 			if m.ValueFrom == nil {
@@ -4001,6 +4644,7 @@ func unmarshalCorev1EnvVar(t *internTable, data []byte, m *corev1.EnvVar) error 
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EnvVar", "unknown field", err)
 			}
@@ -4011,17 +4655,22 @@ func unmarshalCorev1EnvVar(t *internTable, data []byte, m *corev1.EnvVar) error 
 
 func unmarshalCorev1ContainerResizePolicy(t *internTable, data []byte, m *corev1.ContainerResizePolicy) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerResizePolicy")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerResizePolicy"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // resourceName
 			if typ != 2 {
 				return pbWrongType("ContainerResizePolicy", "resourceName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerResizePolicy", "resourceName", err)
 			}
 			m.ResourceName = corev1.ResourceName(t.strFrom(data[s:e]))
@@ -4030,13 +4679,16 @@ func unmarshalCorev1ContainerResizePolicy(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("ContainerResizePolicy", "restartPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerResizePolicy", "restartPolicy", err)
 			}
 			m.RestartPolicy = corev1.ResourceResizeRestartPolicy(t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerResizePolicy", "unknown field", err)
 			}
@@ -4047,17 +4699,22 @@ func unmarshalCorev1ContainerResizePolicy(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1ContainerRestartRule(t *internTable, data []byte, m *corev1.ContainerRestartRule) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerRestartRule")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerRestartRule"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // action
 			if typ != 2 {
 				return pbWrongType("ContainerRestartRule", "action", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerRestartRule", "action", err)
 			}
 			m.Action = corev1.ContainerRestartRuleAction(t.strFrom(data[s:e]))
@@ -4066,8 +4723,10 @@ func unmarshalCorev1ContainerRestartRule(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("ContainerRestartRule", "exitCodes", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerRestartRule", "exitCodes", err)
 			}
 			if m.ExitCodes == nil {
@@ -4078,6 +4737,7 @@ func unmarshalCorev1ContainerRestartRule(t *internTable, data []byte, m *corev1.
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerRestartRule", "unknown field", err)
 			}
@@ -4090,17 +4750,22 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeMount")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeMount"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("VolumeMount", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMount", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -4109,8 +4774,10 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if typ != 0 {
 				return pbWrongType("VolumeMount", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("VolumeMount", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -4119,8 +4786,10 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if typ != 2 {
 				return pbWrongType("VolumeMount", "recursiveReadOnly", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMount", "recursiveReadOnly", err)
 			}
 			x := corev1.RecursiveReadOnlyMode(t.strFrom(data[s:e]))
@@ -4130,8 +4799,10 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if typ != 2 {
 				return pbWrongType("VolumeMount", "mountPath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMount", "mountPath", err)
 			}
 			m.MountPath = t.strFrom(data[s:e])
@@ -4140,8 +4811,10 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if typ != 2 {
 				return pbWrongType("VolumeMount", "subPath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMount", "subPath", err)
 			}
 			m.SubPath = t.strFrom(data[s:e])
@@ -4150,8 +4823,10 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if typ != 2 {
 				return pbWrongType("VolumeMount", "mountPropagation", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMount", "mountPropagation", err)
 			}
 			x := corev1.MountPropagationMode(t.strFrom(data[s:e]))
@@ -4161,8 +4836,10 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if typ != 2 {
 				return pbWrongType("VolumeMount", "subPathExpr", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMount", "subPathExpr", err)
 			}
 			m.SubPathExpr = t.strFrom(data[s:e])
@@ -4171,8 +4848,10 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			if typ != 2 {
 				return pbWrongType("VolumeMount", "bindMountOptions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMount", "bindMountOptions", err)
 			}
 			if m.BindMountOptions == nil {
@@ -4185,6 +4864,7 @@ func unmarshalCorev1VolumeMount(t *internTable, data []byte, m *corev1.VolumeMou
 			m.BindMountOptions = append(m.BindMountOptions, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeMount", "unknown field", err)
 			}
@@ -4198,17 +4878,22 @@ var pbTagsCorev1VolumeMount = [...]uint64{8<<3 | 2}
 
 func unmarshalCorev1VolumeDevice(t *internTable, data []byte, m *corev1.VolumeDevice) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeDevice")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeDevice"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("VolumeDevice", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeDevice", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -4217,13 +4902,16 @@ func unmarshalCorev1VolumeDevice(t *internTable, data []byte, m *corev1.VolumeDe
 			if typ != 2 {
 				return pbWrongType("VolumeDevice", "devicePath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeDevice", "devicePath", err)
 			}
 			m.DevicePath = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeDevice", "unknown field", err)
 			}
@@ -4234,17 +4922,22 @@ func unmarshalCorev1VolumeDevice(t *internTable, data []byte, m *corev1.VolumeDe
 
 func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Probe")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Probe"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // handler
 			if typ != 2 {
 				return pbWrongType("Probe", "handler", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Probe", "handler", err)
 			}
 			if err := unmarshalCorev1ProbeHandler(t, data[s:e], &m.ProbeHandler); err != nil {
@@ -4255,8 +4948,10 @@ func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 			if typ != 0 {
 				return pbWrongType("Probe", "initialDelaySeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Probe", "initialDelaySeconds", err)
 			}
 			m.InitialDelaySeconds = int32(v)
@@ -4265,8 +4960,10 @@ func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 			if typ != 0 {
 				return pbWrongType("Probe", "timeoutSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Probe", "timeoutSeconds", err)
 			}
 			m.TimeoutSeconds = int32(v)
@@ -4275,8 +4972,10 @@ func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 			if typ != 0 {
 				return pbWrongType("Probe", "periodSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Probe", "periodSeconds", err)
 			}
 			m.PeriodSeconds = int32(v)
@@ -4285,8 +4984,10 @@ func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 			if typ != 0 {
 				return pbWrongType("Probe", "successThreshold", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Probe", "successThreshold", err)
 			}
 			m.SuccessThreshold = int32(v)
@@ -4295,8 +4996,10 @@ func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 			if typ != 0 {
 				return pbWrongType("Probe", "failureThreshold", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Probe", "failureThreshold", err)
 			}
 			m.FailureThreshold = int32(v)
@@ -4305,14 +5008,17 @@ func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 			if typ != 0 {
 				return pbWrongType("Probe", "terminationGracePeriodSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("Probe", "terminationGracePeriodSeconds", err)
 			}
 			x := int64(v)
 			m.TerminationGracePeriodSeconds = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Probe", "unknown field", err)
 			}
@@ -4323,17 +5029,22 @@ func unmarshalCorev1Probe(t *internTable, data []byte, m *corev1.Probe) error {
 
 func unmarshalCorev1Lifecycle(t *internTable, data []byte, m *corev1.Lifecycle) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Lifecycle")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Lifecycle"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // postStart
 			if typ != 2 {
 				return pbWrongType("Lifecycle", "postStart", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Lifecycle", "postStart", err)
 			}
 			if m.PostStart == nil {
@@ -4347,8 +5058,10 @@ func unmarshalCorev1Lifecycle(t *internTable, data []byte, m *corev1.Lifecycle) 
 			if typ != 2 {
 				return pbWrongType("Lifecycle", "preStop", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Lifecycle", "preStop", err)
 			}
 			if m.PreStop == nil {
@@ -4362,14 +5075,17 @@ func unmarshalCorev1Lifecycle(t *internTable, data []byte, m *corev1.Lifecycle) 
 			if typ != 2 {
 				return pbWrongType("Lifecycle", "stopSignal", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Lifecycle", "stopSignal", err)
 			}
 			x := corev1.Signal(t.strFrom(data[s:e]))
 			m.StopSignal = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Lifecycle", "unknown field", err)
 			}
@@ -4380,17 +5096,22 @@ func unmarshalCorev1Lifecycle(t *internTable, data []byte, m *corev1.Lifecycle) 
 
 func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.SecurityContext) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SecurityContext")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SecurityContext"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // capabilities
 			if typ != 2 {
 				return pbWrongType("SecurityContext", "capabilities", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecurityContext", "capabilities", err)
 			}
 			if m.Capabilities == nil {
@@ -4404,8 +5125,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 0 {
 				return pbWrongType("SecurityContext", "privileged", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecurityContext", "privileged", err)
 			}
 			x := v != 0
@@ -4415,8 +5138,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 2 {
 				return pbWrongType("SecurityContext", "seLinuxOptions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecurityContext", "seLinuxOptions", err)
 			}
 			if m.SELinuxOptions == nil {
@@ -4430,8 +5155,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 2 {
 				return pbWrongType("SecurityContext", "windowsOptions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecurityContext", "windowsOptions", err)
 			}
 			if m.WindowsOptions == nil {
@@ -4445,8 +5172,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 0 {
 				return pbWrongType("SecurityContext", "runAsUser", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecurityContext", "runAsUser", err)
 			}
 			x := int64(v)
@@ -4456,8 +5185,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 0 {
 				return pbWrongType("SecurityContext", "runAsGroup", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecurityContext", "runAsGroup", err)
 			}
 			x := int64(v)
@@ -4467,8 +5198,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 0 {
 				return pbWrongType("SecurityContext", "runAsNonRoot", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecurityContext", "runAsNonRoot", err)
 			}
 			x := v != 0
@@ -4478,8 +5211,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 0 {
 				return pbWrongType("SecurityContext", "readOnlyRootFilesystem", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecurityContext", "readOnlyRootFilesystem", err)
 			}
 			x := v != 0
@@ -4489,8 +5224,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 0 {
 				return pbWrongType("SecurityContext", "allowPrivilegeEscalation", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecurityContext", "allowPrivilegeEscalation", err)
 			}
 			x := v != 0
@@ -4500,8 +5237,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 2 {
 				return pbWrongType("SecurityContext", "procMount", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecurityContext", "procMount", err)
 			}
 			x := corev1.ProcMountType(t.strFrom(data[s:e]))
@@ -4511,8 +5250,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 2 {
 				return pbWrongType("SecurityContext", "seccompProfile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecurityContext", "seccompProfile", err)
 			}
 			if m.SeccompProfile == nil {
@@ -4526,8 +5267,10 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			if typ != 2 {
 				return pbWrongType("SecurityContext", "appArmorProfile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecurityContext", "appArmorProfile", err)
 			}
 			if m.AppArmorProfile == nil {
@@ -4538,6 +5281,7 @@ func unmarshalCorev1SecurityContext(t *internTable, data []byte, m *corev1.Secur
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SecurityContext", "unknown field", err)
 			}
@@ -4550,17 +5294,22 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 	var counts [9]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EphemeralContainerCommon")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EphemeralContainerCommon"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -4569,8 +5318,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "image", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "image", err)
 			}
 			m.Image = t.strFrom(data[s:e])
@@ -4579,8 +5330,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "command", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "command", err)
 			}
 			if m.Command == nil {
@@ -4596,8 +5349,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "args", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "args", err)
 			}
 			if m.Args == nil {
@@ -4613,8 +5368,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "workingDir", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "workingDir", err)
 			}
 			m.WorkingDir = t.strFrom(data[s:e])
@@ -4623,8 +5380,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "ports", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "ports", err)
 			}
 			if m.Ports == nil {
@@ -4643,8 +5402,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "envFrom", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "envFrom", err)
 			}
 			if m.EnvFrom == nil {
@@ -4663,8 +5424,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "env", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "env", err)
 			}
 			if m.Env == nil {
@@ -4683,8 +5446,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "resources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "resources", err)
 			}
 			if err := unmarshalCorev1ResourceRequirements(t, data[s:e], &m.Resources); err != nil {
@@ -4695,8 +5460,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "resizePolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "resizePolicy", err)
 			}
 			if m.ResizePolicy == nil {
@@ -4715,8 +5482,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "restartPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "restartPolicy", err)
 			}
 			x := corev1.ContainerRestartPolicy(t.strFrom(data[s:e]))
@@ -4726,8 +5495,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "restartPolicyRules", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "restartPolicyRules", err)
 			}
 			if m.RestartPolicyRules == nil {
@@ -4746,8 +5517,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "volumeMounts", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "volumeMounts", err)
 			}
 			if m.VolumeMounts == nil {
@@ -4766,8 +5539,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "volumeDevices", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "volumeDevices", err)
 			}
 			if m.VolumeDevices == nil {
@@ -4786,8 +5561,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "livenessProbe", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "livenessProbe", err)
 			}
 			if m.LivenessProbe == nil {
@@ -4801,8 +5578,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "readinessProbe", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "readinessProbe", err)
 			}
 			if m.ReadinessProbe == nil {
@@ -4816,8 +5595,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "startupProbe", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "startupProbe", err)
 			}
 			if m.StartupProbe == nil {
@@ -4831,8 +5612,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "lifecycle", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "lifecycle", err)
 			}
 			if m.Lifecycle == nil {
@@ -4846,8 +5629,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "terminationMessagePath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "terminationMessagePath", err)
 			}
 			m.TerminationMessagePath = t.strFrom(data[s:e])
@@ -4856,8 +5641,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "terminationMessagePolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "terminationMessagePolicy", err)
 			}
 			m.TerminationMessagePolicy = corev1.TerminationMessagePolicy(t.strFrom(data[s:e]))
@@ -4866,8 +5653,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "imagePullPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "imagePullPolicy", err)
 			}
 			m.ImagePullPolicy = corev1.PullPolicy(t.strFrom(data[s:e]))
@@ -4876,8 +5665,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("EphemeralContainerCommon", "securityContext", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "securityContext", err)
 			}
 			if m.SecurityContext == nil {
@@ -4891,8 +5682,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 0 {
 				return pbWrongType("EphemeralContainerCommon", "stdin", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "stdin", err)
 			}
 			m.Stdin = v != 0
@@ -4901,8 +5694,10 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 0 {
 				return pbWrongType("EphemeralContainerCommon", "stdinOnce", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "stdinOnce", err)
 			}
 			m.StdinOnce = v != 0
@@ -4911,13 +5706,16 @@ func unmarshalCorev1EphemeralContainerCommon(t *internTable, data []byte, m *cor
 			if typ != 0 {
 				return pbWrongType("EphemeralContainerCommon", "tty", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("EphemeralContainerCommon", "tty", err)
 			}
 			m.TTY = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EphemeralContainerCommon", "unknown field", err)
 			}
@@ -4931,17 +5729,22 @@ var pbTagsCorev1EphemeralContainerCommon = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 
 
 func unmarshalCorev1SELinuxOptions(t *internTable, data []byte, m *corev1.SELinuxOptions) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SELinuxOptions")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SELinuxOptions"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // user
 			if typ != 2 {
 				return pbWrongType("SELinuxOptions", "user", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SELinuxOptions", "user", err)
 			}
 			m.User = t.strFrom(data[s:e])
@@ -4950,8 +5753,10 @@ func unmarshalCorev1SELinuxOptions(t *internTable, data []byte, m *corev1.SELinu
 			if typ != 2 {
 				return pbWrongType("SELinuxOptions", "role", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SELinuxOptions", "role", err)
 			}
 			m.Role = t.strFrom(data[s:e])
@@ -4960,8 +5765,10 @@ func unmarshalCorev1SELinuxOptions(t *internTable, data []byte, m *corev1.SELinu
 			if typ != 2 {
 				return pbWrongType("SELinuxOptions", "type", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SELinuxOptions", "type", err)
 			}
 			m.Type = t.strFrom(data[s:e])
@@ -4970,13 +5777,16 @@ func unmarshalCorev1SELinuxOptions(t *internTable, data []byte, m *corev1.SELinu
 			if typ != 2 {
 				return pbWrongType("SELinuxOptions", "level", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SELinuxOptions", "level", err)
 			}
 			m.Level = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SELinuxOptions", "unknown field", err)
 			}
@@ -4987,17 +5797,22 @@ func unmarshalCorev1SELinuxOptions(t *internTable, data []byte, m *corev1.SELinu
 
 func unmarshalCorev1WindowsSecurityContextOptions(t *internTable, data []byte, m *corev1.WindowsSecurityContextOptions) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "WindowsSecurityContextOptions")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "WindowsSecurityContextOptions"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // gmsaCredentialSpecName
 			if typ != 2 {
 				return pbWrongType("WindowsSecurityContextOptions", "gmsaCredentialSpecName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("WindowsSecurityContextOptions", "gmsaCredentialSpecName", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -5007,8 +5822,10 @@ func unmarshalCorev1WindowsSecurityContextOptions(t *internTable, data []byte, m
 			if typ != 2 {
 				return pbWrongType("WindowsSecurityContextOptions", "gmsaCredentialSpec", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("WindowsSecurityContextOptions", "gmsaCredentialSpec", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -5018,8 +5835,10 @@ func unmarshalCorev1WindowsSecurityContextOptions(t *internTable, data []byte, m
 			if typ != 2 {
 				return pbWrongType("WindowsSecurityContextOptions", "runAsUserName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("WindowsSecurityContextOptions", "runAsUserName", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -5029,14 +5848,17 @@ func unmarshalCorev1WindowsSecurityContextOptions(t *internTable, data []byte, m
 			if typ != 0 {
 				return pbWrongType("WindowsSecurityContextOptions", "hostProcess", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("WindowsSecurityContextOptions", "hostProcess", err)
 			}
 			x := v != 0
 			m.HostProcess = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("WindowsSecurityContextOptions", "unknown field", err)
 			}
@@ -5047,17 +5869,22 @@ func unmarshalCorev1WindowsSecurityContextOptions(t *internTable, data []byte, m
 
 func unmarshalCorev1Sysctl(t *internTable, data []byte, m *corev1.Sysctl) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Sysctl")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Sysctl"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("Sysctl", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Sysctl", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -5066,13 +5893,16 @@ func unmarshalCorev1Sysctl(t *internTable, data []byte, m *corev1.Sysctl) error 
 			if typ != 2 {
 				return pbWrongType("Sysctl", "value", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Sysctl", "value", err)
 			}
 			m.Value = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Sysctl", "unknown field", err)
 			}
@@ -5083,17 +5913,22 @@ func unmarshalCorev1Sysctl(t *internTable, data []byte, m *corev1.Sysctl) error 
 
 func unmarshalCorev1SeccompProfile(t *internTable, data []byte, m *corev1.SeccompProfile) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SeccompProfile")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SeccompProfile"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // type
 			if typ != 2 {
 				return pbWrongType("SeccompProfile", "type", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SeccompProfile", "type", err)
 			}
 			m.Type = corev1.SeccompProfileType(t.strFrom(data[s:e]))
@@ -5102,14 +5937,17 @@ func unmarshalCorev1SeccompProfile(t *internTable, data []byte, m *corev1.Seccom
 			if typ != 2 {
 				return pbWrongType("SeccompProfile", "localhostProfile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SeccompProfile", "localhostProfile", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.LocalhostProfile = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SeccompProfile", "unknown field", err)
 			}
@@ -5120,17 +5958,22 @@ func unmarshalCorev1SeccompProfile(t *internTable, data []byte, m *corev1.Seccom
 
 func unmarshalCorev1AppArmorProfile(t *internTable, data []byte, m *corev1.AppArmorProfile) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "AppArmorProfile")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "AppArmorProfile"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // type
 			if typ != 2 {
 				return pbWrongType("AppArmorProfile", "type", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AppArmorProfile", "type", err)
 			}
 			m.Type = corev1.AppArmorProfileType(t.strFrom(data[s:e]))
@@ -5139,14 +5982,17 @@ func unmarshalCorev1AppArmorProfile(t *internTable, data []byte, m *corev1.AppAr
 			if typ != 2 {
 				return pbWrongType("AppArmorProfile", "localhostProfile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AppArmorProfile", "localhostProfile", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.LocalhostProfile = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("AppArmorProfile", "unknown field", err)
 			}
@@ -5159,17 +6005,22 @@ func unmarshalCorev1NodeAffinity(t *internTable, data []byte, m *corev1.NodeAffi
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NodeAffinity")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NodeAffinity"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // requiredDuringSchedulingIgnoredDuringExecution
 			if typ != 2 {
 				return pbWrongType("NodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", err)
 			}
 			if m.RequiredDuringSchedulingIgnoredDuringExecution == nil {
@@ -5183,8 +6034,10 @@ func unmarshalCorev1NodeAffinity(t *internTable, data []byte, m *corev1.NodeAffi
 			if typ != 2 {
 				return pbWrongType("NodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", err)
 			}
 			if m.PreferredDuringSchedulingIgnoredDuringExecution == nil {
@@ -5200,6 +6053,7 @@ func unmarshalCorev1NodeAffinity(t *internTable, data []byte, m *corev1.NodeAffi
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NodeAffinity", "unknown field", err)
 			}
@@ -5215,17 +6069,22 @@ func unmarshalCorev1PodAffinity(t *internTable, data []byte, m *corev1.PodAffini
 	var counts [2]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodAffinity")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodAffinity"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // requiredDuringSchedulingIgnoredDuringExecution
 			if typ != 2 {
 				return pbWrongType("PodAffinity", "requiredDuringSchedulingIgnoredDuringExecution", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinity", "requiredDuringSchedulingIgnoredDuringExecution", err)
 			}
 			if m.RequiredDuringSchedulingIgnoredDuringExecution == nil {
@@ -5244,8 +6103,10 @@ func unmarshalCorev1PodAffinity(t *internTable, data []byte, m *corev1.PodAffini
 			if typ != 2 {
 				return pbWrongType("PodAffinity", "preferredDuringSchedulingIgnoredDuringExecution", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinity", "preferredDuringSchedulingIgnoredDuringExecution", err)
 			}
 			if m.PreferredDuringSchedulingIgnoredDuringExecution == nil {
@@ -5261,6 +6122,7 @@ func unmarshalCorev1PodAffinity(t *internTable, data []byte, m *corev1.PodAffini
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodAffinity", "unknown field", err)
 			}
@@ -5276,17 +6138,22 @@ func unmarshalCorev1PodAntiAffinity(t *internTable, data []byte, m *corev1.PodAn
 	var counts [2]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodAntiAffinity")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodAntiAffinity"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // requiredDuringSchedulingIgnoredDuringExecution
 			if typ != 2 {
 				return pbWrongType("PodAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", err)
 			}
 			if m.RequiredDuringSchedulingIgnoredDuringExecution == nil {
@@ -5305,8 +6172,10 @@ func unmarshalCorev1PodAntiAffinity(t *internTable, data []byte, m *corev1.PodAn
 			if typ != 2 {
 				return pbWrongType("PodAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution", err)
 			}
 			if m.PreferredDuringSchedulingIgnoredDuringExecution == nil {
@@ -5322,6 +6191,7 @@ func unmarshalCorev1PodAntiAffinity(t *internTable, data []byte, m *corev1.PodAn
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodAntiAffinity", "unknown field", err)
 			}
@@ -5335,17 +6205,22 @@ var pbTagsCorev1PodAntiAffinity = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
 func unmarshalCorev1PodDNSConfigOption(t *internTable, data []byte, m *corev1.PodDNSConfigOption) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodDNSConfigOption")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodDNSConfigOption"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("PodDNSConfigOption", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodDNSConfigOption", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -5354,14 +6229,17 @@ func unmarshalCorev1PodDNSConfigOption(t *internTable, data []byte, m *corev1.Po
 			if typ != 2 {
 				return pbWrongType("PodDNSConfigOption", "value", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodDNSConfigOption", "value", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.Value = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodDNSConfigOption", "unknown field", err)
 			}
@@ -5374,17 +6252,22 @@ func unmarshalMetav1LabelSelector(t *internTable, data []byte, m *metav1.LabelSe
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "LabelSelector")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "LabelSelector"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // matchLabels
 			if typ != 2 {
 				return pbWrongType("LabelSelector", "matchLabels", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LabelSelector", "matchLabels", err)
 			}
 			if m.MatchLabels == nil {
@@ -5398,8 +6281,10 @@ func unmarshalMetav1LabelSelector(t *internTable, data []byte, m *metav1.LabelSe
 			if typ != 2 {
 				return pbWrongType("LabelSelector", "matchExpressions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LabelSelector", "matchExpressions", err)
 			}
 			if m.MatchExpressions == nil {
@@ -5415,6 +6300,7 @@ func unmarshalMetav1LabelSelector(t *internTable, data []byte, m *metav1.LabelSe
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("LabelSelector", "unknown field", err)
 			}
@@ -5428,17 +6314,22 @@ var pbTagsMetav1LabelSelector = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1ResourceClaim(t *internTable, data []byte, m *corev1.ResourceClaim) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ResourceClaim")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ResourceClaim"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("ResourceClaim", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceClaim", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -5447,13 +6338,16 @@ func unmarshalCorev1ResourceClaim(t *internTable, data []byte, m *corev1.Resourc
 			if typ != 2 {
 				return pbWrongType("ResourceClaim", "request", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceClaim", "request", err)
 			}
 			m.Request = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ResourceClaim", "unknown field", err)
 			}
@@ -5464,17 +6358,22 @@ func unmarshalCorev1ResourceClaim(t *internTable, data []byte, m *corev1.Resourc
 
 func unmarshalCorev1ContainerState(t *internTable, data []byte, m *corev1.ContainerState) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerState")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerState"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // waiting
 			if typ != 2 {
 				return pbWrongType("ContainerState", "waiting", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerState", "waiting", err)
 			}
 			if m.Waiting == nil {
@@ -5488,8 +6387,10 @@ func unmarshalCorev1ContainerState(t *internTable, data []byte, m *corev1.Contai
 			if typ != 2 {
 				return pbWrongType("ContainerState", "running", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerState", "running", err)
 			}
 			if m.Running == nil {
@@ -5503,8 +6404,10 @@ func unmarshalCorev1ContainerState(t *internTable, data []byte, m *corev1.Contai
 			if typ != 2 {
 				return pbWrongType("ContainerState", "terminated", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerState", "terminated", err)
 			}
 			if m.Terminated == nil {
@@ -5515,6 +6418,7 @@ func unmarshalCorev1ContainerState(t *internTable, data []byte, m *corev1.Contai
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerState", "unknown field", err)
 			}
@@ -5525,17 +6429,22 @@ func unmarshalCorev1ContainerState(t *internTable, data []byte, m *corev1.Contai
 
 func unmarshalCorev1VolumeMountStatus(t *internTable, data []byte, m *corev1.VolumeMountStatus) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeMountStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeMountStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("VolumeMountStatus", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMountStatus", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -5544,8 +6453,10 @@ func unmarshalCorev1VolumeMountStatus(t *internTable, data []byte, m *corev1.Vol
 			if typ != 2 {
 				return pbWrongType("VolumeMountStatus", "mountPath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMountStatus", "mountPath", err)
 			}
 			m.MountPath = t.strFrom(data[s:e])
@@ -5554,8 +6465,10 @@ func unmarshalCorev1VolumeMountStatus(t *internTable, data []byte, m *corev1.Vol
 			if typ != 0 {
 				return pbWrongType("VolumeMountStatus", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("VolumeMountStatus", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -5564,8 +6477,10 @@ func unmarshalCorev1VolumeMountStatus(t *internTable, data []byte, m *corev1.Vol
 			if typ != 2 {
 				return pbWrongType("VolumeMountStatus", "recursiveReadOnly", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMountStatus", "recursiveReadOnly", err)
 			}
 			x := corev1.RecursiveReadOnlyMode(t.strFrom(data[s:e]))
@@ -5575,8 +6490,10 @@ func unmarshalCorev1VolumeMountStatus(t *internTable, data []byte, m *corev1.Vol
 			if typ != 2 {
 				return pbWrongType("VolumeMountStatus", "volumeStatus", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeMountStatus", "volumeStatus", err)
 			}
 			if m.VolumeStatus == nil {
@@ -5587,6 +6504,7 @@ func unmarshalCorev1VolumeMountStatus(t *internTable, data []byte, m *corev1.Vol
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeMountStatus", "unknown field", err)
 			}
@@ -5597,17 +6515,22 @@ func unmarshalCorev1VolumeMountStatus(t *internTable, data []byte, m *corev1.Vol
 
 func unmarshalCorev1ContainerUser(t *internTable, data []byte, m *corev1.ContainerUser) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerUser")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerUser"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // linux
 			if typ != 2 {
 				return pbWrongType("ContainerUser", "linux", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerUser", "linux", err)
 			}
 			if m.Linux == nil {
@@ -5618,6 +6541,7 @@ func unmarshalCorev1ContainerUser(t *internTable, data []byte, m *corev1.Contain
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerUser", "unknown field", err)
 			}
@@ -5630,17 +6554,22 @@ func unmarshalCorev1ResourceStatus(t *internTable, data []byte, m *corev1.Resour
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ResourceStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ResourceStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("ResourceStatus", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceStatus", "name", err)
 			}
 			m.Name = corev1.ResourceName(t.strFrom(data[s:e]))
@@ -5649,8 +6578,10 @@ func unmarshalCorev1ResourceStatus(t *internTable, data []byte, m *corev1.Resour
 			if typ != 2 {
 				return pbWrongType("ResourceStatus", "resources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceStatus", "resources", err)
 			}
 			if m.Resources == nil {
@@ -5666,6 +6597,7 @@ func unmarshalCorev1ResourceStatus(t *internTable, data []byte, m *corev1.Resour
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ResourceStatus", "unknown field", err)
 			}
@@ -5679,17 +6611,22 @@ var pbTagsCorev1ResourceStatus = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1ContainerExtendedResourceRequest(t *internTable, data []byte, m *corev1.ContainerExtendedResourceRequest) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerExtendedResourceRequest")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerExtendedResourceRequest"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: //
 			if typ != 2 {
 				return pbWrongType("ContainerExtendedResourceRequest", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerExtendedResourceRequest", "", err)
 			}
 			m.ContainerName = t.strFrom(data[s:e])
@@ -5698,8 +6635,10 @@ func unmarshalCorev1ContainerExtendedResourceRequest(t *internTable, data []byte
 			if typ != 2 {
 				return pbWrongType("ContainerExtendedResourceRequest", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerExtendedResourceRequest", "", err)
 			}
 			m.ResourceName = t.strFrom(data[s:e])
@@ -5708,13 +6647,16 @@ func unmarshalCorev1ContainerExtendedResourceRequest(t *internTable, data []byte
 			if typ != 2 {
 				return pbWrongType("ContainerExtendedResourceRequest", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerExtendedResourceRequest", "", err)
 			}
 			m.RequestName = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerExtendedResourceRequest", "unknown field", err)
 			}
@@ -5725,17 +6667,22 @@ func unmarshalCorev1ContainerExtendedResourceRequest(t *internTable, data []byte
 
 func unmarshalCorev1NodeAllocatableMappedResources(t *internTable, data []byte, m *corev1.NodeAllocatableMappedResources) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NodeAllocatableMappedResources")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NodeAllocatableMappedResources"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableMappedResources", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableMappedResources", "name", err)
 			}
 			m.Name = corev1.ResourceName(t.strFrom(data[s:e]))
@@ -5744,8 +6691,10 @@ func unmarshalCorev1NodeAllocatableMappedResources(t *internTable, data []byte, 
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableMappedResources", "quantity", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableMappedResources", "quantity", err)
 			}
 			if m.Quantity == nil {
@@ -5756,6 +6705,7 @@ func unmarshalCorev1NodeAllocatableMappedResources(t *internTable, data []byte, 
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NodeAllocatableMappedResources", "unknown field", err)
 			}
@@ -5766,17 +6716,22 @@ func unmarshalCorev1NodeAllocatableMappedResources(t *internTable, data []byte, 
 
 func unmarshalCorev1NodeAllocatableOverheadResources(t *internTable, data []byte, m *corev1.NodeAllocatableOverheadResources) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NodeAllocatableOverheadResources")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NodeAllocatableOverheadResources"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableOverheadResources", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableOverheadResources", "name", err)
 			}
 			m.Name = corev1.ResourceName(t.strFrom(data[s:e]))
@@ -5785,8 +6740,10 @@ func unmarshalCorev1NodeAllocatableOverheadResources(t *internTable, data []byte
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableOverheadResources", "perPod", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableOverheadResources", "perPod", err)
 			}
 			if m.PerPod == nil {
@@ -5800,8 +6757,10 @@ func unmarshalCorev1NodeAllocatableOverheadResources(t *internTable, data []byte
 			if typ != 2 {
 				return pbWrongType("NodeAllocatableOverheadResources", "perContainer", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeAllocatableOverheadResources", "perContainer", err)
 			}
 			if m.PerContainer == nil {
@@ -5812,6 +6771,7 @@ func unmarshalCorev1NodeAllocatableOverheadResources(t *internTable, data []byte
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NodeAllocatableOverheadResources", "unknown field", err)
 			}
@@ -5822,17 +6782,22 @@ func unmarshalCorev1NodeAllocatableOverheadResources(t *internTable, data []byte
 
 func unmarshalCorev1VolumeHealthCondition(t *internTable, data []byte, m *corev1.VolumeHealthCondition) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeHealthCondition")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeHealthCondition"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // status
 			if typ != 2 {
 				return pbWrongType("VolumeHealthCondition", "status", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeHealthCondition", "status", err)
 			}
 			m.Status = corev1.VolumeHealthStatusType(t.strFrom(data[s:e]))
@@ -5841,8 +6806,10 @@ func unmarshalCorev1VolumeHealthCondition(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("VolumeHealthCondition", "reason", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeHealthCondition", "reason", err)
 			}
 			m.Reason = t.strFrom(data[s:e])
@@ -5851,13 +6818,16 @@ func unmarshalCorev1VolumeHealthCondition(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("VolumeHealthCondition", "message", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeHealthCondition", "message", err)
 			}
 			m.Message = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeHealthCondition", "unknown field", err)
 			}
@@ -5868,17 +6838,22 @@ func unmarshalCorev1VolumeHealthCondition(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1HostPathVolumeSource(t *internTable, data []byte, m *corev1.HostPathVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "HostPathVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "HostPathVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // path
 			if typ != 2 {
 				return pbWrongType("HostPathVolumeSource", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HostPathVolumeSource", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -5887,14 +6862,17 @@ func unmarshalCorev1HostPathVolumeSource(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("HostPathVolumeSource", "type", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HostPathVolumeSource", "type", err)
 			}
 			x := corev1.HostPathType(t.strFrom(data[s:e]))
 			m.Type = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("HostPathVolumeSource", "unknown field", err)
 			}
@@ -5905,17 +6883,22 @@ func unmarshalCorev1HostPathVolumeSource(t *internTable, data []byte, m *corev1.
 
 func unmarshalCorev1EmptyDirVolumeSource(t *internTable, data []byte, m *corev1.EmptyDirVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EmptyDirVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EmptyDirVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // medium
 			if typ != 2 {
 				return pbWrongType("EmptyDirVolumeSource", "medium", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EmptyDirVolumeSource", "medium", err)
 			}
 			m.Medium = corev1.StorageMedium(t.strFrom(data[s:e]))
@@ -5924,8 +6907,10 @@ func unmarshalCorev1EmptyDirVolumeSource(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("EmptyDirVolumeSource", "sizeLimit", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EmptyDirVolumeSource", "sizeLimit", err)
 			}
 			if m.SizeLimit == nil {
@@ -5939,14 +6924,17 @@ func unmarshalCorev1EmptyDirVolumeSource(t *internTable, data []byte, m *corev1.
 			if typ != 0 {
 				return pbWrongType("EmptyDirVolumeSource", "mode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("EmptyDirVolumeSource", "mode", err)
 			}
 			x := int32(v)
 			m.Mode = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EmptyDirVolumeSource", "unknown field", err)
 			}
@@ -5957,17 +6945,22 @@ func unmarshalCorev1EmptyDirVolumeSource(t *internTable, data []byte, m *corev1.
 
 func unmarshalCorev1GCEPersistentDiskVolumeSource(t *internTable, data []byte, m *corev1.GCEPersistentDiskVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "GCEPersistentDiskVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "GCEPersistentDiskVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // pdName
 			if typ != 2 {
 				return pbWrongType("GCEPersistentDiskVolumeSource", "pdName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GCEPersistentDiskVolumeSource", "pdName", err)
 			}
 			m.PDName = t.strFrom(data[s:e])
@@ -5976,8 +6969,10 @@ func unmarshalCorev1GCEPersistentDiskVolumeSource(t *internTable, data []byte, m
 			if typ != 2 {
 				return pbWrongType("GCEPersistentDiskVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GCEPersistentDiskVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -5986,8 +6981,10 @@ func unmarshalCorev1GCEPersistentDiskVolumeSource(t *internTable, data []byte, m
 			if typ != 0 {
 				return pbWrongType("GCEPersistentDiskVolumeSource", "partition", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("GCEPersistentDiskVolumeSource", "partition", err)
 			}
 			m.Partition = int32(v)
@@ -5996,13 +6993,16 @@ func unmarshalCorev1GCEPersistentDiskVolumeSource(t *internTable, data []byte, m
 			if typ != 0 {
 				return pbWrongType("GCEPersistentDiskVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("GCEPersistentDiskVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("GCEPersistentDiskVolumeSource", "unknown field", err)
 			}
@@ -6013,17 +7013,22 @@ func unmarshalCorev1GCEPersistentDiskVolumeSource(t *internTable, data []byte, m
 
 func unmarshalCorev1AWSElasticBlockStoreVolumeSource(t *internTable, data []byte, m *corev1.AWSElasticBlockStoreVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "AWSElasticBlockStoreVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "AWSElasticBlockStoreVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumeID
 			if typ != 2 {
 				return pbWrongType("AWSElasticBlockStoreVolumeSource", "volumeID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AWSElasticBlockStoreVolumeSource", "volumeID", err)
 			}
 			m.VolumeID = t.strFrom(data[s:e])
@@ -6032,8 +7037,10 @@ func unmarshalCorev1AWSElasticBlockStoreVolumeSource(t *internTable, data []byte
 			if typ != 2 {
 				return pbWrongType("AWSElasticBlockStoreVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AWSElasticBlockStoreVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -6042,8 +7049,10 @@ func unmarshalCorev1AWSElasticBlockStoreVolumeSource(t *internTable, data []byte
 			if typ != 0 {
 				return pbWrongType("AWSElasticBlockStoreVolumeSource", "partition", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("AWSElasticBlockStoreVolumeSource", "partition", err)
 			}
 			m.Partition = int32(v)
@@ -6052,13 +7061,16 @@ func unmarshalCorev1AWSElasticBlockStoreVolumeSource(t *internTable, data []byte
 			if typ != 0 {
 				return pbWrongType("AWSElasticBlockStoreVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("AWSElasticBlockStoreVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("AWSElasticBlockStoreVolumeSource", "unknown field", err)
 			}
@@ -6069,17 +7081,22 @@ func unmarshalCorev1AWSElasticBlockStoreVolumeSource(t *internTable, data []byte
 
 func unmarshalCorev1GitRepoVolumeSource(t *internTable, data []byte, m *corev1.GitRepoVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "GitRepoVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "GitRepoVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // repository
 			if typ != 2 {
 				return pbWrongType("GitRepoVolumeSource", "repository", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GitRepoVolumeSource", "repository", err)
 			}
 			m.Repository = t.strFrom(data[s:e])
@@ -6088,8 +7105,10 @@ func unmarshalCorev1GitRepoVolumeSource(t *internTable, data []byte, m *corev1.G
 			if typ != 2 {
 				return pbWrongType("GitRepoVolumeSource", "revision", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GitRepoVolumeSource", "revision", err)
 			}
 			m.Revision = t.strFrom(data[s:e])
@@ -6098,13 +7117,16 @@ func unmarshalCorev1GitRepoVolumeSource(t *internTable, data []byte, m *corev1.G
 			if typ != 2 {
 				return pbWrongType("GitRepoVolumeSource", "directory", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GitRepoVolumeSource", "directory", err)
 			}
 			m.Directory = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("GitRepoVolumeSource", "unknown field", err)
 			}
@@ -6117,17 +7139,22 @@ func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.Se
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SecretVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SecretVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // secretName
 			if typ != 2 {
 				return pbWrongType("SecretVolumeSource", "secretName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecretVolumeSource", "secretName", err)
 			}
 			m.SecretName = t.strFrom(data[s:e])
@@ -6136,8 +7163,10 @@ func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.Se
 			if typ != 2 {
 				return pbWrongType("SecretVolumeSource", "items", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecretVolumeSource", "items", err)
 			}
 			if m.Items == nil {
@@ -6156,8 +7185,10 @@ func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.Se
 			if typ != 0 {
 				return pbWrongType("SecretVolumeSource", "defaultMode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecretVolumeSource", "defaultMode", err)
 			}
 			x := int32(v)
@@ -6167,8 +7198,10 @@ func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.Se
 			if typ != 0 {
 				return pbWrongType("SecretVolumeSource", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecretVolumeSource", "optional", err)
 			}
 			x := v != 0
@@ -6178,14 +7211,17 @@ func unmarshalCorev1SecretVolumeSource(t *internTable, data []byte, m *corev1.Se
 			if typ != 0 {
 				return pbWrongType("SecretVolumeSource", "defaultUser", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecretVolumeSource", "defaultUser", err)
 			}
 			x := int64(v)
 			m.DefaultUser = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SecretVolumeSource", "unknown field", err)
 			}
@@ -6199,17 +7235,22 @@ var pbTagsCorev1SecretVolumeSource = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1NFSVolumeSource(t *internTable, data []byte, m *corev1.NFSVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NFSVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NFSVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // server
 			if typ != 2 {
 				return pbWrongType("NFSVolumeSource", "server", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NFSVolumeSource", "server", err)
 			}
 			m.Server = t.strFrom(data[s:e])
@@ -6218,8 +7259,10 @@ func unmarshalCorev1NFSVolumeSource(t *internTable, data []byte, m *corev1.NFSVo
 			if typ != 2 {
 				return pbWrongType("NFSVolumeSource", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NFSVolumeSource", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -6228,13 +7271,16 @@ func unmarshalCorev1NFSVolumeSource(t *internTable, data []byte, m *corev1.NFSVo
 			if typ != 0 {
 				return pbWrongType("NFSVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("NFSVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NFSVolumeSource", "unknown field", err)
 			}
@@ -6247,17 +7293,22 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ISCSIVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ISCSIVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // targetPortal
 			if typ != 2 {
 				return pbWrongType("ISCSIVolumeSource", "targetPortal", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "targetPortal", err)
 			}
 			m.TargetPortal = t.strFrom(data[s:e])
@@ -6266,8 +7317,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 2 {
 				return pbWrongType("ISCSIVolumeSource", "iqn", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "iqn", err)
 			}
 			m.IQN = t.strFrom(data[s:e])
@@ -6276,8 +7329,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 0 {
 				return pbWrongType("ISCSIVolumeSource", "lun", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "lun", err)
 			}
 			m.Lun = int32(v)
@@ -6286,8 +7341,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 2 {
 				return pbWrongType("ISCSIVolumeSource", "iscsiInterface", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "iscsiInterface", err)
 			}
 			m.ISCSIInterface = t.strFrom(data[s:e])
@@ -6296,8 +7353,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 2 {
 				return pbWrongType("ISCSIVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -6306,8 +7365,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 0 {
 				return pbWrongType("ISCSIVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -6316,8 +7377,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 2 {
 				return pbWrongType("ISCSIVolumeSource", "portals", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "portals", err)
 			}
 			if m.Portals == nil {
@@ -6333,8 +7396,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 0 {
 				return pbWrongType("ISCSIVolumeSource", "chapAuthDiscovery", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "chapAuthDiscovery", err)
 			}
 			m.DiscoveryCHAPAuth = v != 0
@@ -6343,8 +7408,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 0 {
 				return pbWrongType("ISCSIVolumeSource", "chapAuthSession", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "chapAuthSession", err)
 			}
 			m.SessionCHAPAuth = v != 0
@@ -6353,8 +7420,10 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 2 {
 				return pbWrongType("ISCSIVolumeSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -6368,14 +7437,17 @@ func unmarshalCorev1ISCSIVolumeSource(t *internTable, data []byte, m *corev1.ISC
 			if typ != 2 {
 				return pbWrongType("ISCSIVolumeSource", "initiatorName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ISCSIVolumeSource", "initiatorName", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.InitiatorName = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ISCSIVolumeSource", "unknown field", err)
 			}
@@ -6389,17 +7461,22 @@ var pbTagsCorev1ISCSIVolumeSource = [...]uint64{7<<3 | 2}
 
 func unmarshalCorev1GlusterfsVolumeSource(t *internTable, data []byte, m *corev1.GlusterfsVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "GlusterfsVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "GlusterfsVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // endpoints
 			if typ != 2 {
 				return pbWrongType("GlusterfsVolumeSource", "endpoints", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GlusterfsVolumeSource", "endpoints", err)
 			}
 			m.EndpointsName = t.strFrom(data[s:e])
@@ -6408,8 +7485,10 @@ func unmarshalCorev1GlusterfsVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("GlusterfsVolumeSource", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GlusterfsVolumeSource", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -6418,13 +7497,16 @@ func unmarshalCorev1GlusterfsVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("GlusterfsVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("GlusterfsVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("GlusterfsVolumeSource", "unknown field", err)
 			}
@@ -6435,17 +7517,22 @@ func unmarshalCorev1GlusterfsVolumeSource(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1PersistentVolumeClaimVolumeSource(t *internTable, data []byte, m *corev1.PersistentVolumeClaimVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PersistentVolumeClaimVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PersistentVolumeClaimVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // claimName
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimVolumeSource", "claimName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimVolumeSource", "claimName", err)
 			}
 			m.ClaimName = t.strFrom(data[s:e])
@@ -6454,13 +7541,16 @@ func unmarshalCorev1PersistentVolumeClaimVolumeSource(t *internTable, data []byt
 			if typ != 0 {
 				return pbWrongType("PersistentVolumeClaimVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PersistentVolumeClaimVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PersistentVolumeClaimVolumeSource", "unknown field", err)
 			}
@@ -6473,17 +7563,22 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "RBDVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "RBDVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // monitors
 			if typ != 2 {
 				return pbWrongType("RBDVolumeSource", "monitors", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("RBDVolumeSource", "monitors", err)
 			}
 			if m.CephMonitors == nil {
@@ -6499,8 +7594,10 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			if typ != 2 {
 				return pbWrongType("RBDVolumeSource", "image", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("RBDVolumeSource", "image", err)
 			}
 			m.RBDImage = t.strFrom(data[s:e])
@@ -6509,8 +7606,10 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			if typ != 2 {
 				return pbWrongType("RBDVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("RBDVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -6519,8 +7618,10 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			if typ != 2 {
 				return pbWrongType("RBDVolumeSource", "pool", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("RBDVolumeSource", "pool", err)
 			}
 			m.RBDPool = t.strFrom(data[s:e])
@@ -6529,8 +7630,10 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			if typ != 2 {
 				return pbWrongType("RBDVolumeSource", "user", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("RBDVolumeSource", "user", err)
 			}
 			m.RadosUser = t.strFrom(data[s:e])
@@ -6539,8 +7642,10 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			if typ != 2 {
 				return pbWrongType("RBDVolumeSource", "keyring", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("RBDVolumeSource", "keyring", err)
 			}
 			m.Keyring = t.strFrom(data[s:e])
@@ -6549,8 +7654,10 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			if typ != 2 {
 				return pbWrongType("RBDVolumeSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("RBDVolumeSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -6564,13 +7671,16 @@ func unmarshalCorev1RBDVolumeSource(t *internTable, data []byte, m *corev1.RBDVo
 			if typ != 0 {
 				return pbWrongType("RBDVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("RBDVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("RBDVolumeSource", "unknown field", err)
 			}
@@ -6584,17 +7694,22 @@ var pbTagsCorev1RBDVolumeSource = [...]uint64{1<<3 | 2}
 
 func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.FlexVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "FlexVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "FlexVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // driver
 			if typ != 2 {
 				return pbWrongType("FlexVolumeSource", "driver", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FlexVolumeSource", "driver", err)
 			}
 			m.Driver = t.strFrom(data[s:e])
@@ -6603,8 +7718,10 @@ func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.Flex
 			if typ != 2 {
 				return pbWrongType("FlexVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FlexVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -6613,8 +7730,10 @@ func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.Flex
 			if typ != 2 {
 				return pbWrongType("FlexVolumeSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FlexVolumeSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -6628,8 +7747,10 @@ func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.Flex
 			if typ != 0 {
 				return pbWrongType("FlexVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("FlexVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -6638,8 +7759,10 @@ func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.Flex
 			if typ != 2 {
 				return pbWrongType("FlexVolumeSource", "options", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FlexVolumeSource", "options", err)
 			}
 			if m.Options == nil {
@@ -6650,6 +7773,7 @@ func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.Flex
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("FlexVolumeSource", "unknown field", err)
 			}
@@ -6660,17 +7784,22 @@ func unmarshalCorev1FlexVolumeSource(t *internTable, data []byte, m *corev1.Flex
 
 func unmarshalCorev1CinderVolumeSource(t *internTable, data []byte, m *corev1.CinderVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "CinderVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "CinderVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumeID
 			if typ != 2 {
 				return pbWrongType("CinderVolumeSource", "volumeID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CinderVolumeSource", "volumeID", err)
 			}
 			m.VolumeID = t.strFrom(data[s:e])
@@ -6679,8 +7808,10 @@ func unmarshalCorev1CinderVolumeSource(t *internTable, data []byte, m *corev1.Ci
 			if typ != 2 {
 				return pbWrongType("CinderVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CinderVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -6689,8 +7820,10 @@ func unmarshalCorev1CinderVolumeSource(t *internTable, data []byte, m *corev1.Ci
 			if typ != 0 {
 				return pbWrongType("CinderVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("CinderVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -6699,8 +7832,10 @@ func unmarshalCorev1CinderVolumeSource(t *internTable, data []byte, m *corev1.Ci
 			if typ != 2 {
 				return pbWrongType("CinderVolumeSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CinderVolumeSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -6711,6 +7846,7 @@ func unmarshalCorev1CinderVolumeSource(t *internTable, data []byte, m *corev1.Ci
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("CinderVolumeSource", "unknown field", err)
 			}
@@ -6723,17 +7859,22 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "CephFSVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "CephFSVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // monitors
 			if typ != 2 {
 				return pbWrongType("CephFSVolumeSource", "monitors", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CephFSVolumeSource", "monitors", err)
 			}
 			if m.Monitors == nil {
@@ -6749,8 +7890,10 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 			if typ != 2 {
 				return pbWrongType("CephFSVolumeSource", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CephFSVolumeSource", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -6759,8 +7902,10 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 			if typ != 2 {
 				return pbWrongType("CephFSVolumeSource", "user", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CephFSVolumeSource", "user", err)
 			}
 			m.User = t.strFrom(data[s:e])
@@ -6769,8 +7914,10 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 			if typ != 2 {
 				return pbWrongType("CephFSVolumeSource", "secretFile", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CephFSVolumeSource", "secretFile", err)
 			}
 			m.SecretFile = t.strFrom(data[s:e])
@@ -6779,8 +7926,10 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 			if typ != 2 {
 				return pbWrongType("CephFSVolumeSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CephFSVolumeSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -6794,13 +7943,16 @@ func unmarshalCorev1CephFSVolumeSource(t *internTable, data []byte, m *corev1.Ce
 			if typ != 0 {
 				return pbWrongType("CephFSVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("CephFSVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("CephFSVolumeSource", "unknown field", err)
 			}
@@ -6814,17 +7966,22 @@ var pbTagsCorev1CephFSVolumeSource = [...]uint64{1<<3 | 2}
 
 func unmarshalCorev1FlockerVolumeSource(t *internTable, data []byte, m *corev1.FlockerVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "FlockerVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "FlockerVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // datasetName
 			if typ != 2 {
 				return pbWrongType("FlockerVolumeSource", "datasetName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FlockerVolumeSource", "datasetName", err)
 			}
 			m.DatasetName = t.strFrom(data[s:e])
@@ -6833,13 +7990,16 @@ func unmarshalCorev1FlockerVolumeSource(t *internTable, data []byte, m *corev1.F
 			if typ != 2 {
 				return pbWrongType("FlockerVolumeSource", "datasetUUID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FlockerVolumeSource", "datasetUUID", err)
 			}
 			m.DatasetUUID = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("FlockerVolumeSource", "unknown field", err)
 			}
@@ -6852,17 +8012,22 @@ func unmarshalCorev1DownwardAPIVolumeSource(t *internTable, data []byte, m *core
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "DownwardAPIVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "DownwardAPIVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // items
 			if typ != 2 {
 				return pbWrongType("DownwardAPIVolumeSource", "items", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("DownwardAPIVolumeSource", "items", err)
 			}
 			if m.Items == nil {
@@ -6881,8 +8046,10 @@ func unmarshalCorev1DownwardAPIVolumeSource(t *internTable, data []byte, m *core
 			if typ != 0 {
 				return pbWrongType("DownwardAPIVolumeSource", "defaultMode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("DownwardAPIVolumeSource", "defaultMode", err)
 			}
 			x := int32(v)
@@ -6892,14 +8059,17 @@ func unmarshalCorev1DownwardAPIVolumeSource(t *internTable, data []byte, m *core
 			if typ != 0 {
 				return pbWrongType("DownwardAPIVolumeSource", "defaultUser", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("DownwardAPIVolumeSource", "defaultUser", err)
 			}
 			x := int64(v)
 			m.DefaultUser = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("DownwardAPIVolumeSource", "unknown field", err)
 			}
@@ -6915,17 +8085,22 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 	var counts [2]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "FCVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "FCVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // targetWWNs
 			if typ != 2 {
 				return pbWrongType("FCVolumeSource", "targetWWNs", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FCVolumeSource", "targetWWNs", err)
 			}
 			if m.TargetWWNs == nil {
@@ -6941,8 +8116,10 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 			if typ != 0 {
 				return pbWrongType("FCVolumeSource", "lun", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("FCVolumeSource", "lun", err)
 			}
 			x := int32(v)
@@ -6952,8 +8129,10 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 			if typ != 2 {
 				return pbWrongType("FCVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FCVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -6962,8 +8141,10 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 			if typ != 0 {
 				return pbWrongType("FCVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("FCVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -6972,8 +8153,10 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 			if typ != 2 {
 				return pbWrongType("FCVolumeSource", "wwids", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FCVolumeSource", "wwids", err)
 			}
 			if m.WWIDs == nil {
@@ -6986,6 +8169,7 @@ func unmarshalCorev1FCVolumeSource(t *internTable, data []byte, m *corev1.FCVolu
 			m.WWIDs = append(m.WWIDs, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("FCVolumeSource", "unknown field", err)
 			}
@@ -6999,17 +8183,22 @@ var pbTagsCorev1FCVolumeSource = [...]uint64{1<<3 | 2, 5<<3 | 2}
 
 func unmarshalCorev1AzureFileVolumeSource(t *internTable, data []byte, m *corev1.AzureFileVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "AzureFileVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "AzureFileVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // secretName
 			if typ != 2 {
 				return pbWrongType("AzureFileVolumeSource", "secretName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AzureFileVolumeSource", "secretName", err)
 			}
 			m.SecretName = t.strFrom(data[s:e])
@@ -7018,8 +8207,10 @@ func unmarshalCorev1AzureFileVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("AzureFileVolumeSource", "shareName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AzureFileVolumeSource", "shareName", err)
 			}
 			m.ShareName = t.strFrom(data[s:e])
@@ -7028,13 +8219,16 @@ func unmarshalCorev1AzureFileVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("AzureFileVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("AzureFileVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("AzureFileVolumeSource", "unknown field", err)
 			}
@@ -7047,17 +8241,22 @@ func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ConfigMapVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ConfigMapVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // localObjectReference
 			if typ != 2 {
 				return pbWrongType("ConfigMapVolumeSource", "localObjectReference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ConfigMapVolumeSource", "localObjectReference", err)
 			}
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.LocalObjectReference); err != nil {
@@ -7068,8 +8267,10 @@ func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("ConfigMapVolumeSource", "items", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ConfigMapVolumeSource", "items", err)
 			}
 			if m.Items == nil {
@@ -7088,8 +8289,10 @@ func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("ConfigMapVolumeSource", "defaultMode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ConfigMapVolumeSource", "defaultMode", err)
 			}
 			x := int32(v)
@@ -7099,8 +8302,10 @@ func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("ConfigMapVolumeSource", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ConfigMapVolumeSource", "optional", err)
 			}
 			x := v != 0
@@ -7110,14 +8315,17 @@ func unmarshalCorev1ConfigMapVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("ConfigMapVolumeSource", "defaultUser", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ConfigMapVolumeSource", "defaultUser", err)
 			}
 			x := int64(v)
 			m.DefaultUser = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ConfigMapVolumeSource", "unknown field", err)
 			}
@@ -7131,17 +8339,22 @@ var pbTagsCorev1ConfigMapVolumeSource = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1VsphereVirtualDiskVolumeSource(t *internTable, data []byte, m *corev1.VsphereVirtualDiskVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VsphereVirtualDiskVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VsphereVirtualDiskVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumePath
 			if typ != 2 {
 				return pbWrongType("VsphereVirtualDiskVolumeSource", "volumePath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VsphereVirtualDiskVolumeSource", "volumePath", err)
 			}
 			m.VolumePath = t.strFrom(data[s:e])
@@ -7150,8 +8363,10 @@ func unmarshalCorev1VsphereVirtualDiskVolumeSource(t *internTable, data []byte, 
 			if typ != 2 {
 				return pbWrongType("VsphereVirtualDiskVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VsphereVirtualDiskVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -7160,8 +8375,10 @@ func unmarshalCorev1VsphereVirtualDiskVolumeSource(t *internTable, data []byte, 
 			if typ != 2 {
 				return pbWrongType("VsphereVirtualDiskVolumeSource", "storagePolicyName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VsphereVirtualDiskVolumeSource", "storagePolicyName", err)
 			}
 			m.StoragePolicyName = t.strFrom(data[s:e])
@@ -7170,13 +8387,16 @@ func unmarshalCorev1VsphereVirtualDiskVolumeSource(t *internTable, data []byte, 
 			if typ != 2 {
 				return pbWrongType("VsphereVirtualDiskVolumeSource", "storagePolicyID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VsphereVirtualDiskVolumeSource", "storagePolicyID", err)
 			}
 			m.StoragePolicyID = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VsphereVirtualDiskVolumeSource", "unknown field", err)
 			}
@@ -7187,17 +8407,22 @@ func unmarshalCorev1VsphereVirtualDiskVolumeSource(t *internTable, data []byte, 
 
 func unmarshalCorev1QuobyteVolumeSource(t *internTable, data []byte, m *corev1.QuobyteVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "QuobyteVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "QuobyteVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // registry
 			if typ != 2 {
 				return pbWrongType("QuobyteVolumeSource", "registry", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("QuobyteVolumeSource", "registry", err)
 			}
 			m.Registry = t.strFrom(data[s:e])
@@ -7206,8 +8431,10 @@ func unmarshalCorev1QuobyteVolumeSource(t *internTable, data []byte, m *corev1.Q
 			if typ != 2 {
 				return pbWrongType("QuobyteVolumeSource", "volume", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("QuobyteVolumeSource", "volume", err)
 			}
 			m.Volume = t.strFrom(data[s:e])
@@ -7216,8 +8443,10 @@ func unmarshalCorev1QuobyteVolumeSource(t *internTable, data []byte, m *corev1.Q
 			if typ != 0 {
 				return pbWrongType("QuobyteVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("QuobyteVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -7226,8 +8455,10 @@ func unmarshalCorev1QuobyteVolumeSource(t *internTable, data []byte, m *corev1.Q
 			if typ != 2 {
 				return pbWrongType("QuobyteVolumeSource", "user", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("QuobyteVolumeSource", "user", err)
 			}
 			m.User = t.strFrom(data[s:e])
@@ -7236,8 +8467,10 @@ func unmarshalCorev1QuobyteVolumeSource(t *internTable, data []byte, m *corev1.Q
 			if typ != 2 {
 				return pbWrongType("QuobyteVolumeSource", "group", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("QuobyteVolumeSource", "group", err)
 			}
 			m.Group = t.strFrom(data[s:e])
@@ -7246,13 +8479,16 @@ func unmarshalCorev1QuobyteVolumeSource(t *internTable, data []byte, m *corev1.Q
 			if typ != 2 {
 				return pbWrongType("QuobyteVolumeSource", "tenant", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("QuobyteVolumeSource", "tenant", err)
 			}
 			m.Tenant = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("QuobyteVolumeSource", "unknown field", err)
 			}
@@ -7263,17 +8499,22 @@ func unmarshalCorev1QuobyteVolumeSource(t *internTable, data []byte, m *corev1.Q
 
 func unmarshalCorev1AzureDiskVolumeSource(t *internTable, data []byte, m *corev1.AzureDiskVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "AzureDiskVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "AzureDiskVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // diskName
 			if typ != 2 {
 				return pbWrongType("AzureDiskVolumeSource", "diskName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AzureDiskVolumeSource", "diskName", err)
 			}
 			m.DiskName = t.strFrom(data[s:e])
@@ -7282,8 +8523,10 @@ func unmarshalCorev1AzureDiskVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("AzureDiskVolumeSource", "diskURI", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AzureDiskVolumeSource", "diskURI", err)
 			}
 			m.DataDiskURI = t.strFrom(data[s:e])
@@ -7292,8 +8535,10 @@ func unmarshalCorev1AzureDiskVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("AzureDiskVolumeSource", "cachingMode", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AzureDiskVolumeSource", "cachingMode", err)
 			}
 			x := corev1.AzureDataDiskCachingMode(t.strFrom(data[s:e]))
@@ -7303,8 +8548,10 @@ func unmarshalCorev1AzureDiskVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("AzureDiskVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AzureDiskVolumeSource", "fsType", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -7314,8 +8561,10 @@ func unmarshalCorev1AzureDiskVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("AzureDiskVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("AzureDiskVolumeSource", "readOnly", err)
 			}
 			x := v != 0
@@ -7325,14 +8574,17 @@ func unmarshalCorev1AzureDiskVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("AzureDiskVolumeSource", "kind", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("AzureDiskVolumeSource", "kind", err)
 			}
 			x := corev1.AzureDataDiskKind(t.strFrom(data[s:e]))
 			m.Kind = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("AzureDiskVolumeSource", "unknown field", err)
 			}
@@ -7343,17 +8595,22 @@ func unmarshalCorev1AzureDiskVolumeSource(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1PhotonPersistentDiskVolumeSource(t *internTable, data []byte, m *corev1.PhotonPersistentDiskVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PhotonPersistentDiskVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PhotonPersistentDiskVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // pdID
 			if typ != 2 {
 				return pbWrongType("PhotonPersistentDiskVolumeSource", "pdID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PhotonPersistentDiskVolumeSource", "pdID", err)
 			}
 			m.PdID = t.strFrom(data[s:e])
@@ -7362,13 +8619,16 @@ func unmarshalCorev1PhotonPersistentDiskVolumeSource(t *internTable, data []byte
 			if typ != 2 {
 				return pbWrongType("PhotonPersistentDiskVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PhotonPersistentDiskVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PhotonPersistentDiskVolumeSource", "unknown field", err)
 			}
@@ -7381,17 +8641,22 @@ func unmarshalCorev1ProjectedVolumeSource(t *internTable, data []byte, m *corev1
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ProjectedVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ProjectedVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // sources
 			if typ != 2 {
 				return pbWrongType("ProjectedVolumeSource", "sources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ProjectedVolumeSource", "sources", err)
 			}
 			if m.Sources == nil {
@@ -7410,8 +8675,10 @@ func unmarshalCorev1ProjectedVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("ProjectedVolumeSource", "defaultMode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ProjectedVolumeSource", "defaultMode", err)
 			}
 			x := int32(v)
@@ -7421,14 +8688,17 @@ func unmarshalCorev1ProjectedVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("ProjectedVolumeSource", "defaultUser", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ProjectedVolumeSource", "defaultUser", err)
 			}
 			x := int64(v)
 			m.DefaultUser = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ProjectedVolumeSource", "unknown field", err)
 			}
@@ -7442,17 +8712,22 @@ var pbTagsCorev1ProjectedVolumeSource = [...]uint64{1<<3 | 2}
 
 func unmarshalCorev1PortworxVolumeSource(t *internTable, data []byte, m *corev1.PortworxVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PortworxVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PortworxVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumeID
 			if typ != 2 {
 				return pbWrongType("PortworxVolumeSource", "volumeID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PortworxVolumeSource", "volumeID", err)
 			}
 			m.VolumeID = t.strFrom(data[s:e])
@@ -7461,8 +8736,10 @@ func unmarshalCorev1PortworxVolumeSource(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("PortworxVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PortworxVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -7471,13 +8748,16 @@ func unmarshalCorev1PortworxVolumeSource(t *internTable, data []byte, m *corev1.
 			if typ != 0 {
 				return pbWrongType("PortworxVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PortworxVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PortworxVolumeSource", "unknown field", err)
 			}
@@ -7488,17 +8768,22 @@ func unmarshalCorev1PortworxVolumeSource(t *internTable, data []byte, m *corev1.
 
 func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.ScaleIOVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ScaleIOVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ScaleIOVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // gateway
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "gateway", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "gateway", err)
 			}
 			m.Gateway = t.strFrom(data[s:e])
@@ -7507,8 +8792,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "system", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "system", err)
 			}
 			m.System = t.strFrom(data[s:e])
@@ -7517,8 +8804,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -7532,8 +8821,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 0 {
 				return pbWrongType("ScaleIOVolumeSource", "sslEnabled", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "sslEnabled", err)
 			}
 			m.SSLEnabled = v != 0
@@ -7542,8 +8833,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "protectionDomain", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "protectionDomain", err)
 			}
 			m.ProtectionDomain = t.strFrom(data[s:e])
@@ -7552,8 +8845,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "storagePool", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "storagePool", err)
 			}
 			m.StoragePool = t.strFrom(data[s:e])
@@ -7562,8 +8857,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "storageMode", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "storageMode", err)
 			}
 			m.StorageMode = t.strFrom(data[s:e])
@@ -7572,8 +8869,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "volumeName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "volumeName", err)
 			}
 			m.VolumeName = t.strFrom(data[s:e])
@@ -7582,8 +8881,10 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 2 {
 				return pbWrongType("ScaleIOVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -7592,13 +8893,16 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 			if typ != 0 {
 				return pbWrongType("ScaleIOVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ScaleIOVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ScaleIOVolumeSource", "unknown field", err)
 			}
@@ -7609,17 +8913,22 @@ func unmarshalCorev1ScaleIOVolumeSource(t *internTable, data []byte, m *corev1.S
 
 func unmarshalCorev1StorageOSVolumeSource(t *internTable, data []byte, m *corev1.StorageOSVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "StorageOSVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "StorageOSVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumeName
 			if typ != 2 {
 				return pbWrongType("StorageOSVolumeSource", "volumeName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("StorageOSVolumeSource", "volumeName", err)
 			}
 			m.VolumeName = t.strFrom(data[s:e])
@@ -7628,8 +8937,10 @@ func unmarshalCorev1StorageOSVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("StorageOSVolumeSource", "volumeNamespace", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("StorageOSVolumeSource", "volumeNamespace", err)
 			}
 			m.VolumeNamespace = t.strFrom(data[s:e])
@@ -7638,8 +8949,10 @@ func unmarshalCorev1StorageOSVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("StorageOSVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("StorageOSVolumeSource", "fsType", err)
 			}
 			m.FSType = t.strFrom(data[s:e])
@@ -7648,8 +8961,10 @@ func unmarshalCorev1StorageOSVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("StorageOSVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("StorageOSVolumeSource", "readOnly", err)
 			}
 			m.ReadOnly = v != 0
@@ -7658,8 +8973,10 @@ func unmarshalCorev1StorageOSVolumeSource(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("StorageOSVolumeSource", "secretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("StorageOSVolumeSource", "secretRef", err)
 			}
 			if m.SecretRef == nil {
@@ -7670,6 +8987,7 @@ func unmarshalCorev1StorageOSVolumeSource(t *internTable, data []byte, m *corev1
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("StorageOSVolumeSource", "unknown field", err)
 			}
@@ -7680,17 +8998,22 @@ func unmarshalCorev1StorageOSVolumeSource(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1CSIVolumeSource(t *internTable, data []byte, m *corev1.CSIVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "CSIVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "CSIVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // driver
 			if typ != 2 {
 				return pbWrongType("CSIVolumeSource", "driver", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CSIVolumeSource", "driver", err)
 			}
 			m.Driver = t.strFrom(data[s:e])
@@ -7699,8 +9022,10 @@ func unmarshalCorev1CSIVolumeSource(t *internTable, data []byte, m *corev1.CSIVo
 			if typ != 0 {
 				return pbWrongType("CSIVolumeSource", "readOnly", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("CSIVolumeSource", "readOnly", err)
 			}
 			x := v != 0
@@ -7710,8 +9035,10 @@ func unmarshalCorev1CSIVolumeSource(t *internTable, data []byte, m *corev1.CSIVo
 			if typ != 2 {
 				return pbWrongType("CSIVolumeSource", "fsType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CSIVolumeSource", "fsType", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -7721,8 +9048,10 @@ func unmarshalCorev1CSIVolumeSource(t *internTable, data []byte, m *corev1.CSIVo
 			if typ != 2 {
 				return pbWrongType("CSIVolumeSource", "volumeAttributes", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CSIVolumeSource", "volumeAttributes", err)
 			}
 			if m.VolumeAttributes == nil {
@@ -7736,8 +9065,10 @@ func unmarshalCorev1CSIVolumeSource(t *internTable, data []byte, m *corev1.CSIVo
 			if typ != 2 {
 				return pbWrongType("CSIVolumeSource", "nodePublishSecretRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("CSIVolumeSource", "nodePublishSecretRef", err)
 			}
 			if m.NodePublishSecretRef == nil {
@@ -7748,6 +9079,7 @@ func unmarshalCorev1CSIVolumeSource(t *internTable, data []byte, m *corev1.CSIVo
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("CSIVolumeSource", "unknown field", err)
 			}
@@ -7758,17 +9090,22 @@ func unmarshalCorev1CSIVolumeSource(t *internTable, data []byte, m *corev1.CSIVo
 
 func unmarshalCorev1EphemeralVolumeSource(t *internTable, data []byte, m *corev1.EphemeralVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EphemeralVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EphemeralVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumeClaimTemplate
 			if typ != 2 {
 				return pbWrongType("EphemeralVolumeSource", "volumeClaimTemplate", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EphemeralVolumeSource", "volumeClaimTemplate", err)
 			}
 			if m.VolumeClaimTemplate == nil {
@@ -7779,6 +9116,7 @@ func unmarshalCorev1EphemeralVolumeSource(t *internTable, data []byte, m *corev1
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EphemeralVolumeSource", "unknown field", err)
 			}
@@ -7789,17 +9127,22 @@ func unmarshalCorev1EphemeralVolumeSource(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1ImageVolumeSource(t *internTable, data []byte, m *corev1.ImageVolumeSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ImageVolumeSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ImageVolumeSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // reference
 			if typ != 2 {
 				return pbWrongType("ImageVolumeSource", "reference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ImageVolumeSource", "reference", err)
 			}
 			m.Reference = t.strFrom(data[s:e])
@@ -7808,13 +9151,16 @@ func unmarshalCorev1ImageVolumeSource(t *internTable, data []byte, m *corev1.Ima
 			if typ != 2 {
 				return pbWrongType("ImageVolumeSource", "pullPolicy", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ImageVolumeSource", "pullPolicy", err)
 			}
 			m.PullPolicy = corev1.PullPolicy(t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ImageVolumeSource", "unknown field", err)
 			}
@@ -7825,17 +9171,22 @@ func unmarshalCorev1ImageVolumeSource(t *internTable, data []byte, m *corev1.Ima
 
 func unmarshalCorev1ConfigMapEnvSource(t *internTable, data []byte, m *corev1.ConfigMapEnvSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ConfigMapEnvSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ConfigMapEnvSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // localObjectReference
 			if typ != 2 {
 				return pbWrongType("ConfigMapEnvSource", "localObjectReference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ConfigMapEnvSource", "localObjectReference", err)
 			}
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.LocalObjectReference); err != nil {
@@ -7846,14 +9197,17 @@ func unmarshalCorev1ConfigMapEnvSource(t *internTable, data []byte, m *corev1.Co
 			if typ != 0 {
 				return pbWrongType("ConfigMapEnvSource", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ConfigMapEnvSource", "optional", err)
 			}
 			x := v != 0
 			m.Optional = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ConfigMapEnvSource", "unknown field", err)
 			}
@@ -7864,17 +9218,22 @@ func unmarshalCorev1ConfigMapEnvSource(t *internTable, data []byte, m *corev1.Co
 
 func unmarshalCorev1SecretEnvSource(t *internTable, data []byte, m *corev1.SecretEnvSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SecretEnvSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SecretEnvSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // localObjectReference
 			if typ != 2 {
 				return pbWrongType("SecretEnvSource", "localObjectReference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecretEnvSource", "localObjectReference", err)
 			}
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.LocalObjectReference); err != nil {
@@ -7885,14 +9244,17 @@ func unmarshalCorev1SecretEnvSource(t *internTable, data []byte, m *corev1.Secre
 			if typ != 0 {
 				return pbWrongType("SecretEnvSource", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecretEnvSource", "optional", err)
 			}
 			x := v != 0
 			m.Optional = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SecretEnvSource", "unknown field", err)
 			}
@@ -7903,17 +9265,22 @@ func unmarshalCorev1SecretEnvSource(t *internTable, data []byte, m *corev1.Secre
 
 func unmarshalCorev1EnvVarSource(t *internTable, data []byte, m *corev1.EnvVarSource) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "EnvVarSource")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "EnvVarSource"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // fieldRef
 			if typ != 2 {
 				return pbWrongType("EnvVarSource", "fieldRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVarSource", "fieldRef", err)
 			}
 			if m.FieldRef == nil {
@@ -7927,8 +9294,10 @@ func unmarshalCorev1EnvVarSource(t *internTable, data []byte, m *corev1.EnvVarSo
 			if typ != 2 {
 				return pbWrongType("EnvVarSource", "resourceFieldRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVarSource", "resourceFieldRef", err)
 			}
 			if m.ResourceFieldRef == nil {
@@ -7942,8 +9311,10 @@ func unmarshalCorev1EnvVarSource(t *internTable, data []byte, m *corev1.EnvVarSo
 			if typ != 2 {
 				return pbWrongType("EnvVarSource", "configMapKeyRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVarSource", "configMapKeyRef", err)
 			}
 			if m.ConfigMapKeyRef == nil {
@@ -7957,8 +9328,10 @@ func unmarshalCorev1EnvVarSource(t *internTable, data []byte, m *corev1.EnvVarSo
 			if typ != 2 {
 				return pbWrongType("EnvVarSource", "secretKeyRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVarSource", "secretKeyRef", err)
 			}
 			if m.SecretKeyRef == nil {
@@ -7972,8 +9345,10 @@ func unmarshalCorev1EnvVarSource(t *internTable, data []byte, m *corev1.EnvVarSo
 			if typ != 2 {
 				return pbWrongType("EnvVarSource", "fileKeyRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("EnvVarSource", "fileKeyRef", err)
 			}
 			if m.FileKeyRef == nil {
@@ -7984,6 +9359,7 @@ func unmarshalCorev1EnvVarSource(t *internTable, data []byte, m *corev1.EnvVarSo
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("EnvVarSource", "unknown field", err)
 			}
@@ -7994,17 +9370,22 @@ func unmarshalCorev1EnvVarSource(t *internTable, data []byte, m *corev1.EnvVarSo
 
 func unmarshalCorev1ContainerRestartRuleOnExitCodes(t *internTable, data []byte, m *corev1.ContainerRestartRuleOnExitCodes) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerRestartRuleOnExitCodes")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerRestartRuleOnExitCodes"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // operator
 			if typ != 2 {
 				return pbWrongType("ContainerRestartRuleOnExitCodes", "operator", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerRestartRuleOnExitCodes", "operator", err)
 			}
 			m.Operator = corev1.ContainerRestartRuleOnExitCodesOperator(t.strFrom(data[s:e]))
@@ -8012,15 +9393,19 @@ func unmarshalCorev1ContainerRestartRuleOnExitCodes(t *internTable, data []byte,
 		case 2: // values
 			switch typ {
 			case 0:
-				v, e, err := pbVarint(data, next)
-				if err != nil {
+				v, e, err := uint64(0), next+1, error(nil)
+				if next < len(data) && data[next] < 0x80 {
+					v = uint64(data[next])
+				} else if v, e, err = pbVarint(data, next); err != nil {
 					return pbField("ContainerRestartRuleOnExitCodes", "values", err)
 				}
 				m.Values = append(m.Values, int32(v))
 				i = e
 			case 2:
-				s, e, err := pbLen(data, next)
-				if err != nil {
+				s, e, err := next+1, next+1, error(nil)
+				if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+					e += int(data[next])
+				} else if s, e, err = pbLen(data, next); err != nil {
 					return pbField("ContainerRestartRuleOnExitCodes", "values", err)
 				}
 				if n := pbCountVarints(data[s:e]); n != 0 && len(m.Values) == 0 {
@@ -8037,6 +9422,7 @@ func unmarshalCorev1ContainerRestartRuleOnExitCodes(t *internTable, data []byte,
 				return pbWrongType("ContainerRestartRuleOnExitCodes", "values", typ)
 			}
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerRestartRuleOnExitCodes", "unknown field", err)
 			}
@@ -8047,17 +9433,22 @@ func unmarshalCorev1ContainerRestartRuleOnExitCodes(t *internTable, data []byte,
 
 func unmarshalCorev1ProbeHandler(t *internTable, data []byte, m *corev1.ProbeHandler) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ProbeHandler")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ProbeHandler"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // exec
 			if typ != 2 {
 				return pbWrongType("ProbeHandler", "exec", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ProbeHandler", "exec", err)
 			}
 			if m.Exec == nil {
@@ -8071,8 +9462,10 @@ func unmarshalCorev1ProbeHandler(t *internTable, data []byte, m *corev1.ProbeHan
 			if typ != 2 {
 				return pbWrongType("ProbeHandler", "httpGet", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ProbeHandler", "httpGet", err)
 			}
 			if m.HTTPGet == nil {
@@ -8086,8 +9479,10 @@ func unmarshalCorev1ProbeHandler(t *internTable, data []byte, m *corev1.ProbeHan
 			if typ != 2 {
 				return pbWrongType("ProbeHandler", "tcpSocket", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ProbeHandler", "tcpSocket", err)
 			}
 			if m.TCPSocket == nil {
@@ -8101,8 +9496,10 @@ func unmarshalCorev1ProbeHandler(t *internTable, data []byte, m *corev1.ProbeHan
 			if typ != 2 {
 				return pbWrongType("ProbeHandler", "grpc", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ProbeHandler", "grpc", err)
 			}
 			if m.GRPC == nil {
@@ -8113,6 +9510,7 @@ func unmarshalCorev1ProbeHandler(t *internTable, data []byte, m *corev1.ProbeHan
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ProbeHandler", "unknown field", err)
 			}
@@ -8123,17 +9521,22 @@ func unmarshalCorev1ProbeHandler(t *internTable, data []byte, m *corev1.ProbeHan
 
 func unmarshalCorev1LifecycleHandler(t *internTable, data []byte, m *corev1.LifecycleHandler) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "LifecycleHandler")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "LifecycleHandler"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // exec
 			if typ != 2 {
 				return pbWrongType("LifecycleHandler", "exec", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LifecycleHandler", "exec", err)
 			}
 			if m.Exec == nil {
@@ -8147,8 +9550,10 @@ func unmarshalCorev1LifecycleHandler(t *internTable, data []byte, m *corev1.Life
 			if typ != 2 {
 				return pbWrongType("LifecycleHandler", "httpGet", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LifecycleHandler", "httpGet", err)
 			}
 			if m.HTTPGet == nil {
@@ -8162,8 +9567,10 @@ func unmarshalCorev1LifecycleHandler(t *internTable, data []byte, m *corev1.Life
 			if typ != 2 {
 				return pbWrongType("LifecycleHandler", "tcpSocket", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LifecycleHandler", "tcpSocket", err)
 			}
 			if m.TCPSocket == nil {
@@ -8177,8 +9584,10 @@ func unmarshalCorev1LifecycleHandler(t *internTable, data []byte, m *corev1.Life
 			if typ != 2 {
 				return pbWrongType("LifecycleHandler", "sleep", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LifecycleHandler", "sleep", err)
 			}
 			if m.Sleep == nil {
@@ -8189,6 +9598,7 @@ func unmarshalCorev1LifecycleHandler(t *internTable, data []byte, m *corev1.Life
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("LifecycleHandler", "unknown field", err)
 			}
@@ -8201,17 +9611,22 @@ func unmarshalCorev1Capabilities(t *internTable, data []byte, m *corev1.Capabili
 	var counts [2]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "Capabilities")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "Capabilities"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // add
 			if typ != 2 {
 				return pbWrongType("Capabilities", "add", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Capabilities", "add", err)
 			}
 			if m.Add == nil {
@@ -8227,8 +9642,10 @@ func unmarshalCorev1Capabilities(t *internTable, data []byte, m *corev1.Capabili
 			if typ != 2 {
 				return pbWrongType("Capabilities", "drop", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Capabilities", "drop", err)
 			}
 			if m.Drop == nil {
@@ -8241,6 +9658,7 @@ func unmarshalCorev1Capabilities(t *internTable, data []byte, m *corev1.Capabili
 			m.Drop = append(m.Drop, corev1.Capability(t.strFrom(data[s:e])))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("Capabilities", "unknown field", err)
 			}
@@ -8256,17 +9674,22 @@ func unmarshalCorev1NodeSelector(t *internTable, data []byte, m *corev1.NodeSele
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NodeSelector")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NodeSelector"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // nodeSelectorTerms
 			if typ != 2 {
 				return pbWrongType("NodeSelector", "nodeSelectorTerms", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeSelector", "nodeSelectorTerms", err)
 			}
 			if m.NodeSelectorTerms == nil {
@@ -8282,6 +9705,7 @@ func unmarshalCorev1NodeSelector(t *internTable, data []byte, m *corev1.NodeSele
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NodeSelector", "unknown field", err)
 			}
@@ -8295,17 +9719,22 @@ var pbTagsCorev1NodeSelector = [...]uint64{1<<3 | 2}
 
 func unmarshalCorev1PreferredSchedulingTerm(t *internTable, data []byte, m *corev1.PreferredSchedulingTerm) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PreferredSchedulingTerm")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PreferredSchedulingTerm"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // weight
 			if typ != 0 {
 				return pbWrongType("PreferredSchedulingTerm", "weight", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PreferredSchedulingTerm", "weight", err)
 			}
 			m.Weight = int32(v)
@@ -8314,8 +9743,10 @@ func unmarshalCorev1PreferredSchedulingTerm(t *internTable, data []byte, m *core
 			if typ != 2 {
 				return pbWrongType("PreferredSchedulingTerm", "preference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PreferredSchedulingTerm", "preference", err)
 			}
 			if err := unmarshalCorev1NodeSelectorTerm(t, data[s:e], &m.Preference); err != nil {
@@ -8323,6 +9754,7 @@ func unmarshalCorev1PreferredSchedulingTerm(t *internTable, data []byte, m *core
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PreferredSchedulingTerm", "unknown field", err)
 			}
@@ -8335,17 +9767,22 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 	var counts [3]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodAffinityTerm")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodAffinityTerm"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // labelSelector
 			if typ != 2 {
 				return pbWrongType("PodAffinityTerm", "labelSelector", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinityTerm", "labelSelector", err)
 			}
 			if m.LabelSelector == nil {
@@ -8359,8 +9796,10 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			if typ != 2 {
 				return pbWrongType("PodAffinityTerm", "namespaces", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinityTerm", "namespaces", err)
 			}
 			if m.Namespaces == nil {
@@ -8376,8 +9815,10 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			if typ != 2 {
 				return pbWrongType("PodAffinityTerm", "topologyKey", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinityTerm", "topologyKey", err)
 			}
 			m.TopologyKey = t.strFrom(data[s:e])
@@ -8386,8 +9827,10 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			if typ != 2 {
 				return pbWrongType("PodAffinityTerm", "namespaceSelector", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinityTerm", "namespaceSelector", err)
 			}
 			if m.NamespaceSelector == nil {
@@ -8401,8 +9844,10 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			if typ != 2 {
 				return pbWrongType("PodAffinityTerm", "matchLabelKeys", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinityTerm", "matchLabelKeys", err)
 			}
 			if m.MatchLabelKeys == nil {
@@ -8418,8 +9863,10 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			if typ != 2 {
 				return pbWrongType("PodAffinityTerm", "mismatchLabelKeys", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodAffinityTerm", "mismatchLabelKeys", err)
 			}
 			if m.MismatchLabelKeys == nil {
@@ -8432,6 +9879,7 @@ func unmarshalCorev1PodAffinityTerm(t *internTable, data []byte, m *corev1.PodAf
 			m.MismatchLabelKeys = append(m.MismatchLabelKeys, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodAffinityTerm", "unknown field", err)
 			}
@@ -8445,17 +9893,22 @@ var pbTagsCorev1PodAffinityTerm = [...]uint64{2<<3 | 2, 5<<3 | 2, 6<<3 | 2}
 
 func unmarshalCorev1WeightedPodAffinityTerm(t *internTable, data []byte, m *corev1.WeightedPodAffinityTerm) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "WeightedPodAffinityTerm")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "WeightedPodAffinityTerm"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // weight
 			if typ != 0 {
 				return pbWrongType("WeightedPodAffinityTerm", "weight", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("WeightedPodAffinityTerm", "weight", err)
 			}
 			m.Weight = int32(v)
@@ -8464,8 +9917,10 @@ func unmarshalCorev1WeightedPodAffinityTerm(t *internTable, data []byte, m *core
 			if typ != 2 {
 				return pbWrongType("WeightedPodAffinityTerm", "podAffinityTerm", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("WeightedPodAffinityTerm", "podAffinityTerm", err)
 			}
 			if err := unmarshalCorev1PodAffinityTerm(t, data[s:e], &m.PodAffinityTerm); err != nil {
@@ -8473,6 +9928,7 @@ func unmarshalCorev1WeightedPodAffinityTerm(t *internTable, data []byte, m *core
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("WeightedPodAffinityTerm", "unknown field", err)
 			}
@@ -8485,17 +9941,22 @@ func unmarshalMetav1LabelSelectorRequirement(t *internTable, data []byte, m *met
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "LabelSelectorRequirement")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "LabelSelectorRequirement"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // key
 			if typ != 2 {
 				return pbWrongType("LabelSelectorRequirement", "key", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LabelSelectorRequirement", "key", err)
 			}
 			m.Key = t.strFrom(data[s:e])
@@ -8504,8 +9965,10 @@ func unmarshalMetav1LabelSelectorRequirement(t *internTable, data []byte, m *met
 			if typ != 2 {
 				return pbWrongType("LabelSelectorRequirement", "operator", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LabelSelectorRequirement", "operator", err)
 			}
 			m.Operator = metav1.LabelSelectorOperator(t.strFrom(data[s:e]))
@@ -8514,8 +9977,10 @@ func unmarshalMetav1LabelSelectorRequirement(t *internTable, data []byte, m *met
 			if typ != 2 {
 				return pbWrongType("LabelSelectorRequirement", "values", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("LabelSelectorRequirement", "values", err)
 			}
 			if m.Values == nil {
@@ -8528,6 +9993,7 @@ func unmarshalMetav1LabelSelectorRequirement(t *internTable, data []byte, m *met
 			m.Values = append(m.Values, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("LabelSelectorRequirement", "unknown field", err)
 			}
@@ -8541,17 +10007,22 @@ var pbTagsMetav1LabelSelectorRequirement = [...]uint64{3<<3 | 2}
 
 func unmarshalCorev1ContainerStateWaiting(t *internTable, data []byte, m *corev1.ContainerStateWaiting) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerStateWaiting")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerStateWaiting"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // reason
 			if typ != 2 {
 				return pbWrongType("ContainerStateWaiting", "reason", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateWaiting", "reason", err)
 			}
 			m.Reason = t.strFrom(data[s:e])
@@ -8560,13 +10031,16 @@ func unmarshalCorev1ContainerStateWaiting(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("ContainerStateWaiting", "message", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateWaiting", "message", err)
 			}
 			m.Message = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerStateWaiting", "unknown field", err)
 			}
@@ -8577,17 +10051,22 @@ func unmarshalCorev1ContainerStateWaiting(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1ContainerStateRunning(t *internTable, data []byte, m *corev1.ContainerStateRunning) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerStateRunning")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerStateRunning"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // startedAt
 			if typ != 2 {
 				return pbWrongType("ContainerStateRunning", "startedAt", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateRunning", "startedAt", err)
 			}
 			if err := m.StartedAt.Unmarshal(data[s:e]); err != nil {
@@ -8595,6 +10074,7 @@ func unmarshalCorev1ContainerStateRunning(t *internTable, data []byte, m *corev1
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerStateRunning", "unknown field", err)
 			}
@@ -8605,17 +10085,22 @@ func unmarshalCorev1ContainerStateRunning(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *corev1.ContainerStateTerminated) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ContainerStateTerminated")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ContainerStateTerminated"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // exitCode
 			if typ != 0 {
 				return pbWrongType("ContainerStateTerminated", "exitCode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ContainerStateTerminated", "exitCode", err)
 			}
 			m.ExitCode = int32(v)
@@ -8624,8 +10109,10 @@ func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *cor
 			if typ != 0 {
 				return pbWrongType("ContainerStateTerminated", "signal", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ContainerStateTerminated", "signal", err)
 			}
 			m.Signal = int32(v)
@@ -8634,8 +10121,10 @@ func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("ContainerStateTerminated", "reason", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateTerminated", "reason", err)
 			}
 			m.Reason = t.strFrom(data[s:e])
@@ -8644,8 +10133,10 @@ func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("ContainerStateTerminated", "message", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateTerminated", "message", err)
 			}
 			m.Message = t.strFrom(data[s:e])
@@ -8654,8 +10145,10 @@ func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("ContainerStateTerminated", "startedAt", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateTerminated", "startedAt", err)
 			}
 			if err := m.StartedAt.Unmarshal(data[s:e]); err != nil {
@@ -8666,8 +10159,10 @@ func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("ContainerStateTerminated", "finishedAt", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateTerminated", "finishedAt", err)
 			}
 			if err := m.FinishedAt.Unmarshal(data[s:e]); err != nil {
@@ -8678,13 +10173,16 @@ func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("ContainerStateTerminated", "containerID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ContainerStateTerminated", "containerID", err)
 			}
 			m.ContainerID = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ContainerStateTerminated", "unknown field", err)
 			}
@@ -8695,17 +10193,22 @@ func unmarshalCorev1ContainerStateTerminated(t *internTable, data []byte, m *cor
 
 func unmarshalCorev1VolumeStatus(t *internTable, data []byte, m *corev1.VolumeStatus) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // image
 			if typ != 2 {
 				return pbWrongType("VolumeStatus", "image", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeStatus", "image", err)
 			}
 			if m.Image == nil {
@@ -8716,6 +10219,7 @@ func unmarshalCorev1VolumeStatus(t *internTable, data []byte, m *corev1.VolumeSt
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeStatus", "unknown field", err)
 			}
@@ -8726,17 +10230,22 @@ func unmarshalCorev1VolumeStatus(t *internTable, data []byte, m *corev1.VolumeSt
 
 func unmarshalCorev1LinuxContainerUser(t *internTable, data []byte, m *corev1.LinuxContainerUser) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "LinuxContainerUser")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "LinuxContainerUser"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: //
 			if typ != 0 {
 				return pbWrongType("LinuxContainerUser", "", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("LinuxContainerUser", "", err)
 			}
 			m.UID = int64(v)
@@ -8745,8 +10254,10 @@ func unmarshalCorev1LinuxContainerUser(t *internTable, data []byte, m *corev1.Li
 			if typ != 0 {
 				return pbWrongType("LinuxContainerUser", "", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("LinuxContainerUser", "", err)
 			}
 			m.GID = int64(v)
@@ -8754,15 +10265,19 @@ func unmarshalCorev1LinuxContainerUser(t *internTable, data []byte, m *corev1.Li
 		case 3: // supplementalGroups
 			switch typ {
 			case 0:
-				v, e, err := pbVarint(data, next)
-				if err != nil {
+				v, e, err := uint64(0), next+1, error(nil)
+				if next < len(data) && data[next] < 0x80 {
+					v = uint64(data[next])
+				} else if v, e, err = pbVarint(data, next); err != nil {
 					return pbField("LinuxContainerUser", "supplementalGroups", err)
 				}
 				m.SupplementalGroups = append(m.SupplementalGroups, int64(v))
 				i = e
 			case 2:
-				s, e, err := pbLen(data, next)
-				if err != nil {
+				s, e, err := next+1, next+1, error(nil)
+				if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+					e += int(data[next])
+				} else if s, e, err = pbLen(data, next); err != nil {
 					return pbField("LinuxContainerUser", "supplementalGroups", err)
 				}
 				if n := pbCountVarints(data[s:e]); n != 0 && len(m.SupplementalGroups) == 0 {
@@ -8779,6 +10294,7 @@ func unmarshalCorev1LinuxContainerUser(t *internTable, data []byte, m *corev1.Li
 				return pbWrongType("LinuxContainerUser", "supplementalGroups", typ)
 			}
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("LinuxContainerUser", "unknown field", err)
 			}
@@ -8789,17 +10305,22 @@ func unmarshalCorev1LinuxContainerUser(t *internTable, data []byte, m *corev1.Li
 
 func unmarshalCorev1ResourceHealth(t *internTable, data []byte, m *corev1.ResourceHealth) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ResourceHealth")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ResourceHealth"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // resourceID
 			if typ != 2 {
 				return pbWrongType("ResourceHealth", "resourceID", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceHealth", "resourceID", err)
 			}
 			m.ResourceID = corev1.ResourceID(t.strFrom(data[s:e]))
@@ -8808,8 +10329,10 @@ func unmarshalCorev1ResourceHealth(t *internTable, data []byte, m *corev1.Resour
 			if typ != 2 {
 				return pbWrongType("ResourceHealth", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceHealth", "", err)
 			}
 			m.Health = corev1.ResourceHealthStatus(t.strFrom(data[s:e]))
@@ -8818,14 +10341,17 @@ func unmarshalCorev1ResourceHealth(t *internTable, data []byte, m *corev1.Resour
 			if typ != 2 {
 				return pbWrongType("ResourceHealth", "message", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceHealth", "message", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.Message = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ResourceHealth", "unknown field", err)
 			}
@@ -8836,17 +10362,22 @@ func unmarshalCorev1ResourceHealth(t *internTable, data []byte, m *corev1.Resour
 
 func unmarshalCorev1KeyToPath(t *internTable, data []byte, m *corev1.KeyToPath) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "KeyToPath")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "KeyToPath"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // key
 			if typ != 2 {
 				return pbWrongType("KeyToPath", "key", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("KeyToPath", "key", err)
 			}
 			m.Key = t.strFrom(data[s:e])
@@ -8855,8 +10386,10 @@ func unmarshalCorev1KeyToPath(t *internTable, data []byte, m *corev1.KeyToPath) 
 			if typ != 2 {
 				return pbWrongType("KeyToPath", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("KeyToPath", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -8865,8 +10398,10 @@ func unmarshalCorev1KeyToPath(t *internTable, data []byte, m *corev1.KeyToPath) 
 			if typ != 0 {
 				return pbWrongType("KeyToPath", "mode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("KeyToPath", "mode", err)
 			}
 			x := int32(v)
@@ -8876,14 +10411,17 @@ func unmarshalCorev1KeyToPath(t *internTable, data []byte, m *corev1.KeyToPath) 
 			if typ != 0 {
 				return pbWrongType("KeyToPath", "user", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("KeyToPath", "user", err)
 			}
 			x := int64(v)
 			m.User = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("KeyToPath", "unknown field", err)
 			}
@@ -8894,17 +10432,22 @@ func unmarshalCorev1KeyToPath(t *internTable, data []byte, m *corev1.KeyToPath) 
 
 func unmarshalCorev1DownwardAPIVolumeFile(t *internTable, data []byte, m *corev1.DownwardAPIVolumeFile) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "DownwardAPIVolumeFile")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "DownwardAPIVolumeFile"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // path
 			if typ != 2 {
 				return pbWrongType("DownwardAPIVolumeFile", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("DownwardAPIVolumeFile", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -8913,8 +10456,10 @@ func unmarshalCorev1DownwardAPIVolumeFile(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("DownwardAPIVolumeFile", "fieldRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("DownwardAPIVolumeFile", "fieldRef", err)
 			}
 			if m.FieldRef == nil {
@@ -8928,8 +10473,10 @@ func unmarshalCorev1DownwardAPIVolumeFile(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("DownwardAPIVolumeFile", "resourceFieldRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("DownwardAPIVolumeFile", "resourceFieldRef", err)
 			}
 			if m.ResourceFieldRef == nil {
@@ -8943,8 +10490,10 @@ func unmarshalCorev1DownwardAPIVolumeFile(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("DownwardAPIVolumeFile", "mode", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("DownwardAPIVolumeFile", "mode", err)
 			}
 			x := int32(v)
@@ -8954,14 +10503,17 @@ func unmarshalCorev1DownwardAPIVolumeFile(t *internTable, data []byte, m *corev1
 			if typ != 0 {
 				return pbWrongType("DownwardAPIVolumeFile", "user", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("DownwardAPIVolumeFile", "user", err)
 			}
 			x := int64(v)
 			m.User = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("DownwardAPIVolumeFile", "unknown field", err)
 			}
@@ -8972,17 +10524,22 @@ func unmarshalCorev1DownwardAPIVolumeFile(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.VolumeProjection) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeProjection")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeProjection"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // secret
 			if typ != 2 {
 				return pbWrongType("VolumeProjection", "secret", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeProjection", "secret", err)
 			}
 			if m.Secret == nil {
@@ -8996,8 +10553,10 @@ func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.Volu
 			if typ != 2 {
 				return pbWrongType("VolumeProjection", "downwardAPI", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeProjection", "downwardAPI", err)
 			}
 			if m.DownwardAPI == nil {
@@ -9011,8 +10570,10 @@ func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.Volu
 			if typ != 2 {
 				return pbWrongType("VolumeProjection", "configMap", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeProjection", "configMap", err)
 			}
 			if m.ConfigMap == nil {
@@ -9026,8 +10587,10 @@ func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.Volu
 			if typ != 2 {
 				return pbWrongType("VolumeProjection", "serviceAccountToken", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeProjection", "serviceAccountToken", err)
 			}
 			if m.ServiceAccountToken == nil {
@@ -9041,8 +10604,10 @@ func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.Volu
 			if typ != 2 {
 				return pbWrongType("VolumeProjection", "clusterTrustBundle", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeProjection", "clusterTrustBundle", err)
 			}
 			if m.ClusterTrustBundle == nil {
@@ -9056,8 +10621,10 @@ func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.Volu
 			if typ != 2 {
 				return pbWrongType("VolumeProjection", "podCertificate", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeProjection", "podCertificate", err)
 			}
 			if m.PodCertificate == nil {
@@ -9068,6 +10635,7 @@ func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.Volu
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeProjection", "unknown field", err)
 			}
@@ -9078,17 +10646,22 @@ func unmarshalCorev1VolumeProjection(t *internTable, data []byte, m *corev1.Volu
 
 func unmarshalCorev1PersistentVolumeClaimTemplate(t *internTable, data []byte, m *corev1.PersistentVolumeClaimTemplate) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PersistentVolumeClaimTemplate")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PersistentVolumeClaimTemplate"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // metadata
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimTemplate", "metadata", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimTemplate", "metadata", err)
 			}
 			if err := unmarshalMetav1ObjectMeta(t, data[s:e], &m.ObjectMeta); err != nil {
@@ -9099,8 +10672,10 @@ func unmarshalCorev1PersistentVolumeClaimTemplate(t *internTable, data []byte, m
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimTemplate", "", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimTemplate", "", err)
 			}
 			if err := unmarshalCorev1PersistentVolumeClaimSpec(t, data[s:e], &m.Spec); err != nil {
@@ -9108,6 +10683,7 @@ func unmarshalCorev1PersistentVolumeClaimTemplate(t *internTable, data []byte, m
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PersistentVolumeClaimTemplate", "unknown field", err)
 			}
@@ -9118,17 +10694,22 @@ func unmarshalCorev1PersistentVolumeClaimTemplate(t *internTable, data []byte, m
 
 func unmarshalCorev1ObjectFieldSelector(t *internTable, data []byte, m *corev1.ObjectFieldSelector) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ObjectFieldSelector")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ObjectFieldSelector"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // apiVersion
 			if typ != 2 {
 				return pbWrongType("ObjectFieldSelector", "apiVersion", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectFieldSelector", "apiVersion", err)
 			}
 			m.APIVersion = t.strFrom(data[s:e])
@@ -9137,13 +10718,16 @@ func unmarshalCorev1ObjectFieldSelector(t *internTable, data []byte, m *corev1.O
 			if typ != 2 {
 				return pbWrongType("ObjectFieldSelector", "fieldPath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectFieldSelector", "fieldPath", err)
 			}
 			m.FieldPath = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ObjectFieldSelector", "unknown field", err)
 			}
@@ -9154,17 +10738,22 @@ func unmarshalCorev1ObjectFieldSelector(t *internTable, data []byte, m *corev1.O
 
 func unmarshalCorev1ResourceFieldSelector(t *internTable, data []byte, m *corev1.ResourceFieldSelector) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ResourceFieldSelector")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ResourceFieldSelector"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // containerName
 			if typ != 2 {
 				return pbWrongType("ResourceFieldSelector", "containerName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceFieldSelector", "containerName", err)
 			}
 			m.ContainerName = t.strFrom(data[s:e])
@@ -9173,8 +10762,10 @@ func unmarshalCorev1ResourceFieldSelector(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("ResourceFieldSelector", "resource", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceFieldSelector", "resource", err)
 			}
 			m.Resource = t.strFrom(data[s:e])
@@ -9183,8 +10774,10 @@ func unmarshalCorev1ResourceFieldSelector(t *internTable, data []byte, m *corev1
 			if typ != 2 {
 				return pbWrongType("ResourceFieldSelector", "divisor", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceFieldSelector", "divisor", err)
 			}
 			if err := m.Divisor.Unmarshal(data[s:e]); err != nil {
@@ -9192,6 +10785,7 @@ func unmarshalCorev1ResourceFieldSelector(t *internTable, data []byte, m *corev1
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ResourceFieldSelector", "unknown field", err)
 			}
@@ -9202,17 +10796,22 @@ func unmarshalCorev1ResourceFieldSelector(t *internTable, data []byte, m *corev1
 
 func unmarshalCorev1ConfigMapKeySelector(t *internTable, data []byte, m *corev1.ConfigMapKeySelector) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ConfigMapKeySelector")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ConfigMapKeySelector"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // localObjectReference
 			if typ != 2 {
 				return pbWrongType("ConfigMapKeySelector", "localObjectReference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ConfigMapKeySelector", "localObjectReference", err)
 			}
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.LocalObjectReference); err != nil {
@@ -9223,8 +10822,10 @@ func unmarshalCorev1ConfigMapKeySelector(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("ConfigMapKeySelector", "key", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ConfigMapKeySelector", "key", err)
 			}
 			m.Key = t.strFrom(data[s:e])
@@ -9233,14 +10834,17 @@ func unmarshalCorev1ConfigMapKeySelector(t *internTable, data []byte, m *corev1.
 			if typ != 0 {
 				return pbWrongType("ConfigMapKeySelector", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ConfigMapKeySelector", "optional", err)
 			}
 			x := v != 0
 			m.Optional = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ConfigMapKeySelector", "unknown field", err)
 			}
@@ -9251,17 +10855,22 @@ func unmarshalCorev1ConfigMapKeySelector(t *internTable, data []byte, m *corev1.
 
 func unmarshalCorev1SecretKeySelector(t *internTable, data []byte, m *corev1.SecretKeySelector) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SecretKeySelector")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SecretKeySelector"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // localObjectReference
 			if typ != 2 {
 				return pbWrongType("SecretKeySelector", "localObjectReference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecretKeySelector", "localObjectReference", err)
 			}
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.LocalObjectReference); err != nil {
@@ -9272,8 +10881,10 @@ func unmarshalCorev1SecretKeySelector(t *internTable, data []byte, m *corev1.Sec
 			if typ != 2 {
 				return pbWrongType("SecretKeySelector", "key", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecretKeySelector", "key", err)
 			}
 			m.Key = t.strFrom(data[s:e])
@@ -9282,14 +10893,17 @@ func unmarshalCorev1SecretKeySelector(t *internTable, data []byte, m *corev1.Sec
 			if typ != 0 {
 				return pbWrongType("SecretKeySelector", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecretKeySelector", "optional", err)
 			}
 			x := v != 0
 			m.Optional = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SecretKeySelector", "unknown field", err)
 			}
@@ -9300,17 +10914,22 @@ func unmarshalCorev1SecretKeySelector(t *internTable, data []byte, m *corev1.Sec
 
 func unmarshalCorev1FileKeySelector(t *internTable, data []byte, m *corev1.FileKeySelector) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "FileKeySelector")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "FileKeySelector"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // volumeName
 			if typ != 2 {
 				return pbWrongType("FileKeySelector", "volumeName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FileKeySelector", "volumeName", err)
 			}
 			m.VolumeName = t.strFrom(data[s:e])
@@ -9319,8 +10938,10 @@ func unmarshalCorev1FileKeySelector(t *internTable, data []byte, m *corev1.FileK
 			if typ != 2 {
 				return pbWrongType("FileKeySelector", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FileKeySelector", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -9329,8 +10950,10 @@ func unmarshalCorev1FileKeySelector(t *internTable, data []byte, m *corev1.FileK
 			if typ != 2 {
 				return pbWrongType("FileKeySelector", "key", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("FileKeySelector", "key", err)
 			}
 			m.Key = t.strFrom(data[s:e])
@@ -9339,14 +10962,17 @@ func unmarshalCorev1FileKeySelector(t *internTable, data []byte, m *corev1.FileK
 			if typ != 0 {
 				return pbWrongType("FileKeySelector", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("FileKeySelector", "optional", err)
 			}
 			x := v != 0
 			m.Optional = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("FileKeySelector", "unknown field", err)
 			}
@@ -9359,17 +10985,22 @@ func unmarshalCorev1ExecAction(t *internTable, data []byte, m *corev1.ExecAction
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ExecAction")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ExecAction"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // command
 			if typ != 2 {
 				return pbWrongType("ExecAction", "command", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ExecAction", "command", err)
 			}
 			if m.Command == nil {
@@ -9382,6 +11013,7 @@ func unmarshalCorev1ExecAction(t *internTable, data []byte, m *corev1.ExecAction
 			m.Command = append(m.Command, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ExecAction", "unknown field", err)
 			}
@@ -9397,17 +11029,22 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "HTTPGetAction")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "HTTPGetAction"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // path
 			if typ != 2 {
 				return pbWrongType("HTTPGetAction", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPGetAction", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -9416,8 +11053,10 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 			if typ != 2 {
 				return pbWrongType("HTTPGetAction", "port", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPGetAction", "port", err)
 			}
 			if err := unmarshalIntstrIntOrString(t, data[s:e], &m.Port); err != nil {
@@ -9428,8 +11067,10 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 			if typ != 2 {
 				return pbWrongType("HTTPGetAction", "host", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPGetAction", "host", err)
 			}
 			m.Host = t.strFrom(data[s:e])
@@ -9438,8 +11079,10 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 			if typ != 2 {
 				return pbWrongType("HTTPGetAction", "scheme", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPGetAction", "scheme", err)
 			}
 			m.Scheme = corev1.URIScheme(t.strFrom(data[s:e]))
@@ -9448,8 +11091,10 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 			if typ != 2 {
 				return pbWrongType("HTTPGetAction", "httpHeaders", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPGetAction", "httpHeaders", err)
 			}
 			if m.HTTPHeaders == nil {
@@ -9468,14 +11113,17 @@ func unmarshalCorev1HTTPGetAction(t *internTable, data []byte, m *corev1.HTTPGet
 			if typ != 2 {
 				return pbWrongType("HTTPGetAction", "protocol", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPGetAction", "protocol", err)
 			}
 			x := corev1.HTTPProtocol(t.strFrom(data[s:e]))
 			m.Protocol = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("HTTPGetAction", "unknown field", err)
 			}
@@ -9489,17 +11137,22 @@ var pbTagsCorev1HTTPGetAction = [...]uint64{5<<3 | 2}
 
 func unmarshalCorev1TCPSocketAction(t *internTable, data []byte, m *corev1.TCPSocketAction) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "TCPSocketAction")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "TCPSocketAction"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // port
 			if typ != 2 {
 				return pbWrongType("TCPSocketAction", "port", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TCPSocketAction", "port", err)
 			}
 			if err := unmarshalIntstrIntOrString(t, data[s:e], &m.Port); err != nil {
@@ -9510,13 +11163,16 @@ func unmarshalCorev1TCPSocketAction(t *internTable, data []byte, m *corev1.TCPSo
 			if typ != 2 {
 				return pbWrongType("TCPSocketAction", "host", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TCPSocketAction", "host", err)
 			}
 			m.Host = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("TCPSocketAction", "unknown field", err)
 			}
@@ -9527,17 +11183,22 @@ func unmarshalCorev1TCPSocketAction(t *internTable, data []byte, m *corev1.TCPSo
 
 func unmarshalCorev1GRPCAction(t *internTable, data []byte, m *corev1.GRPCAction) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "GRPCAction")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "GRPCAction"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // port
 			if typ != 0 {
 				return pbWrongType("GRPCAction", "port", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("GRPCAction", "port", err)
 			}
 			m.Port = int32(v)
@@ -9546,8 +11207,10 @@ func unmarshalCorev1GRPCAction(t *internTable, data []byte, m *corev1.GRPCAction
 			if typ != 2 {
 				return pbWrongType("GRPCAction", "service", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GRPCAction", "service", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -9557,14 +11220,17 @@ func unmarshalCorev1GRPCAction(t *internTable, data []byte, m *corev1.GRPCAction
 			if typ != 2 {
 				return pbWrongType("GRPCAction", "mode", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("GRPCAction", "mode", err)
 			}
 			x := corev1.GRPCProbeMode(t.strFrom(data[s:e]))
 			m.Mode = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("GRPCAction", "unknown field", err)
 			}
@@ -9575,22 +11241,28 @@ func unmarshalCorev1GRPCAction(t *internTable, data []byte, m *corev1.GRPCAction
 
 func unmarshalCorev1SleepAction(t *internTable, data []byte, m *corev1.SleepAction) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SleepAction")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SleepAction"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // seconds
 			if typ != 0 {
 				return pbWrongType("SleepAction", "seconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SleepAction", "seconds", err)
 			}
 			m.Seconds = int64(v)
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SleepAction", "unknown field", err)
 			}
@@ -9603,17 +11275,22 @@ func unmarshalCorev1NodeSelectorTerm(t *internTable, data []byte, m *corev1.Node
 	var counts [2]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NodeSelectorTerm")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NodeSelectorTerm"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // matchExpressions
 			if typ != 2 {
 				return pbWrongType("NodeSelectorTerm", "matchExpressions", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeSelectorTerm", "matchExpressions", err)
 			}
 			if m.MatchExpressions == nil {
@@ -9632,8 +11309,10 @@ func unmarshalCorev1NodeSelectorTerm(t *internTable, data []byte, m *corev1.Node
 			if typ != 2 {
 				return pbWrongType("NodeSelectorTerm", "matchFields", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeSelectorTerm", "matchFields", err)
 			}
 			if m.MatchFields == nil {
@@ -9649,6 +11328,7 @@ func unmarshalCorev1NodeSelectorTerm(t *internTable, data []byte, m *corev1.Node
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NodeSelectorTerm", "unknown field", err)
 			}
@@ -9662,22 +11342,28 @@ var pbTagsCorev1NodeSelectorTerm = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
 func unmarshalCorev1ImageVolumeStatus(t *internTable, data []byte, m *corev1.ImageVolumeStatus) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ImageVolumeStatus")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ImageVolumeStatus"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // imageRef
 			if typ != 2 {
 				return pbWrongType("ImageVolumeStatus", "imageRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ImageVolumeStatus", "imageRef", err)
 			}
 			m.ImageRef = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ImageVolumeStatus", "unknown field", err)
 			}
@@ -9690,17 +11376,22 @@ func unmarshalCorev1SecretProjection(t *internTable, data []byte, m *corev1.Secr
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "SecretProjection")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "SecretProjection"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // localObjectReference
 			if typ != 2 {
 				return pbWrongType("SecretProjection", "localObjectReference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecretProjection", "localObjectReference", err)
 			}
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.LocalObjectReference); err != nil {
@@ -9711,8 +11402,10 @@ func unmarshalCorev1SecretProjection(t *internTable, data []byte, m *corev1.Secr
 			if typ != 2 {
 				return pbWrongType("SecretProjection", "items", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("SecretProjection", "items", err)
 			}
 			if m.Items == nil {
@@ -9731,14 +11424,17 @@ func unmarshalCorev1SecretProjection(t *internTable, data []byte, m *corev1.Secr
 			if typ != 0 {
 				return pbWrongType("SecretProjection", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("SecretProjection", "optional", err)
 			}
 			x := v != 0
 			m.Optional = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("SecretProjection", "unknown field", err)
 			}
@@ -9754,17 +11450,22 @@ func unmarshalCorev1DownwardAPIProjection(t *internTable, data []byte, m *corev1
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "DownwardAPIProjection")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "DownwardAPIProjection"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // items
 			if typ != 2 {
 				return pbWrongType("DownwardAPIProjection", "items", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("DownwardAPIProjection", "items", err)
 			}
 			if m.Items == nil {
@@ -9780,6 +11481,7 @@ func unmarshalCorev1DownwardAPIProjection(t *internTable, data []byte, m *corev1
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("DownwardAPIProjection", "unknown field", err)
 			}
@@ -9795,17 +11497,22 @@ func unmarshalCorev1ConfigMapProjection(t *internTable, data []byte, m *corev1.C
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ConfigMapProjection")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ConfigMapProjection"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // localObjectReference
 			if typ != 2 {
 				return pbWrongType("ConfigMapProjection", "localObjectReference", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ConfigMapProjection", "localObjectReference", err)
 			}
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.LocalObjectReference); err != nil {
@@ -9816,8 +11523,10 @@ func unmarshalCorev1ConfigMapProjection(t *internTable, data []byte, m *corev1.C
 			if typ != 2 {
 				return pbWrongType("ConfigMapProjection", "items", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ConfigMapProjection", "items", err)
 			}
 			if m.Items == nil {
@@ -9836,14 +11545,17 @@ func unmarshalCorev1ConfigMapProjection(t *internTable, data []byte, m *corev1.C
 			if typ != 0 {
 				return pbWrongType("ConfigMapProjection", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ConfigMapProjection", "optional", err)
 			}
 			x := v != 0
 			m.Optional = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ConfigMapProjection", "unknown field", err)
 			}
@@ -9857,17 +11569,22 @@ var pbTagsCorev1ConfigMapProjection = [...]uint64{2<<3 | 2}
 
 func unmarshalCorev1ServiceAccountTokenProjection(t *internTable, data []byte, m *corev1.ServiceAccountTokenProjection) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ServiceAccountTokenProjection")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ServiceAccountTokenProjection"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // audience
 			if typ != 2 {
 				return pbWrongType("ServiceAccountTokenProjection", "audience", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ServiceAccountTokenProjection", "audience", err)
 			}
 			m.Audience = t.strFrom(data[s:e])
@@ -9876,8 +11593,10 @@ func unmarshalCorev1ServiceAccountTokenProjection(t *internTable, data []byte, m
 			if typ != 0 {
 				return pbWrongType("ServiceAccountTokenProjection", "expirationSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ServiceAccountTokenProjection", "expirationSeconds", err)
 			}
 			x := int64(v)
@@ -9887,8 +11606,10 @@ func unmarshalCorev1ServiceAccountTokenProjection(t *internTable, data []byte, m
 			if typ != 2 {
 				return pbWrongType("ServiceAccountTokenProjection", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ServiceAccountTokenProjection", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -9897,14 +11618,17 @@ func unmarshalCorev1ServiceAccountTokenProjection(t *internTable, data []byte, m
 			if typ != 0 {
 				return pbWrongType("ServiceAccountTokenProjection", "user", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ServiceAccountTokenProjection", "user", err)
 			}
 			x := int64(v)
 			m.User = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ServiceAccountTokenProjection", "unknown field", err)
 			}
@@ -9915,17 +11639,22 @@ func unmarshalCorev1ServiceAccountTokenProjection(t *internTable, data []byte, m
 
 func unmarshalCorev1ClusterTrustBundleProjection(t *internTable, data []byte, m *corev1.ClusterTrustBundleProjection) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "ClusterTrustBundleProjection")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ClusterTrustBundleProjection"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("ClusterTrustBundleProjection", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ClusterTrustBundleProjection", "name", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -9935,8 +11664,10 @@ func unmarshalCorev1ClusterTrustBundleProjection(t *internTable, data []byte, m 
 			if typ != 2 {
 				return pbWrongType("ClusterTrustBundleProjection", "signerName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ClusterTrustBundleProjection", "signerName", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -9946,8 +11677,10 @@ func unmarshalCorev1ClusterTrustBundleProjection(t *internTable, data []byte, m 
 			if typ != 2 {
 				return pbWrongType("ClusterTrustBundleProjection", "labelSelector", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ClusterTrustBundleProjection", "labelSelector", err)
 			}
 			if m.LabelSelector == nil {
@@ -9961,8 +11694,10 @@ func unmarshalCorev1ClusterTrustBundleProjection(t *internTable, data []byte, m 
 			if typ != 0 {
 				return pbWrongType("ClusterTrustBundleProjection", "optional", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ClusterTrustBundleProjection", "optional", err)
 			}
 			x := v != 0
@@ -9972,8 +11707,10 @@ func unmarshalCorev1ClusterTrustBundleProjection(t *internTable, data []byte, m 
 			if typ != 2 {
 				return pbWrongType("ClusterTrustBundleProjection", "path", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ClusterTrustBundleProjection", "path", err)
 			}
 			m.Path = t.strFrom(data[s:e])
@@ -9982,14 +11719,17 @@ func unmarshalCorev1ClusterTrustBundleProjection(t *internTable, data []byte, m 
 			if typ != 0 {
 				return pbWrongType("ClusterTrustBundleProjection", "user", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("ClusterTrustBundleProjection", "user", err)
 			}
 			x := int64(v)
 			m.User = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("ClusterTrustBundleProjection", "unknown field", err)
 			}
@@ -10000,17 +11740,22 @@ func unmarshalCorev1ClusterTrustBundleProjection(t *internTable, data []byte, m 
 
 func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *corev1.PodCertificateProjection) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PodCertificateProjection")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodCertificateProjection"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // signerName
 			if typ != 2 {
 				return pbWrongType("PodCertificateProjection", "signerName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCertificateProjection", "signerName", err)
 			}
 			m.SignerName = t.strFrom(data[s:e])
@@ -10019,8 +11764,10 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("PodCertificateProjection", "keyType", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCertificateProjection", "keyType", err)
 			}
 			m.KeyType = t.strFrom(data[s:e])
@@ -10029,8 +11776,10 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 			if typ != 0 {
 				return pbWrongType("PodCertificateProjection", "maxExpirationSeconds", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodCertificateProjection", "maxExpirationSeconds", err)
 			}
 			x := int32(v)
@@ -10040,8 +11789,10 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("PodCertificateProjection", "credentialBundlePath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCertificateProjection", "credentialBundlePath", err)
 			}
 			m.CredentialBundlePath = t.strFrom(data[s:e])
@@ -10050,8 +11801,10 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("PodCertificateProjection", "keyPath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCertificateProjection", "keyPath", err)
 			}
 			m.KeyPath = t.strFrom(data[s:e])
@@ -10060,8 +11813,10 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("PodCertificateProjection", "certificateChainPath", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCertificateProjection", "certificateChainPath", err)
 			}
 			m.CertificateChainPath = t.strFrom(data[s:e])
@@ -10070,8 +11825,10 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 			if typ != 2 {
 				return pbWrongType("PodCertificateProjection", "userAnnotations", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodCertificateProjection", "userAnnotations", err)
 			}
 			if m.UserAnnotations == nil {
@@ -10085,14 +11842,17 @@ func unmarshalCorev1PodCertificateProjection(t *internTable, data []byte, m *cor
 			if typ != 0 {
 				return pbWrongType("PodCertificateProjection", "user", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("PodCertificateProjection", "user", err)
 			}
 			x := int64(v)
 			m.User = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PodCertificateProjection", "unknown field", err)
 			}
@@ -10105,17 +11865,22 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "PersistentVolumeClaimSpec")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PersistentVolumeClaimSpec"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // accessModes
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "accessModes", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "accessModes", err)
 			}
 			if m.AccessModes == nil {
@@ -10131,8 +11896,10 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "selector", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "selector", err)
 			}
 			if m.Selector == nil {
@@ -10146,8 +11913,10 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "resources", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "resources", err)
 			}
 			if err := unmarshalCorev1VolumeResourceRequirements(t, data[s:e], &m.Resources); err != nil {
@@ -10158,8 +11927,10 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "volumeName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "volumeName", err)
 			}
 			m.VolumeName = t.strFrom(data[s:e])
@@ -10168,8 +11939,10 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "storageClassName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "storageClassName", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -10179,8 +11952,10 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "volumeMode", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "volumeMode", err)
 			}
 			x := corev1.PersistentVolumeMode(t.strFrom(data[s:e]))
@@ -10190,8 +11965,10 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "dataSource", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "dataSource", err)
 			}
 			if m.DataSource == nil {
@@ -10205,8 +11982,10 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "dataSourceRef", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "dataSourceRef", err)
 			}
 			if m.DataSourceRef == nil {
@@ -10220,14 +11999,17 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("PersistentVolumeClaimSpec", "volumeAttributesClassName", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "volumeAttributesClassName", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.VolumeAttributesClassName = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("PersistentVolumeClaimSpec", "unknown field", err)
 			}
@@ -10241,17 +12023,22 @@ var pbTagsCorev1PersistentVolumeClaimSpec = [...]uint64{1<<3 | 2}
 
 func unmarshalIntstrIntOrString(t *internTable, data []byte, m *intstr.IntOrString) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "IntOrString")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "IntOrString"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // type
 			if typ != 0 {
 				return pbWrongType("IntOrString", "type", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("IntOrString", "type", err)
 			}
 			m.Type = intstr.Type(v)
@@ -10260,8 +12047,10 @@ func unmarshalIntstrIntOrString(t *internTable, data []byte, m *intstr.IntOrStri
 			if typ != 0 {
 				return pbWrongType("IntOrString", "intVal", typ)
 			}
-			v, e, err := pbVarint(data, next)
-			if err != nil {
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
 				return pbField("IntOrString", "intVal", err)
 			}
 			m.IntVal = int32(v)
@@ -10270,13 +12059,16 @@ func unmarshalIntstrIntOrString(t *internTable, data []byte, m *intstr.IntOrStri
 			if typ != 2 {
 				return pbWrongType("IntOrString", "strVal", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("IntOrString", "strVal", err)
 			}
 			m.StrVal = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("IntOrString", "unknown field", err)
 			}
@@ -10287,17 +12079,22 @@ func unmarshalIntstrIntOrString(t *internTable, data []byte, m *intstr.IntOrStri
 
 func unmarshalCorev1HTTPHeader(t *internTable, data []byte, m *corev1.HTTPHeader) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "HTTPHeader")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "HTTPHeader"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // name
 			if typ != 2 {
 				return pbWrongType("HTTPHeader", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPHeader", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -10306,13 +12103,16 @@ func unmarshalCorev1HTTPHeader(t *internTable, data []byte, m *corev1.HTTPHeader
 			if typ != 2 {
 				return pbWrongType("HTTPHeader", "value", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("HTTPHeader", "value", err)
 			}
 			m.Value = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("HTTPHeader", "unknown field", err)
 			}
@@ -10325,17 +12125,22 @@ func unmarshalCorev1NodeSelectorRequirement(t *internTable, data []byte, m *core
 	var counts [1]int
 	counted := false
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "NodeSelectorRequirement")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "NodeSelectorRequirement"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // key
 			if typ != 2 {
 				return pbWrongType("NodeSelectorRequirement", "key", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeSelectorRequirement", "key", err)
 			}
 			m.Key = t.strFrom(data[s:e])
@@ -10344,8 +12149,10 @@ func unmarshalCorev1NodeSelectorRequirement(t *internTable, data []byte, m *core
 			if typ != 2 {
 				return pbWrongType("NodeSelectorRequirement", "operator", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeSelectorRequirement", "operator", err)
 			}
 			m.Operator = corev1.NodeSelectorOperator(t.strFrom(data[s:e]))
@@ -10354,8 +12161,10 @@ func unmarshalCorev1NodeSelectorRequirement(t *internTable, data []byte, m *core
 			if typ != 2 {
 				return pbWrongType("NodeSelectorRequirement", "values", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("NodeSelectorRequirement", "values", err)
 			}
 			if m.Values == nil {
@@ -10368,6 +12177,7 @@ func unmarshalCorev1NodeSelectorRequirement(t *internTable, data []byte, m *core
 			m.Values = append(m.Values, t.strFrom(data[s:e]))
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("NodeSelectorRequirement", "unknown field", err)
 			}
@@ -10381,17 +12191,22 @@ var pbTagsCorev1NodeSelectorRequirement = [...]uint64{3<<3 | 2}
 
 func unmarshalCorev1VolumeResourceRequirements(t *internTable, data []byte, m *corev1.VolumeResourceRequirements) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "VolumeResourceRequirements")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "VolumeResourceRequirements"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // limits
 			if typ != 2 {
 				return pbWrongType("VolumeResourceRequirements", "limits", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeResourceRequirements", "limits", err)
 			}
 			if m.Limits == nil {
@@ -10405,8 +12220,10 @@ func unmarshalCorev1VolumeResourceRequirements(t *internTable, data []byte, m *c
 			if typ != 2 {
 				return pbWrongType("VolumeResourceRequirements", "requests", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeResourceRequirements", "requests", err)
 			}
 			if m.Requests == nil {
@@ -10417,6 +12234,7 @@ func unmarshalCorev1VolumeResourceRequirements(t *internTable, data []byte, m *c
 			}
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("VolumeResourceRequirements", "unknown field", err)
 			}
@@ -10427,17 +12245,22 @@ func unmarshalCorev1VolumeResourceRequirements(t *internTable, data []byte, m *c
 
 func unmarshalCorev1TypedLocalObjectReference(t *internTable, data []byte, m *corev1.TypedLocalObjectReference) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "TypedLocalObjectReference")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "TypedLocalObjectReference"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // apiGroup
 			if typ != 2 {
 				return pbWrongType("TypedLocalObjectReference", "apiGroup", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TypedLocalObjectReference", "apiGroup", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -10447,8 +12270,10 @@ func unmarshalCorev1TypedLocalObjectReference(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("TypedLocalObjectReference", "kind", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TypedLocalObjectReference", "kind", err)
 			}
 			m.Kind = t.strFrom(data[s:e])
@@ -10457,13 +12282,16 @@ func unmarshalCorev1TypedLocalObjectReference(t *internTable, data []byte, m *co
 			if typ != 2 {
 				return pbWrongType("TypedLocalObjectReference", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TypedLocalObjectReference", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("TypedLocalObjectReference", "unknown field", err)
 			}
@@ -10474,17 +12302,22 @@ func unmarshalCorev1TypedLocalObjectReference(t *internTable, data []byte, m *co
 
 func unmarshalCorev1TypedObjectReference(t *internTable, data []byte, m *corev1.TypedObjectReference) error {
 	for i := 0; i < len(data); {
-		num, typ, next, err := pbTag(data, i, "TypedObjectReference")
-		if err != nil {
-			return err
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "TypedObjectReference"); err != nil {
+				return err
+			}
 		}
 		switch num {
 		case 1: // apiGroup
 			if typ != 2 {
 				return pbWrongType("TypedObjectReference", "apiGroup", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TypedObjectReference", "apiGroup", err)
 			}
 			x := t.strFrom(data[s:e])
@@ -10494,8 +12327,10 @@ func unmarshalCorev1TypedObjectReference(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("TypedObjectReference", "kind", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TypedObjectReference", "kind", err)
 			}
 			m.Kind = t.strFrom(data[s:e])
@@ -10504,8 +12339,10 @@ func unmarshalCorev1TypedObjectReference(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("TypedObjectReference", "name", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TypedObjectReference", "name", err)
 			}
 			m.Name = t.strFrom(data[s:e])
@@ -10514,14 +12351,17 @@ func unmarshalCorev1TypedObjectReference(t *internTable, data []byte, m *corev1.
 			if typ != 2 {
 				return pbWrongType("TypedObjectReference", "namespace", typ)
 			}
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("TypedObjectReference", "namespace", err)
 			}
 			x := t.strFrom(data[s:e])
 			m.Namespace = &x
 			i = e
 		default:
+			var err error
 			if i, err = pbSkip(data, i, len(data)); err != nil {
 				return pbField("TypedObjectReference", "unknown field", err)
 			}
@@ -10533,22 +12373,29 @@ func unmarshalCorev1TypedObjectReference(t *internTable, data []byte, m *corev1.
 func unmarshalCorev1ResourceListEntry(t *internTable, data []byte, s, e int, m corev1.ResourceList) error {
 	var key corev1.ResourceName
 	var value resource.Quantity
+	var err error
 	for i := s; i < e; {
-		wire, next, err := pbVarint(data, i)
-		if err != nil {
-			return err
+		wire, next := uint64(data[i]), i+1
+		if wire >= 0x80 {
+			if wire, next, err = pbVarint(data, i); err != nil {
+				return err
+			}
 		}
 		switch int32(wire >> 3) {
 		case 1:
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("map entry", "key", err)
 			}
 			key = corev1.ResourceName(t.strFrom(data[s:e]))
 			i = e
 		case 2:
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("map entry", "value", err)
 			}
 			value = resource.Quantity{}
@@ -10569,22 +12416,29 @@ func unmarshalCorev1ResourceListEntry(t *internTable, data []byte, s, e int, m c
 func unmarshalMapStringToStringEntry(t *internTable, data []byte, s, e int, m map[string]string) error {
 	var key string
 	var value string
+	var err error
 	for i := s; i < e; {
-		wire, next, err := pbVarint(data, i)
-		if err != nil {
-			return err
+		wire, next := uint64(data[i]), i+1
+		if wire >= 0x80 {
+			if wire, next, err = pbVarint(data, i); err != nil {
+				return err
+			}
 		}
 		switch int32(wire >> 3) {
 		case 1:
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("map entry", "key", err)
 			}
 			key = t.strFrom(data[s:e])
 			i = e
 		case 2:
-			s, e, err := pbLen(data, next)
-			if err != nil {
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("map entry", "value", err)
 			}
 			value = t.strFrom(data[s:e])

@@ -23,17 +23,9 @@ var (
 )
 
 // pbVarint reads the varint at data[i:] and returns it and the index
-// after it.
+// after it. (Too large to inline: the generated code reads one-byte
+// varints itself, and calls the functions here for the rest.)
 func pbVarint(data []byte, i int) (uint64, int, error) {
-	if i < len(data) && data[i] < 0x80 {
-		return uint64(data[i]), i + 1, nil
-	}
-	return pbVarintLong(data, i)
-}
-
-// pbVarintLong is pbVarint's loop, kept out of it so that pbVarint's
-// one-byte case (tags, most lengths) inlines.
-func pbVarintLong(data []byte, i int) (uint64, int, error) {
 	var v uint64
 	for shift := uint(0); shift < 64; shift += 7 {
 		if i >= len(data) {

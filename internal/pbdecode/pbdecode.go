@@ -281,8 +281,14 @@ func (g *generator) message(t reflect.Type) error {
 		g.p("counted := false")
 	}
 	g.p("for i := 0; i < len(data); {")
-	g.p("num, typ, next, err := pbTag(data, i, %q)", name)
-	g.p("if err != nil { return err }")
+	// A one-byte tag, length or varint is read here, anything else by
+	// the functions of restdecode_wire.go: they are too large to inline,
+	// and calling them for every field cost 10%% of the time.
+	g.p("num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1")
+	g.p("if data[i] >= 0x80 || typ == 4 || num == 0 {")
+	g.p("var err error")
+	g.p("if num, typ, next, err = pbTag(data, i, %q); err != nil { return err }", name)
+	g.p("}")
 	g.p("switch num {")
 	nums := map[int]string{}
 	for i := range t.NumField() {
@@ -308,6 +314,7 @@ func (g *generator) message(t reflect.Type) error {
 		}
 	}
 	g.p("default:")
+	g.p("var err error")
 	g.p("if i, err = pbSkip(data, i, len(data)); err != nil { return pbField(%q, \"unknown field\", err) }", name)
 	g.p("}")
 	g.p("}")
@@ -343,10 +350,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 		g.p("if typ != %d { return pbWrongType(%q, %q, typ) }", w, msg, fld)
 	}
 	fail := fmt.Sprintf("return pbField(%q, %q, err)", msg, fld)
-	readLen := func() {
-		g.p("s, e, err := pbLen(data, next)")
-		g.p("if err != nil { %s }", fail)
-	}
+	readLen := func() { g.readLen(fail) }
 	// The wire type follows from the Go type, as in generated.proto and
 	// hence the generated code; the tag's may differ (PodSpec.Priority's,
 	// an int32, says bytes). Only varint and length-delimited fields
@@ -373,8 +377,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 			return err
 		}
 		wantWire(0)
-		g.p("v, e, err := pbVarint(data, next)")
-		g.p("if err != nil { %s }", fail)
+		g.readVarint(fail)
 		g.p("%s = %s", field, g.varint(ft, "v"))
 		g.p("i = e")
 	case ft.Kind() == reflect.Struct:
@@ -411,8 +414,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 				return err
 			}
 			wantWire(0)
-			g.p("v, e, err := pbVarint(data, next)")
-			g.p("if err != nil { %s }", fail)
+			g.readVarint(fail)
 			g.p("x := %s", g.varint(et, "v"))
 			g.p("%s = &x", field)
 			g.p("i = e")
@@ -457,8 +459,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 			// length-delimited run), as gogo accepts both.
 			g.p("switch typ {")
 			g.p("case 0:")
-			g.p("v, e, err := pbVarint(data, next)")
-			g.p("if err != nil { %s }", fail)
+			g.readVarint(fail)
 			g.p("%s = append(%s, %s)", field, field, g.varint(et, "v"))
 			g.p("i = e")
 			g.p("case 2:")
@@ -501,6 +502,28 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 	return nil
 }
 
+// readLen writes the statements reading the length at data[next:] of a
+// length-delimited value into its bounds s and e, or running fail.
+func (g *generator) readLen(fail string) {
+	g.p("s, e, err := next+1, next+1, error(nil)")
+	g.p("if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {")
+	g.p("e += int(data[next])")
+	g.p("} else if s, e, err = pbLen(data, next); err != nil {")
+	g.p("%s", fail)
+	g.p("}")
+}
+
+// readVarint writes the statements reading the varint at data[next:]
+// into v, and the index after it into e, or running fail.
+func (g *generator) readVarint(fail string) {
+	g.p("v, e, err := uint64(0), next+1, error(nil)")
+	g.p("if next < len(data) && data[next] < 0x80 {")
+	g.p("v = uint64(data[next])")
+	g.p("} else if v, e, err = pbVarint(data, next); err != nil {")
+	g.p("%s", fail)
+	g.p("}")
+}
+
 // mapEntry writes the decoder of one entry of a map of type t, at
 // data[s:e] (as gogo's code, it reads the key and value within data, not
 // within the entry, and takes a missing key or value as the zero value).
@@ -509,18 +532,19 @@ func (g *generator) mapEntry(t reflect.Type) error {
 	g.p("func %s(t *internTable, data []byte, s, e int, m %s) error {", g.mapFuncName(t), g.typeName(t))
 	g.p("var key %s", g.typeName(t.Key()))
 	g.p("var value %s", g.typeName(t.Elem()))
+	g.p("var err error")
 	g.p("for i := s; i < e; {")
-	g.p("wire, next, err := pbVarint(data, i)")
-	g.p("if err != nil { return err }")
+	g.p("wire, next := uint64(data[i]), i+1")
+	g.p("if wire >= 0x80 {")
+	g.p("if wire, next, err = pbVarint(data, i); err != nil { return err }")
+	g.p("}")
 	g.p("switch int32(wire >> 3) {")
 	g.p("case 1:")
-	g.p("s, e, err := pbLen(data, next)")
-	g.p("if err != nil { return pbField(\"map entry\", \"key\", err) }")
+	g.readLen(`return pbField("map entry", "key", err)`)
 	g.p("key = %s", g.str(t.Key()))
 	g.p("i = e")
 	g.p("case 2:")
-	g.p("s, e, err := pbLen(data, next)")
-	g.p("if err != nil { return pbField(\"map entry\", \"value\", err) }")
+	g.readLen(`return pbField("map entry", "value", err)`)
 	if vt := t.Elem(); vt.Kind() == reflect.String {
 		g.p("value = %s", g.str(vt))
 	} else {
