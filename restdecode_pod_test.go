@@ -164,11 +164,11 @@ func TestUnmarshalPodDoesNotAliasData(t *testing.T) {
 	}
 }
 
-// TestUnmarshalPodRules decodes hand-made encodings that exercise gogo's
-// rules one by one: merging, overwriting, appending, map entries, packed
-// lists, empty bytes, unknown fields of every wire type, and the errors of
-// bad tags, wire types and lengths.
-func TestUnmarshalPodRules(t *testing.T) {
+// podRuleEncodings returns hand-made pod encodings, by what they
+// exercise of gogo's rules: merging, overwriting, appending, map entries,
+// packed lists, empty bytes, unknown fields of every wire type, and the
+// errors of bad tags, wire types and lengths.
+func podRuleEncodings() map[string][]byte {
 	bytesField := func(num protowire.Number, v []byte) []byte {
 		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
 	}
@@ -193,7 +193,7 @@ func TestUnmarshalPodRules(t *testing.T) {
 		b[n-1] &= 0x7f
 		return b
 	}
-	cases := map[string][]byte{
+	return map[string][]byte{
 		"empty":                   nil,
 		"later scalar wins":       meta(str(1, "a"), str(1, "b")),
 		"message merges":          cat(meta(str(1, "a")), meta(str(3, "ns"))),
@@ -254,6 +254,12 @@ func TestUnmarshalPodRules(t *testing.T) {
 		"empty time":              meta(bytesField(8, nil)),
 		"int or string":           spec(bytesField(2, bytesField(10, bytesField(1, bytesField(3, cat(varintField(1, 1), str(3, "http"))))))),
 	}
+}
+
+// TestUnmarshalPodRules decodes hand-made encodings that exercise gogo's
+// rules one by one (podRuleEncodings), twice through one table.
+func TestUnmarshalPodRules(t *testing.T) {
+	cases := podRuleEncodings()
 	table := newInternTable()
 	for round := range 2 {
 		for name, data := range cases {
@@ -293,6 +299,9 @@ func FuzzUnmarshalPod(f *testing.F) {
 		f.Add(data)
 	}
 	for _, data := range randomPods(f, 19, 5) {
+		f.Add(data)
+	}
+	for _, data := range podRuleEncodings() {
 		f.Add(data)
 	}
 	table := newInternTable()
