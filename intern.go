@@ -108,6 +108,9 @@ type internTable struct {
 	strings shareSet[byte]
 	// shared holds the canonical sub-objects of pods.
 	shared podShares
+	// raw holds the canonical sub-objects of pods shared at decode time,
+	// keyed by their bytes as received (see share_decode.go).
+	raw podShares
 	// front caches strings of the table (see frontSets); allocated with
 	// the first one.
 	front *[frontSets][frontWays]frontEntry
@@ -287,6 +290,7 @@ func (t *internTable) sweep() {
 	t.forget()
 	t.strings.sweep()
 	t.shared.sweep()
+	t.raw.sweep()
 }
 
 // len returns the number of strings and sub-objects held, live or not yet
@@ -294,7 +298,7 @@ func (t *internTable) sweep() {
 func (t *internTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.strings.slots) + t.shared.len()
+	return len(t.strings.slots) + t.shared.len() + t.raw.len()
 }
 
 // internFunc interns the strings of one object in place.

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"maps"
+	"unsafe"
 )
 
 // unmarshalPod decodes data into m as m.Reset(); m.Unmarshal(data) does,
@@ -81,8 +83,12 @@ func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {
 }
 
 func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta) error {
-	var counts [3]int
+	var counts [5]int
 	counted := false
+	// keep holds the share points to keep as canonical once decoded;
+	// owned, those created (or copied) by this call, hence not canonical.
+	var keep [4]rawRun
+	var owned [4]bool
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
 		if data[i] >= 0x80 || typ == 4 || num == 0 {
@@ -231,7 +237,25 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 				return pbField("ObjectMeta", "labels", err)
 			}
 			if m.Labels == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
+					counted = true
+				}
+				n, end := pbRun(data, i, next)
+				if counts[0] == n {
+					c, _, h := sharedRaw(t, &t.raw.stringMaps, data[i:end])
+					if c != nil {
+						m.Labels = mapAt[map[string]string](c)
+						i = end
+						continue
+					}
+					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.Labels = make(map[string]string)
+				owned[0] = true
+			} else if !owned[0] {
+				m.Labels = maps.Clone(m.Labels)
+				owned[0] = true
 			}
 			if err := unmarshalMapStringToStringEntry(t, data, s, e, m.Labels); err != nil {
 				return pbField("ObjectMeta", "labels", err)
@@ -248,7 +272,25 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 				return pbField("ObjectMeta", "annotations", err)
 			}
 			if m.Annotations == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
+					counted = true
+				}
+				n, end := pbRun(data, i, next)
+				if counts[1] == n {
+					c, _, h := sharedRaw(t, &t.raw.stringMaps, data[i:end])
+					if c != nil {
+						m.Annotations = mapAt[map[string]string](c)
+						i = end
+						continue
+					}
+					keep[1] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.Annotations = make(map[string]string)
+				owned[1] = true
+			} else if !owned[1] {
+				m.Annotations = maps.Clone(m.Annotations)
+				owned[1] = true
 			}
 			if err := unmarshalMapStringToStringEntry(t, data, s, e, m.Annotations); err != nil {
 				return pbField("ObjectMeta", "annotations", err)
@@ -269,7 +311,16 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
 					counted = true
 				}
-				m.OwnerReferences = make([]metav1.OwnerReference, 0, counts[0])
+				if n, end := pbRun(data, i, next); counts[2] == n {
+					c, cn, h := sharedRaw(t, &t.raw.ownerRefs, data[i:end])
+					if c != nil {
+						m.OwnerReferences = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[2] = rawRun{s: i, e: end, h: h, ok: true}
+				}
+				m.OwnerReferences = make([]metav1.OwnerReference, 0, counts[2])
 			}
 			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
 			if err := unmarshalMetav1OwnerReference(t, data[s:e], &m.OwnerReferences[len(m.OwnerReferences)-1]); err != nil {
@@ -291,7 +342,16 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
 					counted = true
 				}
-				m.Finalizers = make([]string, 0, counts[1])
+				if n, end := pbRun(data, i, next); counts[3] == n {
+					c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
+					if c != nil {
+						m.Finalizers = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[3] = rawRun{s: i, e: end, h: h, ok: true}
+				}
+				m.Finalizers = make([]string, 0, counts[3])
 			}
 			m.Finalizers = append(m.Finalizers, t.strFrom(data[s:e]))
 			i = e
@@ -310,7 +370,7 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
 					counted = true
 				}
-				m.ManagedFields = make([]metav1.ManagedFieldsEntry, 0, counts[2])
+				m.ManagedFields = make([]metav1.ManagedFieldsEntry, 0, counts[4])
 			}
 			m.ManagedFields = append(m.ManagedFields, metav1.ManagedFieldsEntry{})
 			if err := unmarshalMetav1ManagedFieldsEntry(t, data[s:e], &m.ManagedFields[len(m.ManagedFields)-1]); err != nil {
@@ -324,15 +384,33 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			}
 		}
 	}
+	if keep[0].ok {
+		keepRaw(t, &t.raw.stringMaps, data, keep[0], mapPointer(m.Labels), 0, pbEntriesWithin)
+	}
+	if keep[1].ok {
+		keepRaw(t, &t.raw.stringMaps, data, keep[1], mapPointer(m.Annotations), 0, pbEntriesWithin)
+	}
+	if keep[2].ok {
+		m.OwnerReferences = m.OwnerReferences[:len(m.OwnerReferences):len(m.OwnerReferences)]
+		keepRaw(t, &t.raw.ownerRefs, data, keep[2], &m.OwnerReferences[0], len(m.OwnerReferences), nil)
+	}
+	if keep[3].ok {
+		m.Finalizers = m.Finalizers[:len(m.Finalizers):len(m.Finalizers)]
+		keepRaw(t, &t.raw.strs, data, keep[3], &m.Finalizers[0], len(m.Finalizers), nil)
+	}
 	return nil
 }
 
 // pbTagsMetav1ObjectMeta are the tags of ObjectMeta's repeated fields of messages and strings.
-var pbTagsMetav1ObjectMeta = [...]uint64{13<<3 | 2, 14<<3 | 2, 17<<3 | 2}
+var pbTagsMetav1ObjectMeta = [...]uint64{11<<3 | 2, 12<<3 | 2, 13<<3 | 2, 14<<3 | 2, 17<<3 | 2}
 
 func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) error {
-	var counts [12]int
+	var counts [14]int
 	counted := false
+	// keep holds the share points to keep as canonical once decoded;
+	// owned, those created (or copied) by this call, hence not canonical.
+	var keep [4]rawRun
+	var owned [4]bool
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
 		if data[i] >= 0x80 || typ == 4 || num == 0 {
@@ -491,7 +569,25 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 				return pbField("PodSpec", "nodeSelector", err)
 			}
 			if m.NodeSelector == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				n, end := pbRun(data, i, next)
+				if counts[4] == n {
+					c, _, h := sharedRaw(t, &t.raw.stringMaps, data[i:end])
+					if c != nil {
+						m.NodeSelector = mapAt[map[string]string](c)
+						i = end
+						continue
+					}
+					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.NodeSelector = make(map[string]string)
+				owned[0] = true
+			} else if !owned[0] {
+				m.NodeSelector = maps.Clone(m.NodeSelector)
+				owned[0] = true
 			}
 			if err := unmarshalMapStringToStringEntry(t, data, s, e, m.NodeSelector); err != nil {
 				return pbField("PodSpec", "nodeSelector", err)
@@ -606,7 +702,24 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 				return pbField("PodSpec", "securityContext", err)
 			}
 			if m.SecurityContext == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
+					counted = true
+				}
+				if counts[5] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.podSecurity, data[s:e])
+					if c != nil {
+						m.SecurityContext = c
+						i = e
+						continue
+					}
+					keep[1] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.SecurityContext = new(corev1.PodSecurityContext)
+				owned[1] = true
+			} else if !owned[1] {
+				m.SecurityContext = m.SecurityContext.DeepCopy()
+				owned[1] = true
 			}
 			if err := unmarshalCorev1PodSecurityContext(t, data[s:e], m.SecurityContext); err != nil {
 				return pbField("PodSpec", "securityContext", err)
@@ -627,7 +740,16 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.ImagePullSecrets = make([]corev1.LocalObjectReference, 0, counts[4])
+				if n, end := pbRun(data, i, next); counts[6] == n {
+					c, cn, h := sharedRaw(t, &t.raw.pullSecrets, data[i:end])
+					if c != nil {
+						m.ImagePullSecrets = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[2] = rawRun{s: i, e: end, h: h, ok: true}
+				}
+				m.ImagePullSecrets = make([]corev1.LocalObjectReference, 0, counts[6])
 			}
 			m.ImagePullSecrets = append(m.ImagePullSecrets, corev1.LocalObjectReference{})
 			if err := unmarshalCorev1LocalObjectReference(t, data[s:e], &m.ImagePullSecrets[len(m.ImagePullSecrets)-1]); err != nil {
@@ -702,7 +824,16 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.Tolerations = make([]corev1.Toleration, 0, counts[5])
+				if n, end := pbRun(data, i, next); counts[7] == n {
+					c, cn, h := sharedRaw(t, &t.raw.tolerations, data[i:end])
+					if c != nil {
+						m.Tolerations = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[3] = rawRun{s: i, e: end, h: h, ok: true}
+				}
+				m.Tolerations = make([]corev1.Toleration, 0, counts[7])
 			}
 			m.Tolerations = append(m.Tolerations, corev1.Toleration{})
 			if err := unmarshalCorev1Toleration(t, data[s:e], &m.Tolerations[len(m.Tolerations)-1]); err != nil {
@@ -724,7 +855,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.HostAliases = make([]corev1.HostAlias, 0, counts[6])
+				m.HostAliases = make([]corev1.HostAlias, 0, counts[8])
 			}
 			m.HostAliases = append(m.HostAliases, corev1.HostAlias{})
 			if err := unmarshalCorev1HostAlias(t, data[s:e], &m.HostAliases[len(m.HostAliases)-1]); err != nil {
@@ -788,7 +919,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.ReadinessGates = make([]corev1.PodReadinessGate, 0, counts[7])
+				m.ReadinessGates = make([]corev1.PodReadinessGate, 0, counts[9])
 			}
 			m.ReadinessGates = append(m.ReadinessGates, corev1.PodReadinessGate{})
 			if err := unmarshalCorev1PodReadinessGate(t, data[s:e], &m.ReadinessGates[len(m.ReadinessGates)-1]); err != nil {
@@ -866,7 +997,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.TopologySpreadConstraints = make([]corev1.TopologySpreadConstraint, 0, counts[8])
+				m.TopologySpreadConstraints = make([]corev1.TopologySpreadConstraint, 0, counts[10])
 			}
 			m.TopologySpreadConstraints = append(m.TopologySpreadConstraints, corev1.TopologySpreadConstraint{})
 			if err := unmarshalCorev1TopologySpreadConstraint(t, data[s:e], &m.TopologySpreadConstraints[len(m.TopologySpreadConstraints)-1]); err != nil {
@@ -931,7 +1062,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.SchedulingGates = make([]corev1.PodSchedulingGate, 0, counts[9])
+				m.SchedulingGates = make([]corev1.PodSchedulingGate, 0, counts[11])
 			}
 			m.SchedulingGates = append(m.SchedulingGates, corev1.PodSchedulingGate{})
 			if err := unmarshalCorev1PodSchedulingGate(t, data[s:e], &m.SchedulingGates[len(m.SchedulingGates)-1]); err != nil {
@@ -953,7 +1084,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.ResourceClaims = make([]corev1.PodResourceClaim, 0, counts[10])
+				m.ResourceClaims = make([]corev1.PodResourceClaim, 0, counts[12])
 			}
 			m.ResourceClaims = append(m.ResourceClaims, corev1.PodResourceClaim{})
 			if err := unmarshalCorev1PodResourceClaim(t, data[s:e], &m.ResourceClaims[len(m.ResourceClaims)-1]); err != nil {
@@ -1022,7 +1153,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				m.EvictionResponders = make([]corev1.EvictionResponder, 0, counts[11])
+				m.EvictionResponders = make([]corev1.EvictionResponder, 0, counts[13])
 			}
 			m.EvictionResponders = append(m.EvictionResponders, corev1.EvictionResponder{})
 			if err := unmarshalCorev1EvictionResponder(t, data[s:e], &m.EvictionResponders[len(m.EvictionResponders)-1]); err != nil {
@@ -1036,11 +1167,25 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			}
 		}
 	}
+	if keep[0].ok {
+		keepRaw(t, &t.raw.stringMaps, data, keep[0], mapPointer(m.NodeSelector), 0, pbEntriesWithin)
+	}
+	if keep[1].ok {
+		keepRaw(t, &t.raw.podSecurity, data, keep[1], m.SecurityContext, 0, nil)
+	}
+	if keep[2].ok {
+		m.ImagePullSecrets = m.ImagePullSecrets[:len(m.ImagePullSecrets):len(m.ImagePullSecrets)]
+		keepRaw(t, &t.raw.pullSecrets, data, keep[2], &m.ImagePullSecrets[0], len(m.ImagePullSecrets), nil)
+	}
+	if keep[3].ok {
+		m.Tolerations = m.Tolerations[:len(m.Tolerations):len(m.Tolerations)]
+		keepRaw(t, &t.raw.tolerations, data, keep[3], &m.Tolerations[0], len(m.Tolerations), nil)
+	}
 	return nil
 }
 
 // pbTagsCorev1PodSpec are the tags of PodSpec's repeated fields of messages and strings.
-var pbTagsCorev1PodSpec = [...]uint64{1<<3 | 2, 20<<3 | 2, 2<<3 | 2, 34<<3 | 2, 15<<3 | 2, 22<<3 | 2, 23<<3 | 2, 28<<3 | 2, 33<<3 | 2, 38<<3 | 2, 39<<3 | 2, 44<<3 | 2}
+var pbTagsCorev1PodSpec = [...]uint64{1<<3 | 2, 20<<3 | 2, 2<<3 | 2, 34<<3 | 2, 7<<3 | 2, 14<<3 | 2, 15<<3 | 2, 22<<3 | 2, 23<<3 | 2, 28<<3 | 2, 33<<3 | 2, 38<<3 | 2, 39<<3 | 2, 44<<3 | 2}
 
 func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) error {
 	var counts [9]int
@@ -1696,8 +1841,12 @@ func unmarshalCorev1Volume(t *internTable, data []byte, m *corev1.Volume) error 
 }
 
 func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) error {
-	var counts [9]int
+	var counts [14]int
 	counted := false
+	// keep holds the share points to keep as canonical once decoded;
+	// owned, those created (or copied) by this call, hence not canonical.
+	var keep [12]rawRun
+	var owned [12]bool
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
 		if data[i] >= 0x80 || typ == 4 || num == 0 {
@@ -1746,6 +1895,15 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
+				if n, end := pbRun(data, i, next); counts[0] == n {
+					c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
+					if c != nil {
+						m.Command = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.Command = make([]string, 0, counts[0])
 			}
 			m.Command = append(m.Command, t.strFrom(data[s:e]))
@@ -1764,6 +1922,15 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
+				}
+				if n, end := pbRun(data, i, next); counts[1] == n {
+					c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
+					if c != nil {
+						m.Args = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[1] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Args = make([]string, 0, counts[1])
 			}
@@ -1796,6 +1963,15 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
+				if n, end := pbRun(data, i, next); counts[2] == n {
+					c, cn, h := sharedRaw(t, &t.raw.ports, data[i:end])
+					if c != nil {
+						m.Ports = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[2] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.Ports = make([]corev1.ContainerPort, 0, counts[2])
 			}
 			m.Ports = append(m.Ports, corev1.ContainerPort{})
@@ -1818,6 +1994,15 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
+				if n, end := pbRun(data, i, next); counts[3] == n {
+					c, cn, h := sharedRaw(t, &t.raw.envFrom, data[i:end])
+					if c != nil {
+						m.EnvFrom = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[3] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.EnvFrom = make([]corev1.EnvFromSource, 0, counts[3])
 			}
 			m.EnvFrom = append(m.EnvFrom, corev1.EnvFromSource{})
@@ -1839,6 +2024,15 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
+				}
+				if n, end := pbRun(data, i, next); counts[4] == n {
+					c, cn, h := sharedRaw(t, &t.raw.env, data[i:end])
+					if c != nil {
+						m.Env = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[4] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Env = make([]corev1.EnvVar, 0, counts[4])
 			}
@@ -1875,6 +2069,15 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
+				}
+				if n, end := pbRun(data, i, next); counts[5] == n {
+					c, cn, h := sharedRaw(t, &t.raw.resizePolicy, data[i:end])
+					if c != nil {
+						m.ResizePolicy = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[5] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.ResizePolicy = make([]corev1.ContainerResizePolicy, 0, counts[5])
 			}
@@ -1933,6 +2136,15 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
+				if n, end := pbRun(data, i, next); counts[7] == n {
+					c, cn, h := sharedRaw(t, &t.raw.mounts, data[i:end])
+					if c != nil {
+						m.VolumeMounts = unsafe.Slice(c, cn)
+						i = end
+						continue
+					}
+					keep[6] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.VolumeMounts = make([]corev1.VolumeMount, 0, counts[7])
 			}
 			m.VolumeMounts = append(m.VolumeMounts, corev1.VolumeMount{})
@@ -1973,7 +2185,24 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				return pbField("Container", "livenessProbe", err)
 			}
 			if m.LivenessProbe == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				if counts[9] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.probes, data[s:e])
+					if c != nil {
+						m.LivenessProbe = c
+						i = e
+						continue
+					}
+					keep[7] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.LivenessProbe = new(corev1.Probe)
+				owned[7] = true
+			} else if !owned[7] {
+				m.LivenessProbe = m.LivenessProbe.DeepCopy()
+				owned[7] = true
 			}
 			if err := unmarshalCorev1Probe(t, data[s:e], m.LivenessProbe); err != nil {
 				return pbField("Container", "livenessProbe", err)
@@ -1990,7 +2219,24 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				return pbField("Container", "readinessProbe", err)
 			}
 			if m.ReadinessProbe == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				if counts[10] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.probes, data[s:e])
+					if c != nil {
+						m.ReadinessProbe = c
+						i = e
+						continue
+					}
+					keep[8] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.ReadinessProbe = new(corev1.Probe)
+				owned[8] = true
+			} else if !owned[8] {
+				m.ReadinessProbe = m.ReadinessProbe.DeepCopy()
+				owned[8] = true
 			}
 			if err := unmarshalCorev1Probe(t, data[s:e], m.ReadinessProbe); err != nil {
 				return pbField("Container", "readinessProbe", err)
@@ -2007,7 +2253,24 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				return pbField("Container", "startupProbe", err)
 			}
 			if m.StartupProbe == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				if counts[11] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.probes, data[s:e])
+					if c != nil {
+						m.StartupProbe = c
+						i = e
+						continue
+					}
+					keep[9] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.StartupProbe = new(corev1.Probe)
+				owned[9] = true
+			} else if !owned[9] {
+				m.StartupProbe = m.StartupProbe.DeepCopy()
+				owned[9] = true
 			}
 			if err := unmarshalCorev1Probe(t, data[s:e], m.StartupProbe); err != nil {
 				return pbField("Container", "startupProbe", err)
@@ -2024,7 +2287,24 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				return pbField("Container", "lifecycle", err)
 			}
 			if m.Lifecycle == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				if counts[12] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.lifecycles, data[s:e])
+					if c != nil {
+						m.Lifecycle = c
+						i = e
+						continue
+					}
+					keep[10] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.Lifecycle = new(corev1.Lifecycle)
+				owned[10] = true
+			} else if !owned[10] {
+				m.Lifecycle = m.Lifecycle.DeepCopy()
+				owned[10] = true
 			}
 			if err := unmarshalCorev1Lifecycle(t, data[s:e], m.Lifecycle); err != nil {
 				return pbField("Container", "lifecycle", err)
@@ -2077,7 +2357,24 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				return pbField("Container", "securityContext", err)
 			}
 			if m.SecurityContext == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
+					counted = true
+				}
+				if counts[13] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.securityCtx, data[s:e])
+					if c != nil {
+						m.SecurityContext = c
+						i = e
+						continue
+					}
+					keep[11] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.SecurityContext = new(corev1.SecurityContext)
+				owned[11] = true
+			} else if !owned[11] {
+				m.SecurityContext = m.SecurityContext.DeepCopy()
+				owned[11] = true
 			}
 			if err := unmarshalCorev1SecurityContext(t, data[s:e], m.SecurityContext); err != nil {
 				return pbField("Container", "securityContext", err)
@@ -2126,11 +2423,54 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			}
 		}
 	}
+	if keep[0].ok {
+		m.Command = m.Command[:len(m.Command):len(m.Command)]
+		keepRaw(t, &t.raw.strs, data, keep[0], &m.Command[0], len(m.Command), nil)
+	}
+	if keep[1].ok {
+		m.Args = m.Args[:len(m.Args):len(m.Args)]
+		keepRaw(t, &t.raw.strs, data, keep[1], &m.Args[0], len(m.Args), nil)
+	}
+	if keep[2].ok {
+		m.Ports = m.Ports[:len(m.Ports):len(m.Ports)]
+		keepRaw(t, &t.raw.ports, data, keep[2], &m.Ports[0], len(m.Ports), nil)
+	}
+	if keep[3].ok {
+		m.EnvFrom = m.EnvFrom[:len(m.EnvFrom):len(m.EnvFrom)]
+		keepRaw(t, &t.raw.envFrom, data, keep[3], &m.EnvFrom[0], len(m.EnvFrom), nil)
+	}
+	if keep[4].ok {
+		m.Env = m.Env[:len(m.Env):len(m.Env)]
+		keepRaw(t, &t.raw.env, data, keep[4], &m.Env[0], len(m.Env), nil)
+	}
+	if keep[5].ok {
+		m.ResizePolicy = m.ResizePolicy[:len(m.ResizePolicy):len(m.ResizePolicy)]
+		keepRaw(t, &t.raw.resizePolicy, data, keep[5], &m.ResizePolicy[0], len(m.ResizePolicy), nil)
+	}
+	if keep[6].ok {
+		m.VolumeMounts = m.VolumeMounts[:len(m.VolumeMounts):len(m.VolumeMounts)]
+		keepRaw(t, &t.raw.mounts, data, keep[6], &m.VolumeMounts[0], len(m.VolumeMounts), nil)
+	}
+	if keep[7].ok {
+		keepRaw(t, &t.raw.probes, data, keep[7], m.LivenessProbe, 0, nil)
+	}
+	if keep[8].ok {
+		keepRaw(t, &t.raw.probes, data, keep[8], m.ReadinessProbe, 0, nil)
+	}
+	if keep[9].ok {
+		keepRaw(t, &t.raw.probes, data, keep[9], m.StartupProbe, 0, nil)
+	}
+	if keep[10].ok {
+		keepRaw(t, &t.raw.lifecycles, data, keep[10], m.Lifecycle, 0, nil)
+	}
+	if keep[11].ok {
+		keepRaw(t, &t.raw.securityCtx, data, keep[11], m.SecurityContext, 0, nil)
+	}
 	return nil
 }
 
 // pbTagsCorev1Container are the tags of Container's repeated fields of messages and strings.
-var pbTagsCorev1Container = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 | 2, 19<<3 | 2, 7<<3 | 2, 23<<3 | 2, 25<<3 | 2, 9<<3 | 2, 21<<3 | 2}
+var pbTagsCorev1Container = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 | 2, 19<<3 | 2, 7<<3 | 2, 23<<3 | 2, 25<<3 | 2, 9<<3 | 2, 21<<3 | 2, 10<<3 | 2, 11<<3 | 2, 22<<3 | 2, 12<<3 | 2, 15<<3 | 2}
 
 func unmarshalCorev1EphemeralContainer(t *internTable, data []byte, m *corev1.EphemeralContainer) error {
 	for i := 0; i < len(data); {
@@ -3031,8 +3371,12 @@ func unmarshalCorev1PodResourceClaim(t *internTable, data []byte, m *corev1.PodR
 }
 
 func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.ResourceRequirements) error {
-	var counts [1]int
+	var counts [3]int
 	counted := false
+	// keep holds the share points to keep as canonical once decoded;
+	// owned, those created (or copied) by this call, hence not canonical.
+	var keep [2]rawRun
+	var owned [2]bool
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
 		if data[i] >= 0x80 || typ == 4 || num == 0 {
@@ -3053,7 +3397,25 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 				return pbField("ResourceRequirements", "limits", err)
 			}
 			if m.Limits == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ResourceRequirements[:], counts[:])
+					counted = true
+				}
+				n, end := pbRun(data, i, next)
+				if counts[0] == n {
+					c, _, h := sharedRaw(t, &t.raw.resourceLists, data[i:end])
+					if c != nil {
+						m.Limits = mapAt[corev1.ResourceList](c)
+						i = end
+						continue
+					}
+					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.Limits = make(corev1.ResourceList)
+				owned[0] = true
+			} else if !owned[0] {
+				m.Limits = m.Limits.DeepCopy()
+				owned[0] = true
 			}
 			if err := unmarshalCorev1ResourceListEntry(t, data, s, e, m.Limits); err != nil {
 				return pbField("ResourceRequirements", "limits", err)
@@ -3070,7 +3432,25 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 				return pbField("ResourceRequirements", "requests", err)
 			}
 			if m.Requests == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1ResourceRequirements[:], counts[:])
+					counted = true
+				}
+				n, end := pbRun(data, i, next)
+				if counts[1] == n {
+					c, _, h := sharedRaw(t, &t.raw.resourceLists, data[i:end])
+					if c != nil {
+						m.Requests = mapAt[corev1.ResourceList](c)
+						i = end
+						continue
+					}
+					keep[1] = rawRun{s: i, e: end, h: h, ok: true}
+				}
 				m.Requests = make(corev1.ResourceList)
+				owned[1] = true
+			} else if !owned[1] {
+				m.Requests = m.Requests.DeepCopy()
+				owned[1] = true
 			}
 			if err := unmarshalCorev1ResourceListEntry(t, data, s, e, m.Requests); err != nil {
 				return pbField("ResourceRequirements", "requests", err)
@@ -3091,7 +3471,7 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 					pbCountFields(data, i, pbTagsCorev1ResourceRequirements[:], counts[:])
 					counted = true
 				}
-				m.Claims = make([]corev1.ResourceClaim, 0, counts[0])
+				m.Claims = make([]corev1.ResourceClaim, 0, counts[2])
 			}
 			m.Claims = append(m.Claims, corev1.ResourceClaim{})
 			if err := unmarshalCorev1ResourceClaim(t, data[s:e], &m.Claims[len(m.Claims)-1]); err != nil {
@@ -3105,11 +3485,17 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 			}
 		}
 	}
+	if keep[0].ok {
+		keepRaw(t, &t.raw.resourceLists, data, keep[0], mapPointer(m.Limits), 0, pbEntriesWithin)
+	}
+	if keep[1].ok {
+		keepRaw(t, &t.raw.resourceLists, data, keep[1], mapPointer(m.Requests), 0, pbEntriesWithin)
+	}
 	return nil
 }
 
 // pbTagsCorev1ResourceRequirements are the tags of ResourceRequirements's repeated fields of messages and strings.
-var pbTagsCorev1ResourceRequirements = [...]uint64{3<<3 | 2}
+var pbTagsCorev1ResourceRequirements = [...]uint64{1<<3 | 2, 2<<3 | 2, 3<<3 | 2}
 
 func unmarshalCorev1PodSchedulingGroup(t *internTable, data []byte, m *corev1.PodSchedulingGroup) error {
 	for i := 0; i < len(data); {
@@ -3917,6 +4303,12 @@ func unmarshalMetav1FieldsV1(t *internTable, data []byte, m *metav1.FieldsV1) er
 }
 
 func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSource) error {
+	var counts [5]int
+	counted := false
+	// keep holds the share points to keep as canonical once decoded;
+	// owned, those created (or copied) by this call, hence not canonical.
+	var keep [5]rawRun
+	var owned [5]bool
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
 		if data[i] >= 0x80 || typ == 4 || num == 0 {
@@ -3954,7 +4346,24 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				return pbField("VolumeSource", "emptyDir", err)
 			}
 			if m.EmptyDir == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
+					counted = true
+				}
+				if counts[0] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.emptyDirVols, data[s:e])
+					if c != nil {
+						m.EmptyDir = c
+						i = e
+						continue
+					}
+					keep[0] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.EmptyDir = new(corev1.EmptyDirVolumeSource)
+				owned[0] = true
+			} else if !owned[0] {
+				m.EmptyDir = m.EmptyDir.DeepCopy()
+				owned[0] = true
 			}
 			if err := unmarshalCorev1EmptyDirVolumeSource(t, data[s:e], m.EmptyDir); err != nil {
 				return pbField("VolumeSource", "emptyDir", err)
@@ -4022,7 +4431,24 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				return pbField("VolumeSource", "secret", err)
 			}
 			if m.Secret == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
+					counted = true
+				}
+				if counts[1] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.secretVols, data[s:e])
+					if c != nil {
+						m.Secret = c
+						i = e
+						continue
+					}
+					keep[1] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.Secret = new(corev1.SecretVolumeSource)
+				owned[1] = true
+			} else if !owned[1] {
+				m.Secret = m.Secret.DeepCopy()
+				owned[1] = true
 			}
 			if err := unmarshalCorev1SecretVolumeSource(t, data[s:e], m.Secret); err != nil {
 				return pbField("VolumeSource", "secret", err)
@@ -4192,7 +4618,24 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				return pbField("VolumeSource", "downwardAPI", err)
 			}
 			if m.DownwardAPI == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
+					counted = true
+				}
+				if counts[2] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.downwardVols, data[s:e])
+					if c != nil {
+						m.DownwardAPI = c
+						i = e
+						continue
+					}
+					keep[2] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.DownwardAPI = new(corev1.DownwardAPIVolumeSource)
+				owned[2] = true
+			} else if !owned[2] {
+				m.DownwardAPI = m.DownwardAPI.DeepCopy()
+				owned[2] = true
 			}
 			if err := unmarshalCorev1DownwardAPIVolumeSource(t, data[s:e], m.DownwardAPI); err != nil {
 				return pbField("VolumeSource", "downwardAPI", err)
@@ -4243,7 +4686,24 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				return pbField("VolumeSource", "configMap", err)
 			}
 			if m.ConfigMap == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
+					counted = true
+				}
+				if counts[3] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.configMapVols, data[s:e])
+					if c != nil {
+						m.ConfigMap = c
+						i = e
+						continue
+					}
+					keep[3] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.ConfigMap = new(corev1.ConfigMapVolumeSource)
+				owned[3] = true
+			} else if !owned[3] {
+				m.ConfigMap = m.ConfigMap.DeepCopy()
+				owned[3] = true
 			}
 			if err := unmarshalCorev1ConfigMapVolumeSource(t, data[s:e], m.ConfigMap); err != nil {
 				return pbField("VolumeSource", "configMap", err)
@@ -4328,7 +4788,24 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				return pbField("VolumeSource", "projected", err)
 			}
 			if m.Projected == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
+					counted = true
+				}
+				if counts[4] == 1 {
+					c, _, h := sharedRaw(t, &t.raw.projectedVols, data[s:e])
+					if c != nil {
+						m.Projected = c
+						i = e
+						continue
+					}
+					keep[4] = rawRun{s: s, e: e, h: h, ok: true}
+				}
 				m.Projected = new(corev1.ProjectedVolumeSource)
+				owned[4] = true
+			} else if !owned[4] {
+				m.Projected = m.Projected.DeepCopy()
+				owned[4] = true
 			}
 			if err := unmarshalCorev1ProjectedVolumeSource(t, data[s:e], m.Projected); err != nil {
 				return pbField("VolumeSource", "projected", err)
@@ -4443,8 +4920,26 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			}
 		}
 	}
+	if keep[0].ok {
+		keepRaw(t, &t.raw.emptyDirVols, data, keep[0], m.EmptyDir, 0, nil)
+	}
+	if keep[1].ok {
+		keepRaw(t, &t.raw.secretVols, data, keep[1], m.Secret, 0, nil)
+	}
+	if keep[2].ok {
+		keepRaw(t, &t.raw.downwardVols, data, keep[2], m.DownwardAPI, 0, nil)
+	}
+	if keep[3].ok {
+		keepRaw(t, &t.raw.configMapVols, data, keep[3], m.ConfigMap, 0, nil)
+	}
+	if keep[4].ok {
+		keepRaw(t, &t.raw.projectedVols, data, keep[4], m.Projected, 0, nil)
+	}
 	return nil
 }
+
+// pbTagsCorev1VolumeSource are the tags of VolumeSource's repeated fields of messages and strings.
+var pbTagsCorev1VolumeSource = [...]uint64{2<<3 | 2, 6<<3 | 2, 16<<3 | 2, 19<<3 | 2, 26<<3 | 2}
 
 func unmarshalCorev1ContainerPort(t *internTable, data []byte, m *corev1.ContainerPort) error {
 	for i := 0; i < len(data); {

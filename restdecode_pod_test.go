@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -52,7 +53,7 @@ func decodePodBoth(t testing.TB, table *internTable, data []byte) *corev1.Pod {
 	// reflect.DeepEqual, not cmp alone: cmp calls FieldsV1's Equal
 	// method, which does not tell nil from empty bytes.
 	if wantErr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("unmarshalPod differs from Pod.Unmarshal (-Unmarshal +unmarshalPod; no difference shown: nil against empty bytes):\n%s", diffLarge(want, got))
+		t.Fatalf("unmarshalPod differs from Pod.Unmarshal (-Unmarshal +unmarshalPod; none shown: nil against empty bytes):\n%s", diffLarge(want, got))
 	}
 	return got
 }
@@ -395,4 +396,95 @@ func BenchmarkDecodePod(b *testing.B) {
 			b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// TestUnmarshalPodSharesSubObjects checks that replicas of one Deployment
+// decoded by unmarshalPod share their template's sub-objects, but for the
+// first one, as the deduplication pass does.
+func TestUnmarshalPodSharesSubObjects(t *testing.T) {
+	table := newInternTable()
+	var pods []*corev1.Pod
+	for _, data := range encodedProdPods(t, 5) {
+		pods = append(pods, decodePodBoth(t, table, data))
+	}
+	checkSharedSubObjects(t, pods[3], pods[4])
+	if mapPointer(pods[0].Labels) == mapPointer(pods[3].Labels) {
+		t.Error("the first replica's labels are shared: want them kept")
+	}
+}
+
+// TestUnmarshalPodDoesNotWriteShared decodes pods whose encodings repeat a
+// field holding a shared sub-object (a label map, a pod security context,
+// a toleration list), so that the second occurrence merges into or appends
+// to what the first decoded: the pods cached before must not change.
+func TestUnmarshalPodDoesNotWriteShared(t *testing.T) {
+	table := newInternTable()
+	encoded := encodedProdPods(t, 60)
+	var cached []*corev1.Pod
+	for range 2 {
+		cached = cached[:0]
+		for _, data := range encoded {
+			cached = append(cached, decodePodBoth(t, table, data))
+		}
+	}
+	snapshot := make([]*corev1.Pod, len(cached))
+	for i, p := range cached {
+		snapshot[i] = p.DeepCopy()
+	}
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	fsGroup := protowire.AppendVarint(protowire.AppendTag(nil, 5, protowire.VarintType), 99)
+	extras := [][]byte{
+		field(1, field(11, append(field(1, []byte("extra")), field(2, []byte("label"))...))), // metadata.labels
+		field(2, field(14, fsGroup)),                 // spec.securityContext
+		field(2, field(22, field(1, []byte("key")))), // spec.tolerations
+	}
+	for _, data := range encoded {
+		for _, extra := range extras {
+			decodePodBoth(t, table, append(slices.Clip(data), extra...))
+		}
+	}
+	for i, p := range cached {
+		if !reflect.DeepEqual(snapshot[i], p) {
+			t.Fatalf("cached pod %d changed (-before +after):\n%s", i, diffLarge(snapshot[i], p))
+		}
+	}
+}
+
+// TestUnmarshalPodMapReadPastEntry decodes a map entry whose key runs past
+// the entry (gogo reads it within the message, not the entry), with the
+// same bytes for the map and different bytes after it: the map must not
+// be shared.
+func TestUnmarshalPodMapReadPastEntry(t *testing.T) {
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	entry := field(11, []byte{0x0a, 3}) // a key of 3 bytes in an entry of 2
+	table := newInternTable()
+	for _, name := range []string{"a", "a", "a", "b", "b", "c"} {
+		decodePodBoth(t, table, field(1, append(slices.Clip(entry), field(1, []byte(name))...)))
+	}
+}
+
+// TestUnmarshalPodTableShrinks decodes many pods, lets them go and checks
+// that a sweep leaves no sub-object shared at decode time in the table.
+func TestUnmarshalPodTableShrinks(t *testing.T) {
+	table := newInternTable()
+	var pods []*corev1.Pod
+	for _, data := range encodedProdPods(t, 2000) {
+		pods = append(pods, decodePodBoth(t, table, data))
+	}
+	if n := len(table.raw.env.slots) + len(table.raw.stringMaps.slots); n < 50 {
+		t.Fatalf("table holds %d env lists and string maps, want at least 50", n)
+	}
+	runtime.KeepAlive(pods)
+	// Sub-objects only: see TestShareTableShrinks.
+	Eventually(t, "the table to forget every sub-object", func() bool {
+		runtime.GC()
+		table.mu.Lock()
+		defer table.mu.Unlock()
+		table.sweep()
+		return table.raw.len() == 0
+	})
 }

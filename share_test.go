@@ -136,6 +136,18 @@ func TestShareShares(t *testing.T) {
 	pods := decodedProdPods(t, 5)
 	internAll(table, pods)
 	a, b := pods[3], pods[4]
+	checkSharedSubObjects(t, a, b)
+	mp := func(m map[string]string) unsafe.Pointer { return unsafe.Pointer(mapPointer(m)) }
+	// The first replica made the first sighting: it keeps its own.
+	if mp(pods[0].Labels) == mp(a.Labels) {
+		t.Error("the first replica's labels are shared: want them kept, as for strings")
+	}
+}
+
+// checkSharedSubObjects checks that two replicas of one Deployment share
+// their template's sub-objects.
+func checkSharedSubObjects(t *testing.T, a, b *corev1.Pod) {
+	t.Helper()
 	same := func(what string, x, y unsafe.Pointer) {
 		t.Helper()
 		if x == nil || x != y {
@@ -172,10 +184,6 @@ func TestShareShares(t *testing.T) {
 		if cap(ca.Env) != len(ca.Env) {
 			t.Errorf("shared env has capacity %d beyond its length %d: an append would write into it", cap(ca.Env), len(ca.Env))
 		}
-	}
-	// The first replica made the first sighting: it keeps its own.
-	if mp(pods[0].Labels) == mp(a.Labels) {
-		t.Error("the first replica's labels are shared: want them kept, as for strings")
 	}
 }
 

@@ -35,6 +35,8 @@ var aliases = map[string]string{
 	"k8s.io/apimachinery/pkg/types":          "types",
 	"k8s.io/apimachinery/pkg/runtime":        "runtime",
 	"k8s.io/apimachinery/pkg/runtime/schema": "schema",
+	"maps":                                   "maps",
+	"unsafe":                                 "unsafe",
 }
 
 // sameShape lists the types whose Unmarshal is written by hand (not in a
@@ -48,9 +50,43 @@ var sameShape = map[reflect.Type]string{
 	reflect.TypeFor[metav1.FieldsV1](): "Raw",
 }
 
+// sharePoints are the fields whose values the decoder shares between
+// pods at decode time (share_decode.go), keyed by their message's ident
+// and their name, with the podShares set holding them: share_core.go's
+// list.
+var sharePoints = map[string]string{
+	"Metav1ObjectMeta.Labels":             "stringMaps",
+	"Metav1ObjectMeta.Annotations":        "stringMaps",
+	"Metav1ObjectMeta.OwnerReferences":    "ownerRefs",
+	"Metav1ObjectMeta.Finalizers":         "strs",
+	"Corev1PodSpec.NodeSelector":          "stringMaps",
+	"Corev1PodSpec.ImagePullSecrets":      "pullSecrets",
+	"Corev1PodSpec.Tolerations":           "tolerations",
+	"Corev1PodSpec.SecurityContext":       "podSecurity",
+	"Corev1VolumeSource.ConfigMap":        "configMapVols",
+	"Corev1VolumeSource.Secret":           "secretVols",
+	"Corev1VolumeSource.EmptyDir":         "emptyDirVols",
+	"Corev1VolumeSource.DownwardAPI":      "downwardVols",
+	"Corev1VolumeSource.Projected":        "projectedVols",
+	"Corev1Container.Command":             "strs",
+	"Corev1Container.Args":                "strs",
+	"Corev1Container.Ports":               "ports",
+	"Corev1Container.EnvFrom":             "envFrom",
+	"Corev1Container.Env":                 "env",
+	"Corev1Container.ResizePolicy":        "resizePolicy",
+	"Corev1Container.VolumeMounts":        "mounts",
+	"Corev1Container.LivenessProbe":       "probes",
+	"Corev1Container.ReadinessProbe":      "probes",
+	"Corev1Container.StartupProbe":        "probes",
+	"Corev1Container.Lifecycle":           "lifecycles",
+	"Corev1Container.SecurityContext":     "securityCtx",
+	"Corev1ResourceRequirements.Limits":   "resourceLists",
+	"Corev1ResourceRequirements.Requests": "resourceLists",
+}
+
 // Generate returns the source of the decoder, gofmt-ed.
 func Generate() ([]byte, error) {
-	g := &generator{seen: map[reflect.Type]bool{}, imports: map[string]bool{}, maps: map[reflect.Type]bool{}}
+	g := &generator{seen: map[reflect.Type]bool{}, imports: map[string]bool{}, maps: map[reflect.Type]bool{}, shared: map[string]bool{}}
 	root := reflect.TypeFor[corev1.Pod]()
 	g.queue = append(g.queue, root)
 	g.seen[root] = true
@@ -78,6 +114,11 @@ func Generate() ([]byte, error) {
 	for _, m := range mapTypes {
 		if err := g.mapEntry(m); err != nil {
 			return nil, err
+		}
+	}
+	for point := range sharePoints {
+		if !g.shared[point] {
+			return nil, fmt.Errorf("share point %s: no such field of a message", point)
 		}
 	}
 	var out bytes.Buffer
@@ -112,7 +153,9 @@ type generator struct {
 	seen    map[reflect.Type]bool // message types queued or written
 	maps    map[reflect.Type]bool // map types whose entry decoder is needed
 	imports map[string]bool       // package paths named
-	counted map[string]int        // index in counts of the message's fields presized
+	counted map[string]int        // index in counts of the message's fields counted
+	keep    map[string]int        // index in keep of the message's share points
+	shared  map[string]bool       // share points written
 }
 
 func (g *generator) p(format string, args ...any) {
@@ -258,16 +301,23 @@ func (g *generator) message(t reflect.Type) error {
 	g.p("func %s(t *internTable, data []byte, m *%s) error {", g.funcName(t), g.typeName(t))
 	// The repeated fields of messages and strings get their slice's
 	// capacity from pbCountFields (see there).
-	g.counted = map[string]int{}
+	// Share points are counted too: a value is shared only if its bytes
+	// hold every occurrence of its field.
+	g.counted, g.keep = map[string]int{}, map[string]int{}
 	var tags []string
+	var points []reflect.StructField
 	for i := range t.NumField() {
 		f := t.Field(i)
 		s, ok := f.Tag.Lookup("protobuf")
-		if !ok || f.Type.Kind() != reflect.Slice {
+		if !ok {
 			continue
 		}
-		switch f.Type.Elem().Kind() {
-		case reflect.Struct, reflect.String:
+		_, point := sharePoints[ident(t)+"."+f.Name]
+		if point {
+			g.keep[f.Name] = len(points)
+			points = append(points, f)
+		}
+		if elem := f.Type.Kind() == reflect.Slice && (f.Type.Elem().Kind() == reflect.Struct || f.Type.Elem().Kind() == reflect.String); elem || point {
 			tg, err := parseTag(s)
 			if err != nil {
 				return fmt.Errorf("%s.%s: %w", t, f.Name, err)
@@ -279,6 +329,12 @@ func (g *generator) message(t reflect.Type) error {
 	if len(tags) > 0 {
 		g.p("var counts [%d]int", len(tags))
 		g.p("counted := false")
+	}
+	if len(points) > 0 {
+		g.p("// keep holds the share points to keep as canonical once decoded;")
+		g.p("// owned, those created (or copied) by this call, hence not canonical.")
+		g.p("var keep [%d]rawRun", len(points))
+		g.p("var owned [%d]bool", len(points))
 	}
 	g.p("for i := 0; i < len(data); {")
 	// A one-byte tag, length or varint is read here, anything else by
@@ -318,6 +374,9 @@ func (g *generator) message(t reflect.Type) error {
 	g.p("if i, err = pbSkip(data, i, len(data)); err != nil { return pbField(%q, \"unknown field\", err) }", name)
 	g.p("}")
 	g.p("}")
+	for _, f := range points {
+		g.keepPoint(t, f)
+	}
 	g.p("return nil")
 	g.p("}")
 	if len(tags) > 0 {
@@ -332,13 +391,87 @@ func (g *generator) tagsName(t reflect.Type) string {
 	return "pbTags" + ident(t)
 }
 
+// count writes the statement counting the fields of the message t (once
+// per call) from data[i:] on.
+func (g *generator) count(t reflect.Type) {
+	g.p("if !counted { pbCountFields(data, i, %s[:], counts[:]); counted = true }", g.tagsName(t))
+}
+
 // presize writes the statement giving the slice of field f, of message
-// t, its capacity before its first element.
+// t, its capacity before its first element, or, if f is a share point,
+// the canonical list its bytes were decoded to (see share_decode.go).
 func (g *generator) presize(t reflect.Type, f reflect.StructField) {
 	field := "m." + f.Name
 	g.p("if %s == nil {", field)
-	g.p("if !counted { pbCountFields(data, i, %s[:], counts[:]); counted = true }", g.tagsName(t))
+	g.count(t)
+	if set, ok := g.sharePoint(t, f); ok {
+		q := g.keep[f.Name]
+		g.p("if n, end := pbRun(data, i, next); counts[%d] == n {", g.counted[f.Name])
+		g.p("c, cn, h := sharedRaw(t, &t.raw.%s, data[i:end])", set)
+		g.p("if c != nil { %s = unsafe.Slice(c, cn); i = end; continue }", field)
+		g.p("keep[%d] = rawRun{s: i, e: end, h: h, ok: true}", q)
+		g.p("}")
+		g.imports["unsafe"] = true
+	}
 	g.p("%s = make(%s, 0, counts[%d])", field, g.typeName(f.Type), g.counted[f.Name])
+	g.p("}")
+}
+
+// sharePoint reports whether field f of message t is a share point, and
+// its set.
+func (g *generator) sharePoint(t reflect.Type, f reflect.StructField) (string, bool) {
+	key := ident(t) + "." + f.Name
+	set, ok := sharePoints[key]
+	if ok {
+		g.shared[key] = true
+	}
+	return set, ok
+}
+
+// keepPoint writes the statement keeping share point f of message t as
+// canonical if keep says so.
+func (g *generator) keepPoint(t reflect.Type, f reflect.StructField) {
+	set, _ := g.sharePoint(t, f)
+	field, q := "m."+f.Name, g.keep[f.Name]
+	g.p("if keep[%d].ok {", q)
+	switch f.Type.Kind() {
+	case reflect.Pointer:
+		g.p("keepRaw(t, &t.raw.%s, data, keep[%d], %s, 0, nil)", set, q, field)
+	case reflect.Slice:
+		g.p("%s = %s[:len(%s):len(%s)]", field, field, field, field)
+		g.p("keepRaw(t, &t.raw.%s, data, keep[%d], &%s[0], len(%s), nil)", set, q, field, field)
+	case reflect.Map:
+		g.p("keepRaw(t, &t.raw.%s, data, keep[%d], mapPointer(%s), 0, pbEntriesWithin)", set, q, field)
+	}
+	g.p("}")
+}
+
+// ownPoint writes the statements making share point f of message t
+// (a pointer or map) its own before it is written to: created if nil,
+// else copied if this call did not create it, since it may be canonical
+// (merged into from a second occurrence); a nil one is first looked up
+// among the canonical values by raw, its bytes, which start at start.
+func (g *generator) ownPoint(t reflect.Type, f reflect.StructField, set, pre, raw, start, end, create, clone string) {
+	field, q := "m."+f.Name, g.keep[f.Name]
+	g.p("if %s == nil {", field)
+	g.count(t)
+	if pre != "" {
+		g.p("%s", pre)
+	}
+	g.p("if %s {", raw)
+	g.p("c, _, h := sharedRaw(t, &t.raw.%s, data[%s:%s])", set, start, end)
+	if f.Type.Kind() == reflect.Map {
+		g.p("if c != nil { %s = mapAt[%s](c); i = %s; continue }", field, g.typeName(f.Type), end)
+	} else {
+		g.p("if c != nil { %s = c; i = %s; continue }", field, end)
+	}
+	g.p("keep[%d] = rawRun{s: %s, e: %s, h: h, ok: true}", q, start, end)
+	g.p("}")
+	g.p("%s = %s", field, create)
+	g.p("owned[%d] = true", q)
+	g.p("} else if !owned[%d] {", q)
+	g.p("%s = %s", field, clone)
+	g.p("owned[%d] = true", q)
 	g.p("}")
 }
 
@@ -397,7 +530,11 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 			}
 			wantWire(2)
 			readLen()
-			g.p("if %s == nil { %s = new(%s) }", field, field, g.typeName(et))
+			if set, ok := g.sharePoint(t, f); ok {
+				g.ownPoint(t, f, set, "", fmt.Sprintf("counts[%d] == 1", g.counted[f.Name]), "s", "e", "new("+g.typeName(et)+")", field+".DeepCopy()")
+			} else {
+				g.p("if %s == nil { %s = new(%s) }", field, field, g.typeName(et))
+			}
 			g.p("if err := %s; err != nil { %s }", g.decodeMessage(et, "data[s:e]", field), fail)
 			g.p("i = e")
 		case et.Kind() == reflect.String:
@@ -493,7 +630,16 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 		g.maps[ft] = true
 		wantWire(2)
 		readLen()
-		g.p("if %s == nil { %s = make(%s) }", field, field, g.typeName(ft))
+		if set, ok := g.sharePoint(t, f); ok {
+			clone := field + ".DeepCopy()"
+			if _, ok := ft.MethodByName("DeepCopy"); !ok {
+				clone = "maps.Clone(" + field + ")"
+				g.imports["maps"] = true
+			}
+			g.ownPoint(t, f, set, "n, end := pbRun(data, i, next)", fmt.Sprintf("counts[%d] == n", g.counted[f.Name]), "i", "end", "make("+g.typeName(ft)+")", clone)
+		} else {
+			g.p("if %s == nil { %s = make(%s) }", field, field, g.typeName(ft))
+		}
 		g.p("if err := %s(t, data, s, e, %s); err != nil { %s }", g.mapFuncName(ft), field, fail)
 		g.p("i = e")
 	default:
