@@ -251,7 +251,7 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					}
 					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
 				}
-				m.Labels = make(map[string]string)
+				m.Labels = make(map[string]string, n)
 				owned[0] = true
 			} else if !owned[0] {
 				m.Labels = maps.Clone(m.Labels)
@@ -286,7 +286,7 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					}
 					keep[1] = rawRun{s: i, e: end, h: h, ok: true}
 				}
-				m.Annotations = make(map[string]string)
+				m.Annotations = make(map[string]string, n)
 				owned[1] = true
 			} else if !owned[1] {
 				m.Annotations = maps.Clone(m.Annotations)
@@ -583,7 +583,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					}
 					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
 				}
-				m.NodeSelector = make(map[string]string)
+				m.NodeSelector = make(map[string]string, n)
 				owned[0] = true
 			} else if !owned[0] {
 				m.NodeSelector = maps.Clone(m.NodeSelector)
@@ -3411,7 +3411,7 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 					}
 					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
 				}
-				m.Limits = make(corev1.ResourceList)
+				m.Limits = make(corev1.ResourceList, n)
 				owned[0] = true
 			} else if !owned[0] {
 				m.Limits = m.Limits.DeepCopy()
@@ -3446,7 +3446,7 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 					}
 					keep[1] = rawRun{s: i, e: end, h: h, ok: true}
 				}
-				m.Requests = make(corev1.ResourceList)
+				m.Requests = make(corev1.ResourceList, n)
 				owned[1] = true
 			} else if !owned[1] {
 				m.Requests = m.Requests.DeepCopy()

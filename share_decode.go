@@ -21,7 +21,10 @@ import (
 // it (the field is still nil) and only if its bytes hold every occurrence
 // of the field in its message (pbCountFields, pbRun): a field seen again
 // merges into the value, so the decoder first copies a value it did not
-// create in that call (it may be canonical) before writing to it.
+// create in that call (it may be canonical) before writing to it. A pod
+// decoded this way must not go through the deduplication pass as well
+// (internObject): that pass writes the strings it interns into the
+// sub-objects it does not share itself, which may be shared here.
 
 // rawRun is the place in the message being decoded of a sub-object to
 // keep as canonical once decoded, and its hash.

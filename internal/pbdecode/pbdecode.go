@@ -636,7 +636,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 				clone = "maps.Clone(" + field + ")"
 				g.imports["maps"] = true
 			}
-			g.ownPoint(t, f, set, "n, end := pbRun(data, i, next)", fmt.Sprintf("counts[%d] == n", g.counted[f.Name]), "i", "end", "make("+g.typeName(ft)+")", clone)
+			g.ownPoint(t, f, set, "n, end := pbRun(data, i, next)", fmt.Sprintf("counts[%d] == n", g.counted[f.Name]), "i", "end", "make("+g.typeName(ft)+", n)", clone)
 		} else {
 			g.p("if %s == nil { %s = make(%s) }", field, field, g.typeName(ft))
 		}
