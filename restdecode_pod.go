@@ -13,8 +13,9 @@ import (
 )
 
 // unmarshalPod decodes data into m as m.Reset(); m.Unmarshal(data) does,
-// taking every string and byte slice from t (see internTable.strFrom):
-// none of m's points into data. The caller holds t.mu.
+// taking every string and byte slice from t (see internTable.strFrom)
+// and sharing sub-objects with other pods decoded through t (see
+// share_decode.go): none of m's points into data. The caller holds t.mu.
 func unmarshalPod(t *internTable, data []byte, m *corev1.Pod) error {
 	*m = corev1.Pod{}
 	return unmarshalCorev1Pod(t, data, m)

@@ -4,7 +4,9 @@
 // reflection over the Go types and their protobuf struct tags, that
 // decodes as the type's gogo-generated Unmarshal does but takes every
 // string and byte slice from the informer's intern table instead of
-// allocating it. It is a library so that a test of the root package can
+// allocating it (but those of the types with hand-written methods, decoded
+// by them: resource.Quantity, metav1.Time), and shares the sub-objects of
+// share_core.go's list between pods (share_decode.go). It is a library so that a test of the root package can
 // regenerate the file in memory and fail if the checked-in one is stale.
 package pbdecode
 
@@ -44,10 +46,10 @@ var aliases = map[string]string{
 // decoder decodes them itself and interns their contents. Every other
 // hand-written one (resource.Quantity, metav1.Time, metav1.MicroTime) is
 // decoded by calling its Unmarshal.
-var sameShape = map[reflect.Type]string{
-	// fieldsv1.go: one bytes field, set by SetRawBytes, a copy (empty
-	// and not nil for an empty field, as generated code gives).
-	reflect.TypeFor[metav1.FieldsV1](): "Raw",
+var sameShape = map[reflect.Type]bool{
+	// fieldsv1.go: one bytes field, Raw, set by SetRawBytes to a copy
+	// (empty and not nil for an empty field, as generated code gives).
+	reflect.TypeFor[metav1.FieldsV1](): true,
 }
 
 // sharePoints are the fields whose values the decoder shares between
@@ -93,8 +95,9 @@ func Generate() ([]byte, error) {
 	var body bytes.Buffer
 	g.w = &body
 	g.p("// unmarshalPod decodes data into m as m.Reset(); m.Unmarshal(data) does,")
-	g.p("// taking every string and byte slice from t (see internTable.strFrom):")
-	g.p("// none of m's points into data. The caller holds t.mu.")
+	g.p("// taking every string and byte slice from t (see internTable.strFrom)")
+	g.p("// and sharing sub-objects with other pods decoded through t (see")
+	g.p("// share_decode.go): none of m's points into data. The caller holds t.mu.")
 	g.p("func unmarshalPod(t *internTable, data []byte, m *corev1.Pod) error {")
 	g.p("*m = corev1.Pod{}")
 	g.p("return %s(t, data, m)", g.funcName(root))
@@ -223,8 +226,7 @@ func handWritten(t reflect.Type) bool {
 	if filepath.Base(file) == "generated.pb.go" {
 		return false
 	}
-	_, same := sameShape[t]
-	return !same
+	return !sameShape[t]
 }
 
 // tag is a parsed protobuf struct tag.
