@@ -237,6 +237,9 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "labels", err)
 			}
+			if keep[0].ok && i >= keep[0].e {
+				keep[0].ok = false
+			}
 			if m.Labels == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
@@ -271,6 +274,9 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "annotations", err)
+			}
+			if keep[1].ok && i >= keep[1].e {
+				keep[1].ok = false
 			}
 			if m.Annotations == nil {
 				if !counted {
@@ -307,6 +313,9 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "ownerReferences", err)
 			}
+			if keep[2].ok && i >= keep[2].e {
+				keep[2].ok = false
+			}
 			if m.OwnerReferences == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
@@ -337,6 +346,9 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ObjectMeta", "finalizers", err)
+			}
+			if keep[3].ok && i >= keep[3].e {
+				keep[3].ok = false
 			}
 			if m.Finalizers == nil {
 				if !counted {
@@ -569,6 +581,9 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "nodeSelector", err)
 			}
+			if keep[0].ok && i >= keep[0].e {
+				keep[0].ok = false
+			}
 			if m.NodeSelector == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
@@ -702,6 +717,9 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "securityContext", err)
 			}
+			if keep[1].ok && i >= keep[1].e {
+				keep[1].ok = false
+			}
 			if m.SecurityContext == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
@@ -735,6 +753,9 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "imagePullSecrets", err)
+			}
+			if keep[2].ok && i >= keep[2].e {
+				keep[2].ok = false
 			}
 			if m.ImagePullSecrets == nil {
 				if !counted {
@@ -819,6 +840,9 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("PodSpec", "tolerations", err)
+			}
+			if keep[3].ok && i >= keep[3].e {
+				keep[3].ok = false
 			}
 			if m.Tolerations == nil {
 				if !counted {
@@ -1891,6 +1915,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "command", err)
 			}
+			if keep[0].ok && i >= keep[0].e {
+				keep[0].ok = false
+			}
 			if m.Command == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
@@ -1918,6 +1945,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "args", err)
+			}
+			if keep[1].ok && i >= keep[1].e {
+				keep[1].ok = false
 			}
 			if m.Args == nil {
 				if !counted {
@@ -1959,6 +1989,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "ports", err)
 			}
+			if keep[2].ok && i >= keep[2].e {
+				keep[2].ok = false
+			}
 			if m.Ports == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
@@ -1990,6 +2023,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "envFrom", err)
 			}
+			if keep[3].ok && i >= keep[3].e {
+				keep[3].ok = false
+			}
 			if m.EnvFrom == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
@@ -2020,6 +2056,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "env", err)
+			}
+			if keep[4].ok && i >= keep[4].e {
+				keep[4].ok = false
 			}
 			if m.Env == nil {
 				if !counted {
@@ -2065,6 +2104,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "resizePolicy", err)
+			}
+			if keep[5].ok && i >= keep[5].e {
+				keep[5].ok = false
 			}
 			if m.ResizePolicy == nil {
 				if !counted {
@@ -2132,6 +2174,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "volumeMounts", err)
 			}
+			if keep[6].ok && i >= keep[6].e {
+				keep[6].ok = false
+			}
 			if m.VolumeMounts == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
@@ -2185,6 +2230,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "livenessProbe", err)
 			}
+			if keep[7].ok && i >= keep[7].e {
+				keep[7].ok = false
+			}
 			if m.LivenessProbe == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
@@ -2218,6 +2266,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "readinessProbe", err)
+			}
+			if keep[8].ok && i >= keep[8].e {
+				keep[8].ok = false
 			}
 			if m.ReadinessProbe == nil {
 				if !counted {
@@ -2253,6 +2304,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "startupProbe", err)
 			}
+			if keep[9].ok && i >= keep[9].e {
+				keep[9].ok = false
+			}
 			if m.StartupProbe == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
@@ -2286,6 +2340,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "lifecycle", err)
+			}
+			if keep[10].ok && i >= keep[10].e {
+				keep[10].ok = false
 			}
 			if m.Lifecycle == nil {
 				if !counted {
@@ -2356,6 +2413,9 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("Container", "securityContext", err)
+			}
+			if keep[11].ok && i >= keep[11].e {
+				keep[11].ok = false
 			}
 			if m.SecurityContext == nil {
 				if !counted {
@@ -3397,6 +3457,9 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceRequirements", "limits", err)
 			}
+			if keep[0].ok && i >= keep[0].e {
+				keep[0].ok = false
+			}
 			if m.Limits == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1ResourceRequirements[:], counts[:])
@@ -3431,6 +3494,9 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceRequirements", "requests", err)
+			}
+			if keep[1].ok && i >= keep[1].e {
+				keep[1].ok = false
 			}
 			if m.Requests == nil {
 				if !counted {
@@ -4346,6 +4412,9 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "emptyDir", err)
 			}
+			if keep[0].ok && i >= keep[0].e {
+				keep[0].ok = false
+			}
 			if m.EmptyDir == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
@@ -4430,6 +4499,9 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "secret", err)
+			}
+			if keep[1].ok && i >= keep[1].e {
+				keep[1].ok = false
 			}
 			if m.Secret == nil {
 				if !counted {
@@ -4618,6 +4690,9 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "downwardAPI", err)
 			}
+			if keep[2].ok && i >= keep[2].e {
+				keep[2].ok = false
+			}
 			if m.DownwardAPI == nil {
 				if !counted {
 					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
@@ -4685,6 +4760,9 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "configMap", err)
+			}
+			if keep[3].ok && i >= keep[3].e {
+				keep[3].ok = false
 			}
 			if m.ConfigMap == nil {
 				if !counted {
@@ -4787,6 +4865,9 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 				e += int(data[next])
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("VolumeSource", "projected", err)
+			}
+			if keep[4].ok && i >= keep[4].e {
+				keep[4].ok = false
 			}
 			if m.Projected == nil {
 				if !counted {

@@ -488,3 +488,34 @@ func TestUnmarshalPodTableShrinks(t *testing.T) {
 		return table.raw.len() == 0
 	})
 }
+
+// TestUnmarshalPodSharesWholeFields decodes pods where a shared field
+// (a map, a list, a pointer) occurs again after an unknown group, which
+// the count of occurrences does not see past: the value decoded, more
+// than the first occurrence's bytes, must not become the canonical value
+// for those bytes.
+func TestUnmarshalPodSharesWholeFields(t *testing.T) {
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	group := cat(protowire.AppendTag(nil, 99, protowire.StartGroupType), protowire.AppendTag(nil, 99, protowire.EndGroupType))
+	label := func(k string) []byte { return field(11, cat(field(1, []byte(k)), field(2, []byte("v")))) }
+	toleration := func(k string) []byte { return field(22, field(1, []byte(k))) }
+	fsGroup := func(v uint64) []byte {
+		return field(14, protowire.AppendVarint(protowire.AppendTag(nil, 5, protowire.VarintType), v))
+	}
+	runAsUser := field(14, protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 7))
+	for name, c := range map[string]struct{ whole, first []byte }{
+		"map":     {field(1, cat(label("a"), label("b"), group, label("c"))), field(1, cat(label("a"), label("b")))},
+		"list":    {field(2, cat(toleration("a"), group, toleration("b"))), field(2, toleration("a"))},
+		"pointer": {field(2, cat(fsGroup(1), group, runAsUser)), field(2, fsGroup(1))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			table := newInternTable()
+			for _, data := range [][]byte{c.whole, c.whole, c.whole, c.first, c.first, c.first, c.whole} {
+				decodePodBoth(t, table, data)
+			}
+		})
+	}
+}

@@ -404,6 +404,9 @@ func (g *generator) count(t reflect.Type) {
 // the canonical list its bytes were decoded to (see share_decode.go).
 func (g *generator) presize(t reflect.Type, f reflect.StructField) {
 	field := "m." + f.Name
+	if _, ok := g.sharePoint(t, f); ok {
+		g.guardPoint(f)
+	}
 	g.p("if %s == nil {", field)
 	g.count(t)
 	if set, ok := g.sharePoint(t, f); ok {
@@ -448,6 +451,15 @@ func (g *generator) keepPoint(t reflect.Type, f reflect.StructField) {
 	g.p("}")
 }
 
+// guardPoint writes the statement dropping share point f from keep if
+// this occurrence of it comes after the bytes it was to be kept for
+// (pbCountFields, which stops at a group, missed it): the value then
+// holds more than those bytes decode to.
+func (g *generator) guardPoint(f reflect.StructField) {
+	q := g.keep[f.Name]
+	g.p("if keep[%d].ok && i >= keep[%d].e { keep[%d].ok = false }", q, q, q)
+}
+
 // ownPoint writes the statements making share point f of message t
 // (a pointer or map) its own before it is written to: created if nil,
 // else copied if this call did not create it, since it may be canonical
@@ -455,6 +467,7 @@ func (g *generator) keepPoint(t reflect.Type, f reflect.StructField) {
 // among the canonical values by raw, its bytes, which start at start.
 func (g *generator) ownPoint(t reflect.Type, f reflect.StructField, set, pre, raw, start, end, create, clone string) {
 	field, q := "m."+f.Name, g.keep[f.Name]
+	g.guardPoint(f)
 	g.p("if %s == nil {", field)
 	g.count(t)
 	if pre != "" {
