@@ -3,6 +3,7 @@
 package informer
 
 import (
+	"fmt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,10 @@ import (
 // share_decode.go): none of m's points into data. The caller holds t.mu.
 func unmarshalPod(t *internTable, data []byte, m *corev1.Pod) error {
 	*m = corev1.Pod{}
-	return unmarshalCorev1Pod(t, data, m)
+	if err := unmarshalCorev1Pod(t, data, m); err != nil {
+		return fmt.Errorf("proto: %w", err)
+	}
+	return nil
 }
 
 func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {

@@ -37,6 +37,7 @@ var aliases = map[string]string{
 	"k8s.io/apimachinery/pkg/types":          "types",
 	"k8s.io/apimachinery/pkg/runtime":        "runtime",
 	"k8s.io/apimachinery/pkg/runtime/schema": "schema",
+	"fmt":                                    "fmt",
 	"maps":                                   "maps",
 	"unsafe":                                 "unsafe",
 }
@@ -100,8 +101,12 @@ func Generate() ([]byte, error) {
 	g.p("// share_decode.go): none of m's points into data. The caller holds t.mu.")
 	g.p("func unmarshalPod(t *internTable, data []byte, m *corev1.Pod) error {")
 	g.p("*m = corev1.Pod{}")
-	g.p("return %s(t, data, m)", g.funcName(root))
+	g.p("if err := %s(t, data, m); err != nil {", g.funcName(root))
+	g.p("return fmt.Errorf(\"proto: %%w\", err)")
 	g.p("}")
+	g.p("return nil")
+	g.p("}")
+	g.imports["fmt"] = true
 	for len(g.queue) > 0 {
 		typ := g.queue[0]
 		g.queue = g.queue[1:]
