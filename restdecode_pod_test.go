@@ -475,18 +475,7 @@ func TestUnmarshalPodTableShrinks(t *testing.T) {
 	for _, data := range encodedProdPods(t, 2000) {
 		pods = append(pods, decodePodBoth(t, table, data))
 	}
-	if n := len(table.raw.env.slots) + len(table.raw.stringMaps.slots); n < 50 {
-		t.Fatalf("table holds %d env lists and string maps, want at least 50", n)
-	}
-	runtime.KeepAlive(pods)
-	// Sub-objects only: see TestShareTableShrinks.
-	Eventually(t, "the table to forget every sub-object", func() bool {
-		runtime.GC()
-		table.mu.Lock()
-		defer table.mu.Unlock()
-		table.sweep()
-		return table.raw.len() == 0
-	})
+	checkSharesShrink(t, table, &table.raw, pods)
 }
 
 // TestUnmarshalPodSharesWholeFields decodes pods where a shared field

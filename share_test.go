@@ -231,7 +231,15 @@ func TestShareTableShrinks(t *testing.T) {
 	table := newInternTable()
 	pods := decodedProdPods(t, 2000)
 	internAll(table, pods)
-	if n := len(table.shared.env.slots) + len(table.shared.stringMaps.slots); n < 50 {
+	checkSharesShrink(t, table, &table.shared, pods)
+}
+
+// checkSharesShrink checks that shares, sets of table's, hold sub-objects
+// of pods, then lets the pods go (the caller must not use them after) and
+// waits for a sweep to leave the sets empty.
+func checkSharesShrink(t *testing.T, table *internTable, shares *podShares, pods []*corev1.Pod) {
+	t.Helper()
+	if n := len(shares.env.slots) + len(shares.stringMaps.slots); n < 50 {
 		t.Fatalf("table holds %d env lists and string maps, want at least 50", n)
 	}
 	runtime.KeepAlive(pods)
@@ -244,7 +252,7 @@ func TestShareTableShrinks(t *testing.T) {
 		table.mu.Lock()
 		defer table.mu.Unlock()
 		table.sweep()
-		return table.shared.len() == 0
+		return shares.len() == 0
 	})
 }
 
