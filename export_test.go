@@ -27,3 +27,6 @@ func MustNewInformer[T Object](tb testing.TB, lw ListerWatcher[T], opts Informer
 	}
 	return inf
 }
+
+// DiffLarge is diffLarge, for external tests.
+var DiffLarge = diffLarge

@@ -87,6 +87,9 @@ type InformerOptions[T Object] struct {
 	// the no-mutation rule forbids, may change many others at once. The
 	// mutation detector (DetectMutations) reports every
 	// object such a write changed; see docs/semantics.md, "Deduplication".
+	// (Pods decoded from protobuf by the REST ListerWatcher have their
+	// strings interned on decode whether or not it is set: see
+	// [NewRESTListerWatcher]; the pass then shares the decoder's table.)
 	// It is off by default because of what it costs per event: with it,
 	// 100,000 production-like pods keep 13,245 B each instead of about
 	// 23,200 (W6(a); client-go 22,534), but deduplicating a
@@ -247,7 +250,9 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	i.proc.clock = clk
 	i.lister.applied, i.lister.name = &i.applied, informerName(i)
 	if opts.Deduplicate {
-		i.queue.interns, i.queue.intern = newInternTable(), internFuncFor[T]()
+		if err := i.deduplicate(opts.Transform); err != nil {
+			return nil, fmt.Errorf("%s: %w", informerNameFor[T](opts.Name), err)
+		}
 	}
 	if mutationDetectionRequested(opts.DetectMutations) {
 		i.detector = newMutationDetector(indexer, clk)
@@ -257,6 +262,31 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 		i.shardOn(opts.Shard)
 	}
 	return i, nil
+}
+
+// deduplicate turns deduplication on (see InformerOptions.Deduplicate).
+// Objects decoded by a REST ListerWatcher that interns on decode are
+// deduplicated by its decoder, as they are decoded, when there is no
+// transform (which might write into what the decoder shares): the informer
+// then lists and watches through a copy of the ListerWatcher that shares
+// sub-objects too. Otherwise the queue's pass deduplicates every object
+// after the transform, with the decoder's table if there is one, so that
+// the strings it interned are the ones the pass finds.
+func (i *Informer[T]) deduplicate(transform TransformFunc[T]) error {
+	interns := newInternTable()
+	if lw, ok := i.lw.(*restListerWatcher[T]); ok && lw.interns != nil {
+		if transform == nil {
+			shared, err := lw.sharingSubObjects()
+			if err != nil {
+				return fmt.Errorf("deduplicating on decode: %w", err)
+			}
+			i.lw = shared
+			return nil
+		}
+		interns = lw.interns
+	}
+	i.queue.interns, i.queue.intern = interns, internFuncFor[T]()
+	return nil
 }
 
 // Run starts the informer and blocks until ctx is done and every goroutine

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
@@ -111,6 +112,10 @@ type internTable struct {
 	// raw holds the canonical sub-objects of pods shared at decode time,
 	// keyed by their bytes as received (see share_decode.go).
 	raw podShares
+	// shareSubObjects makes the decoder share sub-objects (raw) and bytes
+	// between the objects it decodes, not only strings; set before the
+	// table is first used. Off, the decoded objects share nothing mutable.
+	shareSubObjects bool
 	// front caches strings of the table (see frontSets); allocated with
 	// the first one.
 	front *[frontSets][frontWays]frontEntry
@@ -148,11 +153,16 @@ func (t *internTable) strFrom(b []byte) string {
 
 // bytesFrom returns a slice of b's content that does not point into b,
 // empty and not nil if b is empty (as gogo decodes an empty bytes field).
-// Its bytes are shared as those of bytes' results are, with the same
-// capacity rule.
+// If the table shares sub-objects, its bytes are shared as those of
+// bytes' results are, with the same capacity rule; otherwise it is a copy
+// of its own: the bytes of objects decoded with strings interned only are
+// not shared, since bytes, unlike strings, can be written to.
 func (t *internTable) bytesFrom(b []byte) []byte {
 	if len(b) == 0 {
 		return []byte{}
+	}
+	if !t.shareSubObjects {
+		return bytes.Clone(b)
 	}
 	s := t.strFrom(b)
 	return unsafe.Slice(unsafe.StringData(s), len(s))

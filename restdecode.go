@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,8 +31,10 @@ type restCodecs struct {
 	mediaTypes []runtime.SerializerInfo
 }
 
-// newRESTCodecs returns the codecs of a typed REST client over scheme.
-func newRESTCodecs(scheme *runtime.Scheme) runtime.NegotiatedSerializer {
+// newRESTCodecs returns the codecs of a typed REST client over scheme. If
+// interns is not nil, objects of the types unmarshalInterned knows are
+// decoded with their strings interned in it.
+func newRESTCodecs(scheme *runtime.Scheme, interns *internTable) runtime.NegotiatedSerializer {
 	base := serializer.NewCodecFactory(scheme).WithoutConversion()
 	mediaTypes := slices.Clone(base.SupportedMediaTypes())
 	for i := range mediaTypes {
@@ -43,6 +46,7 @@ func newRESTCodecs(scheme *runtime.Scheme) runtime.NegotiatedSerializer {
 			Serializer: info.Serializer,
 			raw:        protobuf.NewRawSerializer(scheme, scheme),
 			creater:    scheme,
+			interns:    interns,
 		}
 		if info.StreamSerializer != nil {
 			stream := *info.StreamSerializer
@@ -69,6 +73,9 @@ type protobufDecoder struct {
 	runtime.Serializer // apimachinery's protobuf.Serializer
 	raw                *protobuf.RawSerializer
 	creater            runtime.ObjectCreater
+	// interns, if not nil, is the table of the objects' strings (see
+	// unmarshalInterned).
+	interns *internTable
 }
 
 // protobufMessage is what apimachinery's protobuf serializer requires of
@@ -76,6 +83,35 @@ type protobufDecoder struct {
 type protobufMessage interface {
 	Reset()
 	Unmarshal(data []byte) error
+}
+
+// unmarshal does msg.Reset and msg.Unmarshal(data), except for the types
+// with an interning decoder (restdecode_pod.go) when interns is not nil:
+// those are decoded straight into the table's strings, so that a string
+// the table holds costs a lookup instead of an allocation. The objects are
+// equal either way.
+func unmarshal(interns *internTable, data []byte, msg protobufMessage) error {
+	if interns != nil {
+		switch m := msg.(type) {
+		case *corev1.Pod:
+			interns.mu.Lock()
+			defer interns.mu.Unlock()
+			return unmarshalPod(interns, data, m)
+		case *corev1.PodList:
+			interns.mu.Lock()
+			defer interns.mu.Unlock()
+			return unmarshalPodList(interns, data, m)
+		}
+	}
+	msg.Reset()
+	return msg.Unmarshal(data)
+}
+
+// decodesInterned reports whether objects of type T have an interning
+// decoder (see unmarshal): the REST ListerWatcher gives them a table.
+func decodesInterned[T Object]() bool {
+	_, ok := any(*new(T)).(*corev1.Pod)
+	return ok
 }
 
 // Decode implements runtime.Decoder.
@@ -119,8 +155,7 @@ func (d *protobufDecoder) Decode(data []byte, defaults *schema.GroupVersionKind,
 	if !ok {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	msg.Reset()
-	if err := msg.Unmarshal(raw); err != nil {
+	if err := unmarshal(d.interns, raw, msg); err != nil {
 		return nil, &actual, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(actual)

@@ -15,11 +15,25 @@ import (
 
 // unmarshalPod decodes data into m as m.Reset(); m.Unmarshal(data) does,
 // taking every string and byte slice from t (see internTable.strFrom)
-// and sharing sub-objects with other pods decoded through t (see
-// share_decode.go): none of m's points into data. The caller holds t.mu.
+// and, if t.shareSubObjects, sharing sub-objects with other pods
+// decoded through t (see share_decode.go): none of m's points into
+// data. The caller holds t.mu.
 func unmarshalPod(t *internTable, data []byte, m *corev1.Pod) error {
 	*m = corev1.Pod{}
 	if err := unmarshalCorev1Pod(t, data, m); err != nil {
+		return fmt.Errorf("proto: %w", err)
+	}
+	return nil
+}
+
+// unmarshalPodList decodes data into m as m.Reset(); m.Unmarshal(data) does,
+// taking every string and byte slice from t (see internTable.strFrom)
+// and, if t.shareSubObjects, sharing sub-objects with other pods
+// decoded through t (see share_decode.go): none of m's points into
+// data. The caller holds t.mu.
+func unmarshalPodList(t *internTable, data []byte, m *corev1.PodList) error {
+	*m = corev1.PodList{}
+	if err := unmarshalCorev1PodList(t, data, m); err != nil {
 		return fmt.Errorf("proto: %w", err)
 	}
 	return nil
@@ -86,6 +100,67 @@ func unmarshalCorev1Pod(t *internTable, data []byte, m *corev1.Pod) error {
 	}
 	return nil
 }
+
+func unmarshalCorev1PodList(t *internTable, data []byte, m *corev1.PodList) error {
+	var counts [1]int
+	counted := false
+	for i := 0; i < len(data); {
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "PodList"); err != nil {
+				return err
+			}
+		}
+		switch num {
+		case 1: // metadata
+			if typ != 2 {
+				return pbWrongType("PodList", "metadata", typ)
+			}
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
+				return pbField("PodList", "metadata", err)
+			}
+			if err := unmarshalMetav1ListMeta(t, data[s:e], &m.ListMeta); err != nil {
+				return pbField("PodList", "metadata", err)
+			}
+			i = e
+		case 2: // items
+			if typ != 2 {
+				return pbWrongType("PodList", "items", typ)
+			}
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
+				return pbField("PodList", "items", err)
+			}
+			if m.Items == nil {
+				if !counted {
+					pbCountFields(data, i, pbTagsCorev1PodList[:], counts[:])
+					counted = true
+				}
+				m.Items = make([]corev1.Pod, 0, counts[0])
+			}
+			m.Items = append(m.Items, corev1.Pod{})
+			if err := unmarshalCorev1Pod(t, data[s:e], &m.Items[len(m.Items)-1]); err != nil {
+				return pbField("PodList", "items", err)
+			}
+			i = e
+		default:
+			var err error
+			if i, err = pbSkip(data, i, len(data)); err != nil {
+				return pbField("PodList", "unknown field", err)
+			}
+		}
+	}
+	return nil
+}
+
+// pbTagsCorev1PodList are the tags of PodList's repeated fields of messages and strings.
+var pbTagsCorev1PodList = [...]uint64{2<<3 | 2}
 
 func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta) error {
 	var counts [5]int
@@ -250,7 +325,7 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					counted = true
 				}
 				n, end := pbRun(data, i, next)
-				if counts[0] == n {
+				if t.shareSubObjects && counts[0] == n {
 					c, _, h := sharedRaw(t, &t.raw.stringMaps, data[i:end])
 					if c != nil {
 						m.Labels = mapAt[map[string]string](c)
@@ -288,7 +363,7 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					counted = true
 				}
 				n, end := pbRun(data, i, next)
-				if counts[1] == n {
+				if t.shareSubObjects && counts[1] == n {
 					c, _, h := sharedRaw(t, &t.raw.stringMaps, data[i:end])
 					if c != nil {
 						m.Annotations = mapAt[map[string]string](c)
@@ -325,14 +400,16 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[2] == n {
-					c, cn, h := sharedRaw(t, &t.raw.ownerRefs, data[i:end])
-					if c != nil {
-						m.OwnerReferences = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[2] == n {
+						c, cn, h := sharedRaw(t, &t.raw.ownerRefs, data[i:end])
+						if c != nil {
+							m.OwnerReferences = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[2] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[2] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.OwnerReferences = make([]metav1.OwnerReference, 0, counts[2])
 			}
@@ -359,14 +436,16 @@ func unmarshalMetav1ObjectMeta(t *internTable, data []byte, m *metav1.ObjectMeta
 					pbCountFields(data, i, pbTagsMetav1ObjectMeta[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[3] == n {
-					c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
-					if c != nil {
-						m.Finalizers = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[3] == n {
+						c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
+						if c != nil {
+							m.Finalizers = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[3] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[3] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Finalizers = make([]string, 0, counts[3])
 			}
@@ -594,7 +673,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					counted = true
 				}
 				n, end := pbRun(data, i, next)
-				if counts[4] == n {
+				if t.shareSubObjects && counts[4] == n {
 					c, _, h := sharedRaw(t, &t.raw.stringMaps, data[i:end])
 					if c != nil {
 						m.NodeSelector = mapAt[map[string]string](c)
@@ -729,7 +808,7 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				if counts[5] == 1 {
+				if t.shareSubObjects && counts[5] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.podSecurity, data[s:e])
 					if c != nil {
 						m.SecurityContext = c
@@ -766,14 +845,16 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[6] == n {
-					c, cn, h := sharedRaw(t, &t.raw.pullSecrets, data[i:end])
-					if c != nil {
-						m.ImagePullSecrets = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[6] == n {
+						c, cn, h := sharedRaw(t, &t.raw.pullSecrets, data[i:end])
+						if c != nil {
+							m.ImagePullSecrets = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[2] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[2] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.ImagePullSecrets = make([]corev1.LocalObjectReference, 0, counts[6])
 			}
@@ -853,14 +934,16 @@ func unmarshalCorev1PodSpec(t *internTable, data []byte, m *corev1.PodSpec) erro
 					pbCountFields(data, i, pbTagsCorev1PodSpec[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[7] == n {
-					c, cn, h := sharedRaw(t, &t.raw.tolerations, data[i:end])
-					if c != nil {
-						m.Tolerations = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[7] == n {
+						c, cn, h := sharedRaw(t, &t.raw.tolerations, data[i:end])
+						if c != nil {
+							m.Tolerations = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[3] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[3] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Tolerations = make([]corev1.Toleration, 0, counts[7])
 			}
@@ -1615,6 +1698,92 @@ func unmarshalCorev1PodStatus(t *internTable, data []byte, m *corev1.PodStatus) 
 // pbTagsCorev1PodStatus are the tags of PodStatus's repeated fields of messages and strings.
 var pbTagsCorev1PodStatus = [...]uint64{2<<3 | 2, 16<<3 | 2, 12<<3 | 2, 10<<3 | 2, 8<<3 | 2, 13<<3 | 2, 15<<3 | 2, 21<<3 | 2, 22<<3 | 2}
 
+func unmarshalMetav1ListMeta(t *internTable, data []byte, m *metav1.ListMeta) error {
+	for i := 0; i < len(data); {
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ListMeta"); err != nil {
+				return err
+			}
+		}
+		switch num {
+		case 1: // selfLink
+			if typ != 2 {
+				return pbWrongType("ListMeta", "selfLink", typ)
+			}
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
+				return pbField("ListMeta", "selfLink", err)
+			}
+			m.SelfLink = t.strFrom(data[s:e])
+			i = e
+		case 2: // resourceVersion
+			if typ != 2 {
+				return pbWrongType("ListMeta", "resourceVersion", typ)
+			}
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
+				return pbField("ListMeta", "resourceVersion", err)
+			}
+			m.ResourceVersion = t.strFrom(data[s:e])
+			i = e
+		case 3: // continue
+			if typ != 2 {
+				return pbWrongType("ListMeta", "continue", typ)
+			}
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
+				return pbField("ListMeta", "continue", err)
+			}
+			m.Continue = t.strFrom(data[s:e])
+			i = e
+		case 4: // remainingItemCount
+			if typ != 0 {
+				return pbWrongType("ListMeta", "remainingItemCount", typ)
+			}
+			v, e, err := uint64(0), next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 {
+				v = uint64(data[next])
+			} else if v, e, err = pbVarint(data, next); err != nil {
+				return pbField("ListMeta", "remainingItemCount", err)
+			}
+			x := int64(v)
+			m.RemainingItemCount = &x
+			i = e
+		case 5: // shardInfo
+			if typ != 2 {
+				return pbWrongType("ListMeta", "shardInfo", typ)
+			}
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
+				return pbField("ListMeta", "shardInfo", err)
+			}
+			if m.ShardInfo == nil {
+				m.ShardInfo = new(metav1.ShardInfo)
+			}
+			if err := unmarshalMetav1ShardInfo(t, data[s:e], m.ShardInfo); err != nil {
+				return pbField("ListMeta", "shardInfo", err)
+			}
+			i = e
+		default:
+			var err error
+			if i, err = pbSkip(data, i, len(data)); err != nil {
+				return pbField("ListMeta", "unknown field", err)
+			}
+		}
+	}
+	return nil
+}
+
 func unmarshalMetav1OwnerReference(t *internTable, data []byte, m *metav1.OwnerReference) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -1927,14 +2096,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[0] == n {
-					c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
-					if c != nil {
-						m.Command = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[0] == n {
+						c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
+						if c != nil {
+							m.Command = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[0] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[0] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Command = make([]string, 0, counts[0])
 			}
@@ -1958,14 +2129,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[1] == n {
-					c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
-					if c != nil {
-						m.Args = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[1] == n {
+						c, cn, h := sharedRaw(t, &t.raw.strs, data[i:end])
+						if c != nil {
+							m.Args = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[1] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[1] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Args = make([]string, 0, counts[1])
 			}
@@ -2001,14 +2174,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[2] == n {
-					c, cn, h := sharedRaw(t, &t.raw.ports, data[i:end])
-					if c != nil {
-						m.Ports = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[2] == n {
+						c, cn, h := sharedRaw(t, &t.raw.ports, data[i:end])
+						if c != nil {
+							m.Ports = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[2] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[2] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Ports = make([]corev1.ContainerPort, 0, counts[2])
 			}
@@ -2035,14 +2210,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[3] == n {
-					c, cn, h := sharedRaw(t, &t.raw.envFrom, data[i:end])
-					if c != nil {
-						m.EnvFrom = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[3] == n {
+						c, cn, h := sharedRaw(t, &t.raw.envFrom, data[i:end])
+						if c != nil {
+							m.EnvFrom = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[3] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[3] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.EnvFrom = make([]corev1.EnvFromSource, 0, counts[3])
 			}
@@ -2069,14 +2246,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[4] == n {
-					c, cn, h := sharedRaw(t, &t.raw.env, data[i:end])
-					if c != nil {
-						m.Env = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[4] == n {
+						c, cn, h := sharedRaw(t, &t.raw.env, data[i:end])
+						if c != nil {
+							m.Env = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[4] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[4] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.Env = make([]corev1.EnvVar, 0, counts[4])
 			}
@@ -2117,14 +2296,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[5] == n {
-					c, cn, h := sharedRaw(t, &t.raw.resizePolicy, data[i:end])
-					if c != nil {
-						m.ResizePolicy = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[5] == n {
+						c, cn, h := sharedRaw(t, &t.raw.resizePolicy, data[i:end])
+						if c != nil {
+							m.ResizePolicy = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[5] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[5] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.ResizePolicy = make([]corev1.ContainerResizePolicy, 0, counts[5])
 			}
@@ -2186,14 +2367,16 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if n, end := pbRun(data, i, next); counts[7] == n {
-					c, cn, h := sharedRaw(t, &t.raw.mounts, data[i:end])
-					if c != nil {
-						m.VolumeMounts = unsafe.Slice(c, cn)
-						i = end
-						continue
+				if t.shareSubObjects {
+					if n, end := pbRun(data, i, next); counts[7] == n {
+						c, cn, h := sharedRaw(t, &t.raw.mounts, data[i:end])
+						if c != nil {
+							m.VolumeMounts = unsafe.Slice(c, cn)
+							i = end
+							continue
+						}
+						keep[6] = rawRun{s: i, e: end, h: h, ok: true}
 					}
-					keep[6] = rawRun{s: i, e: end, h: h, ok: true}
 				}
 				m.VolumeMounts = make([]corev1.VolumeMount, 0, counts[7])
 			}
@@ -2242,7 +2425,7 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if counts[9] == 1 {
+				if t.shareSubObjects && counts[9] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.probes, data[s:e])
 					if c != nil {
 						m.LivenessProbe = c
@@ -2279,7 +2462,7 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if counts[10] == 1 {
+				if t.shareSubObjects && counts[10] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.probes, data[s:e])
 					if c != nil {
 						m.ReadinessProbe = c
@@ -2316,7 +2499,7 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if counts[11] == 1 {
+				if t.shareSubObjects && counts[11] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.probes, data[s:e])
 					if c != nil {
 						m.StartupProbe = c
@@ -2353,7 +2536,7 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if counts[12] == 1 {
+				if t.shareSubObjects && counts[12] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.lifecycles, data[s:e])
 					if c != nil {
 						m.Lifecycle = c
@@ -2426,7 +2609,7 @@ func unmarshalCorev1Container(t *internTable, data []byte, m *corev1.Container) 
 					pbCountFields(data, i, pbTagsCorev1Container[:], counts[:])
 					counted = true
 				}
-				if counts[13] == 1 {
+				if t.shareSubObjects && counts[13] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.securityCtx, data[s:e])
 					if c != nil {
 						m.SecurityContext = c
@@ -3470,7 +3653,7 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 					counted = true
 				}
 				n, end := pbRun(data, i, next)
-				if counts[0] == n {
+				if t.shareSubObjects && counts[0] == n {
 					c, _, h := sharedRaw(t, &t.raw.resourceLists, data[i:end])
 					if c != nil {
 						m.Limits = mapAt[corev1.ResourceList](c)
@@ -3508,7 +3691,7 @@ func unmarshalCorev1ResourceRequirements(t *internTable, data []byte, m *corev1.
 					counted = true
 				}
 				n, end := pbRun(data, i, next)
-				if counts[1] == n {
+				if t.shareSubObjects && counts[1] == n {
 					c, _, h := sharedRaw(t, &t.raw.resourceLists, data[i:end])
 					if c != nil {
 						m.Requests = mapAt[corev1.ResourceList](c)
@@ -4341,6 +4524,38 @@ func unmarshalCorev1PodVolumeHealth(t *internTable, data []byte, m *corev1.PodVo
 // pbTagsCorev1PodVolumeHealth are the tags of PodVolumeHealth's repeated fields of messages and strings.
 var pbTagsCorev1PodVolumeHealth = [...]uint64{2<<3 | 2}
 
+func unmarshalMetav1ShardInfo(t *internTable, data []byte, m *metav1.ShardInfo) error {
+	for i := 0; i < len(data); {
+		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
+		if data[i] >= 0x80 || typ == 4 || num == 0 {
+			var err error
+			if num, typ, next, err = pbTag(data, i, "ShardInfo"); err != nil {
+				return err
+			}
+		}
+		switch num {
+		case 1: // selector
+			if typ != 2 {
+				return pbWrongType("ShardInfo", "selector", typ)
+			}
+			s, e, err := next+1, next+1, error(nil)
+			if next < len(data) && data[next] < 0x80 && next+1+int(data[next]) <= len(data) {
+				e += int(data[next])
+			} else if s, e, err = pbLen(data, next); err != nil {
+				return pbField("ShardInfo", "selector", err)
+			}
+			m.Selector = t.strFrom(data[s:e])
+			i = e
+		default:
+			var err error
+			if i, err = pbSkip(data, i, len(data)); err != nil {
+				return pbField("ShardInfo", "unknown field", err)
+			}
+		}
+	}
+	return nil
+}
+
 func unmarshalMetav1FieldsV1(t *internTable, data []byte, m *metav1.FieldsV1) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -4424,7 +4639,7 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
 					counted = true
 				}
-				if counts[0] == 1 {
+				if t.shareSubObjects && counts[0] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.emptyDirVols, data[s:e])
 					if c != nil {
 						m.EmptyDir = c
@@ -4512,7 +4727,7 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
 					counted = true
 				}
-				if counts[1] == 1 {
+				if t.shareSubObjects && counts[1] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.secretVols, data[s:e])
 					if c != nil {
 						m.Secret = c
@@ -4702,7 +4917,7 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
 					counted = true
 				}
-				if counts[2] == 1 {
+				if t.shareSubObjects && counts[2] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.downwardVols, data[s:e])
 					if c != nil {
 						m.DownwardAPI = c
@@ -4773,7 +4988,7 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
 					counted = true
 				}
-				if counts[3] == 1 {
+				if t.shareSubObjects && counts[3] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.configMapVols, data[s:e])
 					if c != nil {
 						m.ConfigMap = c
@@ -4878,7 +5093,7 @@ func unmarshalCorev1VolumeSource(t *internTable, data []byte, m *corev1.VolumeSo
 					pbCountFields(data, i, pbTagsCorev1VolumeSource[:], counts[:])
 					counted = true
 				}
-				if counts[4] == 1 {
+				if t.shareSubObjects && counts[4] == 1 {
 					c, _, h := sharedRaw(t, &t.raw.projectedVols, data[s:e])
 					if c != nil {
 						m.Projected = c

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/randfill"
@@ -58,6 +59,19 @@ func decodePodBoth(t testing.TB, table *internTable, data []byte) *corev1.Pod {
 	return got
 }
 
+// newSharingTable returns an empty table whose decoder shares sub-objects.
+func newSharingTable() *internTable {
+	t := newInternTable()
+	t.shareSubObjects = true
+	return t
+}
+
+// decoderTables returns an empty table of each kind: one interning strings
+// only (the default), one sharing sub-objects too (Deduplicate).
+func decoderTables() []*internTable {
+	return []*internTable{newInternTable(), newSharingTable()}
+}
+
 // randomPods returns the encodings of n random pods.
 func randomPods(t testing.TB, seed uint64, n int) [][]byte {
 	t.Helper()
@@ -83,14 +97,15 @@ func TestUnmarshalPodEqualsUnmarshal(t *testing.T) {
 		"prod":   encodedProdPods(t, 300),
 		"random": randomPods(t, 16, 200),
 	} {
-		t.Run(name, func(t *testing.T) {
-			table := newInternTable()
-			for range 2 {
-				for _, data := range encoded {
-					decodePodBoth(t, table, data)
+		for _, table := range decoderTables() {
+			t.Run(fmt.Sprint(name, "/", table.shareSubObjects), func(t *testing.T) {
+				for range 2 {
+					for _, data := range encoded {
+						decodePodBoth(t, table, data)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -139,29 +154,58 @@ func TestUnmarshalPodShares(t *testing.T) {
 // they were decoded from, as the next response reusing it does, and
 // compares them with a decode of a copy.
 func TestUnmarshalPodDoesNotAliasData(t *testing.T) {
-	table := newInternTable()
 	encoded := append(encodedProdPods(t, 20), randomPods(t, 17, 50)...)
-	for round := range 2 {
-		for i, data := range encoded {
-			buf := bytes.Clone(data)
-			got := &corev1.Pod{}
-			table.mu.Lock()
-			err := unmarshalPod(table, buf, got)
-			table.mu.Unlock()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j := range buf {
-				buf[j] = 0xa5
-			}
-			want := &corev1.Pod{}
-			if err := want.Unmarshal(data); err != nil {
-				t.Fatal(err)
-			}
-			if diff := diffLarge(want, got); diff != "" {
-				t.Fatalf("round %d, pod %d changed with the buffer (-want +got):\n%s", round, i, diff)
+	for _, table := range decoderTables() {
+		for round := range 2 {
+			for i, data := range encoded {
+				buf := bytes.Clone(data)
+				got := &corev1.Pod{}
+				table.mu.Lock()
+				err := unmarshalPod(table, buf, got)
+				table.mu.Unlock()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range buf {
+					buf[j] = 0xa5
+				}
+				want := &corev1.Pod{}
+				if err := want.Unmarshal(data); err != nil {
+					t.Fatal(err)
+				}
+				if diff := diffLarge(want, got); diff != "" {
+					t.Fatalf("sharing sub-objects %v, round %d, pod %d changed with the buffer (-want +got):\n%s", table.shareSubObjects, round, i, diff)
+				}
 			}
 		}
+	}
+}
+
+// TestUnmarshalPodSharesOnlyStrings checks that, with a table that does
+// not share sub-objects (the default), replicas of one Deployment share
+// strings but no map, list, pointed-to struct or bytes.
+func TestUnmarshalPodSharesOnlyStrings(t *testing.T) {
+	table := newInternTable()
+	var pods []*corev1.Pod
+	for _, data := range encodedProdPods(t, 5) {
+		pods = append(pods, decodePodBoth(t, table, data))
+	}
+	a, b := pods[3], pods[4]
+	if unsafe.StringData(a.Labels["app"]) != unsafe.StringData(b.Labels["app"]) {
+		t.Error("the label app is not shared")
+	}
+	type shared struct{ Labels, Env, Limits, Probe, SecurityContext, FieldsV1 bool }
+	ca, cb := &a.Spec.Containers[0], &b.Spec.Containers[0]
+	got := shared{
+		Labels:          mapPointer(a.Labels) == mapPointer(b.Labels),
+		Env:             unsafe.SliceData(ca.Env) == unsafe.SliceData(cb.Env),
+		Limits:          mapPointer(ca.Resources.Limits) == mapPointer(cb.Resources.Limits),
+		Probe:           ca.ReadinessProbe == cb.ReadinessProbe,
+		SecurityContext: ca.SecurityContext == cb.SecurityContext,
+		FieldsV1:        unsafe.SliceData(a.ManagedFields[0].FieldsV1.Raw) == unsafe.SliceData(b.ManagedFields[0].FieldsV1.Raw),
+	}
+	if diff := cmp.Diff(shared{}, got); diff != "" {
+		t.Errorf("shared between replicas (-want +got):\n%s", diff)
 	}
 }
 
@@ -261,12 +305,13 @@ func podRuleEncodings() map[string][]byte {
 // rules one by one (podRuleEncodings), twice through one table.
 func TestUnmarshalPodRules(t *testing.T) {
 	cases := podRuleEncodings()
-	table := newInternTable()
-	for round := range 2 {
-		for name, data := range cases {
-			t.Run(fmt.Sprint(name, "/", round), func(t *testing.T) {
-				decodePodBoth(t, table, data)
-			})
+	for _, table := range decoderTables() {
+		for round := range 2 {
+			for name, data := range cases {
+				t.Run(fmt.Sprint(name, "/", table.shareSubObjects, "/", round), func(t *testing.T) {
+					decodePodBoth(t, table, data)
+				})
+			}
 		}
 	}
 }
@@ -275,10 +320,11 @@ func TestUnmarshalPodRules(t *testing.T) {
 // production-like and random pods: unmarshalPod must fail exactly when
 // Pod.Unmarshal does, and decode the same pod when neither fails.
 func TestUnmarshalPodBadBytes(t *testing.T) {
-	table := newInternTable()
 	encoded := append(encodedProdPods(t, 2), randomPods(t, 18, 5)...)
 	r := rand.New(rand.NewPCG(18, 0))
-	for _, data := range encoded {
+	tables := decoderTables()
+	for i, data := range encoded {
+		table := tables[i%len(tables)]
 		// Every 7th length: every length takes too long under -race, and
 		// the fuzzer covers the rest.
 		for n := 0; n < len(data); n += 7 {
@@ -305,9 +351,11 @@ func FuzzUnmarshalPod(f *testing.F) {
 	for _, data := range podRuleEncodings() {
 		f.Add(data)
 	}
-	table := newInternTable()
+	tables := decoderTables()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		decodePodBoth(t, table, data)
+		for _, table := range tables {
+			decodePodBoth(t, table, data)
+		}
 	})
 }
 
@@ -345,17 +393,32 @@ func TestInternTableShrinksFromBytes(t *testing.T) {
 // disturbed than ns/op on a shared machine.
 func BenchmarkDecodePod(b *testing.B) {
 	encoded := encodedProdPods(b, 1000)
+	interned := func(table *internTable, data []byte, p *corev1.Pod) error {
+		table.mu.Lock()
+		defer table.mu.Unlock()
+		return unmarshalPod(table, data, p)
+	}
 	decoders := []struct {
-		name   string
+		name string
+		// share is the table's shareSubObjects.
+		share  bool
 		decode func(table *internTable, data []byte, p *corev1.Pod) error
 	}{
-		{"Unmarshal", func(_ *internTable, data []byte, p *corev1.Pod) error { return p.Unmarshal(data) }},
-		{"unmarshalPod", func(table *internTable, data []byte, p *corev1.Pod) error {
-			table.mu.Lock()
-			defer table.mu.Unlock()
-			return unmarshalPod(table, data, p)
+		{"Unmarshal", false, func(_ *internTable, data []byte, p *corev1.Pod) error { return p.Unmarshal(data) }},
+		// The default: strings interned on decode.
+		{"unmarshalPod", false, interned},
+		// Deduplicate without a transform: sub-objects shared on decode.
+		{"unmarshalPod sharing", true, interned},
+		// Deduplicate with a transform: the pass after decoding.
+		{"unmarshalPod+Deduplicate", false, func(table *internTable, data []byte, p *corev1.Pod) error {
+			if err := interned(table, data, p); err != nil {
+				return err
+			}
+			internObject(table, internFuncFor[*corev1.Pod](), p)
+			return nil
 		}},
-		{"Unmarshal+Deduplicate", func(table *internTable, data []byte, p *corev1.Pod) error {
+		// Deduplicate before decoding pods straight into the table.
+		{"Unmarshal+Deduplicate", false, func(table *internTable, data []byte, p *corev1.Pod) error {
 			if err := p.Unmarshal(data); err != nil {
 				return err
 			}
@@ -366,6 +429,7 @@ func BenchmarkDecodePod(b *testing.B) {
 	for _, d := range decoders {
 		b.Run(d.name, func(b *testing.B) {
 			table := newInternTable()
+			table.shareSubObjects = d.share
 			cache := make([]*corev1.Pod, len(encoded))
 			for range 2 { // warm: every string seen twice is in the table
 				for i, data := range encoded {
@@ -402,7 +466,7 @@ func BenchmarkDecodePod(b *testing.B) {
 // decoded by unmarshalPod share their template's sub-objects, but for the
 // first one, as the deduplication pass does.
 func TestUnmarshalPodSharesSubObjects(t *testing.T) {
-	table := newInternTable()
+	table := newSharingTable()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 5) {
 		pods = append(pods, decodePodBoth(t, table, data))
@@ -418,7 +482,7 @@ func TestUnmarshalPodSharesSubObjects(t *testing.T) {
 // a toleration list), so that the second occurrence merges into or appends
 // to what the first decoded: the pods cached before must not change.
 func TestUnmarshalPodDoesNotWriteShared(t *testing.T) {
-	table := newInternTable()
+	table := newSharingTable()
 	encoded := encodedProdPods(t, 60)
 	var cached []*corev1.Pod
 	for range 2 {
@@ -461,7 +525,7 @@ func TestUnmarshalPodMapReadPastEntry(t *testing.T) {
 		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
 	}
 	entry := field(11, []byte{0x0a, 3}) // a key of 3 bytes in an entry of 2
-	table := newInternTable()
+	table := newSharingTable()
 	for _, name := range []string{"a", "a", "a", "b", "b", "c"} {
 		decodePodBoth(t, table, field(1, append(slices.Clip(entry), field(1, []byte(name))...)))
 	}
@@ -470,7 +534,7 @@ func TestUnmarshalPodMapReadPastEntry(t *testing.T) {
 // TestUnmarshalPodTableShrinks decodes many pods, lets them go and checks
 // that a sweep leaves no sub-object shared at decode time in the table.
 func TestUnmarshalPodTableShrinks(t *testing.T) {
-	table := newInternTable()
+	table := newSharingTable()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 2000) {
 		pods = append(pods, decodePodBoth(t, table, data))
@@ -501,7 +565,7 @@ func TestUnmarshalPodSharesWholeFields(t *testing.T) {
 		"pointer": {field(2, cat(fsGroup(1), group, runAsUser)), field(2, fsGroup(1))},
 	} {
 		t.Run(name, func(t *testing.T) {
-			table := newInternTable()
+			table := newSharingTable()
 			for _, data := range [][]byte{c.whole, c.whole, c.whole, c.first, c.first, c.first, c.whole} {
 				decodePodBoth(t, table, data)
 			}

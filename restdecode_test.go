@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/kubetyped/informer/internal/prodpods"
@@ -30,7 +32,7 @@ func protobufCodecs(t testing.TB) (theirs, ours runtime.SerializerInfo) {
 		}
 		return info
 	}
-	return find(serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()), find(newRESTCodecs(clientgoscheme.Scheme))
+	return find(serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()), find(newRESTCodecs(clientgoscheme.Scheme, nil))
 }
 
 // encodeProtobufWithKind is obj in Kubernetes' protobuf encoding with its
@@ -143,7 +145,7 @@ func TestWatchEventDecoderKeepsEarlierObjects(t *testing.T) {
 		ns   runtime.NegotiatedSerializer
 	}{
 		{"apimachinery", serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()},
-		{"ours", newRESTCodecs(clientgoscheme.Scheme)},
+		{"ours", newRESTCodecs(clientgoscheme.Scheme, nil)},
 	} {
 		objects, streaming, framer, err := runtime.NewClientNegotiator(codecs.ns, corev1.SchemeGroupVersion).StreamDecoder(runtime.ContentTypeProtobuf, nil)
 		if err != nil {
@@ -223,4 +225,44 @@ func FuzzProtobufDecoder(f *testing.F) {
 			t.Fatalf("watch event (-apimachinery +ours):\n%s", diff)
 		}
 	})
+}
+
+// TestDeduplicateOnDecode checks where an informer deduplicating the pods
+// of a REST ListerWatcher does it: without a transform, in the decoder of
+// a copy of the ListerWatcher sharing sub-objects (the queue's pass off,
+// the ListerWatcher given left as it was); with one, in the queue's pass,
+// after the transform, with the decoder's table.
+func TestDeduplicateOnDecode(t *testing.T) {
+	for _, withTransform := range []bool{false, true} {
+		lw, err := newRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server"}, RESTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lw.interns == nil || lw.interns.shareSubObjects {
+			t.Fatalf("the table of a REST ListerWatcher of pods over protobuf is %+v, want one sharing strings only", lw.interns)
+		}
+		opts := InformerOptions[*corev1.Pod]{Deduplicate: true}
+		if withTransform {
+			opts.Transform = StripManagedFields[*corev1.Pod]
+		}
+		inf, err := NewInformer(ListerWatcher[*corev1.Pod](lw), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type where struct{ OwnLW, DecoderShares, Pass, PassWithDecodersTable bool }
+		got := where{OwnLW: inf.lw != ListerWatcher[*corev1.Pod](lw), Pass: inf.queue.intern != nil, PassWithDecodersTable: inf.queue.interns == lw.interns}
+		if own, ok := inf.lw.(*restListerWatcher[*corev1.Pod]); ok {
+			got.DecoderShares = own.interns.shareSubObjects
+		}
+		want := where{OwnLW: true, DecoderShares: true}
+		if withTransform {
+			want = where{Pass: true, PassWithDecodersTable: true}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("with a transform: %v (-want +got):\n%s", withTransform, diff)
+		}
+		if lw.interns.shareSubObjects {
+			t.Error("the ListerWatcher given now shares sub-objects")
+		}
+	}
 }

@@ -117,6 +117,12 @@ type restListerWatcher[T Object] struct {
 	drop      *dropFieldsTransport // nil without DropFields
 	// decoders decode list bodies, as the REST client's would.
 	decoders runtime.ClientNegotiator
+	// interns, if not nil, holds the strings of the objects decoded from
+	// protobuf (see unmarshal); an informer deduplicating them uses it too.
+	interns *internTable
+	// newClient makes a REST client decoding with a table (see
+	// decodeWith).
+	newClient func(interns *internTable) (*rest.RESTClient, error)
 	// cachedItems is where protobuf list bodies hold their items' metadata,
 	// for skipping those the cache holds (restlw_cached.go); zero for JSON.
 	cachedItems cachedItemsLayout
@@ -131,6 +137,15 @@ type restListerWatcher[T Object] struct {
 // their items are returned without apiVersion and kind, like the objects of
 // watch events; watch events carry objects of type T (a *metav1.Status for
 // Error events) decoded by the scheme. It is safe for concurrent use.
+//
+// Pods decoded from protobuf (the default for built-in types) have their
+// strings interned on decode: a string equal to one of an earlier pod's
+// (label and annotation keys and values, images, env vars, node names…)
+// is the same copy of its bytes, looked up instead of allocated. Go
+// strings are immutable, so this changes no value and nothing a caller can
+// observe; it saves memory and allocations (docs/semantics.md, "Strings
+// interned on decode"). The table holds weak pointers, so strings no
+// object holds any more are released.
 //
 // It fails with a clear error when T is not known to opts.Scheme nor to
 // client-go's scheme, when that scheme has no list type for T's kind or lacks
@@ -185,19 +200,23 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 	if drop != nil {
 		httpClient = drop.wrap(httpClient)
 	}
-	client, err := newTypedRESTClient(config, gvk.GroupVersion(), scheme, contentType, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
-	}
 	lw := &restListerWatcher[T]{
-		client:    client,
 		scheme:    scheme,
 		listKind:  listKind,
 		resource:  resource,
 		namespace: opts.Namespace,
 		tweak:     opts.TweakListOptions,
 		drop:      drop,
-		decoders:  runtime.NewClientNegotiator(newRESTCodecs(scheme), gvk.GroupVersion()),
+		newClient: func(interns *internTable) (*rest.RESTClient, error) {
+			return newTypedRESTClient(config, gvk.GroupVersion(), scheme, interns, contentType, httpClient)
+		},
+	}
+	var interns *internTable
+	if contentType == ContentTypeProtobuf && decodesInterned[T]() {
+		interns = newInternTable()
+	}
+	if err := lw.decodeWith(interns); err != nil {
+		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
 	}
 	if contentType == ContentTypeProtobuf {
 		lw.cachedItems = cachedItemsLayoutOf(reflect.TypeOf(list), reflect.TypeFor[T]())
@@ -205,6 +224,38 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 	// A protobuf client may get JSON too (its fallback).
 	lw.cachedJSON = jsonItemsLayout(reflect.TypeOf(list), reflect.TypeFor[T]())
 	return lw, nil
+}
+
+// decodeWith makes lw's REST client and list decoders decode with interns
+// (see newRESTCodecs).
+func (lw *restListerWatcher[T]) decodeWith(interns *internTable) error {
+	client, err := lw.newClient(interns)
+	if err != nil {
+		return err
+	}
+	gv := lw.listKind.GroupVersion()
+	lw.client, lw.interns = client, interns
+	lw.decoders = runtime.NewClientNegotiator(newRESTCodecs(lw.scheme, interns), gv)
+	return nil
+}
+
+// sharingSubObjects returns a copy of lw whose decoder also shares
+// sub-objects and bytes between the objects it decodes (see
+// internTable.shareSubObjects), with a table of its own: for one informer
+// deduplicating without a transform, so that lw itself, which others may
+// use, keeps decoding objects that share only strings. It returns nil if
+// lw does not intern on decode.
+func (lw *restListerWatcher[T]) sharingSubObjects() (*restListerWatcher[T], error) {
+	if lw.interns == nil {
+		return nil, nil
+	}
+	shared := *lw
+	interns := newInternTable()
+	interns.shareSubObjects = true
+	if err := shared.decodeWith(interns); err != nil {
+		return nil, err
+	}
+	return &shared, nil
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
@@ -339,10 +390,13 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 		return nil, nil, err
 	}
 	isProtobuf := bytes.HasPrefix(body, []byte(protobufMagic))
-	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok && lookup != nil {
-		if msg, slots := cutCachedItems(msg, lw.cachedItems, lookup); slots != nil {
+	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok {
+		if lookup != nil {
+			msg, slots = cutCachedItems(msg, lw.cachedItems, lookup)
+		}
+		if slots != nil || lw.interns != nil {
 			// What the protobuf decoder does with the list message.
-			if err := list.(protobufMessage).Unmarshal(msg); err != nil {
+			if err := unmarshal(lw.interns, msg, list.(protobufMessage)); err != nil {
 				return nil, nil, err
 			}
 			return list, slots, nil
@@ -453,16 +507,17 @@ func decodesProtobuf(obj runtime.Object) bool {
 }
 
 // newTypedRESTClient returns a REST client for one group version that
-// decodes with scheme, negotiates contentType and sends its requests
+// decodes with scheme (interning strings in interns, see newRESTCodecs),
+// negotiates contentType and sends its requests
 // through httpClient.
-func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
+func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, interns *internTable, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.GroupVersion = &gv
 	cfg.APIPath = "/apis"
 	if gv.Group == "" {
 		cfg.APIPath = "/api"
 	}
-	cfg.NegotiatedSerializer = newRESTCodecs(scheme)
+	cfg.NegotiatedSerializer = newRESTCodecs(scheme, interns)
 	cfg.ContentType = string(contentType)
 	cfg.AcceptContentTypes = string(contentType)
 	if contentType == ContentTypeProtobuf {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/internal/prodpods"
 )
 
 var (
@@ -468,5 +470,93 @@ func TestRESTRelistKeepsCachedObjects(t *testing.T) {
 	}
 	if lists != 2 {
 		t.Errorf("%d list requests, want 2", lists)
+	}
+}
+
+// TestRESTListerWatcherInternsPodStrings checks that pods decoded from
+// protobuf, listed or watched, share the strings they repeat: from its
+// second sighting on (the table copies a string when it sees it again), a
+// label value is one copy in every pod.
+func TestRESTListerWatcherInternsPodStrings(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	for _, name := range []string{"web-1", "web-2", "web-3"} {
+		srv.Create(podsResource, informer.NewPod("a", name, "", informer.PodLabels(map[string]string{"app": "web-frontend"})))
+	}
+	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, ev := testListerWatcher(t, srv, podsResource, lw, func() {
+		srv.Create(podsResource, informer.NewPod("a", "web-4", "", informer.PodLabels(map[string]string{"app": "web-frontend"})))
+	})
+	pods := append(list.Items, ev.Object.(*corev1.Pod))
+	var got []string
+	for _, p := range pods {
+		got = append(got, p.Name)
+	}
+	if diff := cmp.Diff([]string{"web-1", "web-2", "web-3", "web-4"}, got); diff != "" {
+		t.Fatalf("pods (-want +got):\n%s", diff)
+	}
+	shared := unsafe.StringData(pods[1].Labels["app"])
+	for _, p := range pods[2:] {
+		if unsafe.StringData(p.Labels["app"]) != shared {
+			t.Errorf("pod %s: the label value is not the copy pod web-2 holds", p.Name)
+		}
+	}
+}
+
+// TestInformerDeduplicatesOnDecode runs an informer deduplicating the
+// production-like pods of a protobuf server, listed then watched: its
+// decoder shares their sub-objects (here a container's env list) between
+// the replicas of a template, and every cached pod equals the server's.
+func TestInformerDeduplicatesOnDecode(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	pods := prodpods.New(60)
+	want := map[string]*corev1.Pod{}
+	for i := range pods[:40] {
+		p := srv.Create(podsResource, &pods[i]).(*corev1.Pod)
+		want[p.Namespace+"/"+p.Name] = p
+	}
+	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{Deduplicate: true, DisableWatchList: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	informer.Eventually(t, "the informer synced", inf.HasSynced)
+	srv.WaitForWatches(t, podsResource, 1)
+	for i := range pods[40:] {
+		p := srv.Create(podsResource, &pods[40+i]).(*corev1.Pod)
+		want[p.Namespace+"/"+p.Name] = p
+	}
+	var cached []*corev1.Pod
+	informer.Eventually(t, "the informer cached every pod", func() bool {
+		cached, err = inf.Lister().List(nil)
+		return err == nil && len(cached) == len(want)
+	})
+
+	got := map[string]*corev1.Pod{}
+	byEnv := map[*corev1.EnvVar][]string{}
+	for _, p := range cached {
+		key := p.Namespace + "/" + p.Name
+		got[key] = p
+		byEnv[unsafe.SliceData(p.Spec.Containers[0].Env)] = append(byEnv[unsafe.SliceData(p.Spec.Containers[0].Env)], key)
+	}
+	if diff := informer.DiffLarge(want, got); diff != "" {
+		t.Fatalf("cached pods (-server +cache):\n%s", diff)
+	}
+	// Each template's env list is kept once, but by the first replica
+	// decoded (a sub-object is shared from its second sighting).
+	templates := map[string]bool{}
+	for _, p := range want {
+		templates[p.Labels["app"]] = true
+	}
+	if len(byEnv) > 2*len(templates) {
+		t.Errorf("%d env lists for %d templates, want at most 2 each", len(byEnv), len(templates))
 	}
 }

@@ -90,22 +90,25 @@ var sharePoints = map[string]string{
 // Generate returns the source of the decoder, gofmt-ed.
 func Generate() ([]byte, error) {
 	g := &generator{seen: map[reflect.Type]bool{}, imports: map[string]bool{}, maps: map[reflect.Type]bool{}, shared: map[string]bool{}}
-	root := reflect.TypeFor[corev1.Pod]()
-	g.queue = append(g.queue, root)
-	g.seen[root] = true
 	var body bytes.Buffer
 	g.w = &body
-	g.p("// unmarshalPod decodes data into m as m.Reset(); m.Unmarshal(data) does,")
-	g.p("// taking every string and byte slice from t (see internTable.strFrom)")
-	g.p("// and sharing sub-objects with other pods decoded through t (see")
-	g.p("// share_decode.go): none of m's points into data. The caller holds t.mu.")
-	g.p("func unmarshalPod(t *internTable, data []byte, m *corev1.Pod) error {")
-	g.p("*m = corev1.Pod{}")
-	g.p("if err := %s(t, data, m); err != nil {", g.funcName(root))
-	g.p("return fmt.Errorf(\"proto: %%w\", err)")
-	g.p("}")
-	g.p("return nil")
-	g.p("}")
+	for _, root := range []reflect.Type{reflect.TypeFor[corev1.Pod](), reflect.TypeFor[corev1.PodList]()} {
+		g.queue = append(g.queue, root)
+		g.seen[root] = true
+		g.p("// unmarshal%s decodes data into m as m.Reset(); m.Unmarshal(data) does,", root.Name())
+		g.p("// taking every string and byte slice from t (see internTable.strFrom)")
+		g.p("// and, if t.shareSubObjects, sharing sub-objects with other pods")
+		g.p("// decoded through t (see share_decode.go): none of m's points into")
+		g.p("// data. The caller holds t.mu.")
+		g.p("func unmarshal%s(t *internTable, data []byte, m *%s) error {", root.Name(), g.typeName(root))
+		g.p("*m = %s{}", g.typeName(root))
+		g.p("if err := %s(t, data, m); err != nil {", g.funcName(root))
+		g.p("return fmt.Errorf(\"proto: %%w\", err)")
+		g.p("}")
+		g.p("return nil")
+		g.p("}")
+		g.p("")
+	}
 	g.imports["fmt"] = true
 	for len(g.queue) > 0 {
 		typ := g.queue[0]
@@ -416,10 +419,12 @@ func (g *generator) presize(t reflect.Type, f reflect.StructField) {
 	g.count(t)
 	if set, ok := g.sharePoint(t, f); ok {
 		q := g.keep[f.Name]
+		g.p("if t.shareSubObjects {")
 		g.p("if n, end := pbRun(data, i, next); counts[%d] == n {", g.counted[f.Name])
 		g.p("c, cn, h := sharedRaw(t, &t.raw.%s, data[i:end])", set)
 		g.p("if c != nil { %s = unsafe.Slice(c, cn); i = end; continue }", field)
 		g.p("keep[%d] = rawRun{s: i, e: end, h: h, ok: true}", q)
+		g.p("}")
 		g.p("}")
 		g.imports["unsafe"] = true
 	}
@@ -478,7 +483,7 @@ func (g *generator) ownPoint(t reflect.Type, f reflect.StructField, set, pre, ra
 	if pre != "" {
 		g.p("%s", pre)
 	}
-	g.p("if %s {", raw)
+	g.p("if t.shareSubObjects && %s {", raw)
 	g.p("c, _, h := sharedRaw(t, &t.raw.%s, data[%s:%s])", set, start, end)
 	if f.Type.Kind() == reflect.Map {
 		g.p("if c != nil { %s = mapAt[%s](c); i = %s; continue }", field, g.typeName(f.Type), end)
