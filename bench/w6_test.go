@@ -16,6 +16,7 @@ func TestMemoryWorkload(t *testing.T) {
 	relist := "(d) relist of the unchanged 300 pods, GOGC=10"
 	checkRows(t, rows, []rowShape{
 		{"W6", "(a) 300 pods cached", "retained heap/pod (B)"},
+		{"W6", "(a) 300 pods cached; ours over HTTP through its REST ListerWatcher", "retained heap/pod (B)"},
 		{"W6", "(b) 300 pods, managed fields dropped", "retained heap/pod (B)"},
 		{"W6", "(c) 300 pods, ours with a controller's projection dropped on the wire; client-go: (a)", "retained heap/pod (B)"},
 		{"W6", relist + "; ours over HTTP through its REST ListerWatcher", "peak heap ÷ steady state"},
