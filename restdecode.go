@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
 
-//go:generate go run ./hack/pbdecode -o restdecode_pod.go
+//go:generate go run ./hack/pbdecode -o restdecode_gen.go
 
 // This file holds the protobuf decoders of the typed REST ListerWatcher.
 // apimachinery's decoders copy each object's bytes twice before decoding
@@ -86,21 +85,14 @@ type protobufMessage interface {
 }
 
 // unmarshal does msg.Reset and msg.Unmarshal(data), except for the types
-// with an interning decoder (restdecode_pod.go) when interns is not nil:
-// those are decoded straight into the table's strings, so that a string
-// the table holds costs a lookup instead of an allocation. The objects are
-// equal either way.
+// with an interning decoder (restdecode_gen.go, unmarshalInterned) when
+// interns is not nil: those are decoded straight into the table's strings,
+// so that a string the table holds costs a lookup instead of an
+// allocation. The objects are equal either way.
 func unmarshal(interns *internTable, data []byte, msg protobufMessage) error {
 	if interns != nil {
-		switch m := msg.(type) {
-		case *corev1.Pod:
-			interns.mu.Lock()
-			defer interns.mu.Unlock()
-			return unmarshalPod(interns, data, m)
-		case *corev1.PodList:
-			interns.mu.Lock()
-			defer interns.mu.Unlock()
-			return unmarshalPodList(interns, data, m)
+		if handled, err := unmarshalInterned(interns, data, msg); handled {
+			return err
 		}
 	}
 	msg.Reset()
@@ -110,8 +102,7 @@ func unmarshal(interns *internTable, data []byte, msg protobufMessage) error {
 // decodesInterned reports whether objects of type T have an interning
 // decoder (see unmarshal): the REST ListerWatcher gives them a table.
 func decodesInterned[T Object]() bool {
-	_, ok := any(*new(T)).(*corev1.Pod)
-	return ok
+	return decodesInternedType(*new(T))
 }
 
 // Decode implements runtime.Decoder.

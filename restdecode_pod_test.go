@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -15,79 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/randfill"
 
 	"github.com/kubetyped/informer/internal/benchkit"
-	"github.com/kubetyped/informer/internal/pbdecode"
 )
-
-// TestUnmarshalPodGeneratedIsCurrent regenerates restdecode_pod.go in
-// memory and fails if the checked-in file differs: run go generate.
-func TestUnmarshalPodGeneratedIsCurrent(t *testing.T) {
-	want, err := pbdecode.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("restdecode_pod.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("restdecode_pod.go is stale: run go generate")
-	}
-}
-
-// decodePodBoth decodes data with k8s.io/api's Unmarshal (from a copy)
-// and with unmarshalPod through table, and fails unless both fail or both
-// succeed with equal pods. It returns unmarshalPod's pod.
-func decodePodBoth(t testing.TB, table *internTable, data []byte) *corev1.Pod {
-	t.Helper()
-	want := &corev1.Pod{}
-	wantErr := want.Unmarshal(bytes.Clone(data))
-	got := &corev1.Pod{}
-	table.mu.Lock()
-	gotErr := unmarshalPod(table, data, got)
-	table.mu.Unlock()
-	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("Pod.Unmarshal's error: %v; unmarshalPod's: %v (%d bytes: %x…)", wantErr, gotErr, len(data), data[:min(len(data), 64)])
-	}
-	// reflect.DeepEqual, not cmp alone: cmp calls FieldsV1's Equal
-	// method, which does not tell nil from empty bytes.
-	if wantErr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("unmarshalPod differs from Pod.Unmarshal (-Unmarshal +unmarshalPod; none shown: nil against empty bytes):\n%s", diffLarge(want, got))
-	}
-	return got
-}
-
-// newSharingTable returns an empty table whose decoder shares sub-objects.
-func newSharingTable() *internTable {
-	t := newInternTable()
-	t.shareSubObjects = true
-	return t
-}
-
-// decoderTables returns an empty table of each kind: one interning strings
-// only (the default), one sharing sub-objects too (Deduplicate).
-func decoderTables() []*internTable {
-	return []*internTable{newInternTable(), newSharingTable()}
-}
-
-// randomPods returns the encodings of n random pods.
-func randomPods(t testing.TB, seed uint64, n int) [][]byte {
-	t.Helper()
-	f := randfill.NewWithSeed(int64(seed)).NilChance(0.2).NumElements(0, 3)
-	out := make([][]byte, n)
-	for i := range out {
-		var pod corev1.Pod
-		f.Fill(&pod)
-		data, err := pod.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = data
-	}
-	return out
-}
 
 // TestUnmarshalPodEqualsUnmarshal decodes production-like and random pods
 // both ways, twice through one table, so that the second decode takes its
@@ -95,13 +24,13 @@ func randomPods(t testing.TB, seed uint64, n int) [][]byte {
 func TestUnmarshalPodEqualsUnmarshal(t *testing.T) {
 	for name, encoded := range map[string][][]byte{
 		"prod":   encodedProdPods(t, 300),
-		"random": randomPods(t, 16, 200),
+		"random": randomObjects[corev1.Pod](t, 16, 200),
 	} {
 		for _, table := range decoderTables() {
 			t.Run(fmt.Sprint(name, "/", table.shareSubObjects), func(t *testing.T) {
 				for range 2 {
 					for _, data := range encoded {
-						decodePodBoth(t, table, data)
+						decodeBoth[corev1.Pod](t, table, data)
 					}
 				}
 			})
@@ -115,7 +44,7 @@ func TestUnmarshalPodShares(t *testing.T) {
 	table := newInternTable()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 5) {
-		pods = append(pods, decodePodBoth(t, table, data))
+		pods = append(pods, decodeBoth[corev1.Pod](t, table, data))
 	}
 	a, b := pods[3], pods[4]
 	same := func(what, x, y string) {
@@ -154,7 +83,7 @@ func TestUnmarshalPodShares(t *testing.T) {
 // they were decoded from, as the next response reusing it does, and
 // compares them with a decode of a copy.
 func TestUnmarshalPodDoesNotAliasData(t *testing.T) {
-	encoded := append(encodedProdPods(t, 20), randomPods(t, 17, 50)...)
+	encoded := append(encodedProdPods(t, 20), randomObjects[corev1.Pod](t, 17, 50)...)
 	for _, table := range decoderTables() {
 		for round := range 2 {
 			for i, data := range encoded {
@@ -188,7 +117,7 @@ func TestUnmarshalPodSharesOnlyStrings(t *testing.T) {
 	table := newInternTable()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 5) {
-		pods = append(pods, decodePodBoth(t, table, data))
+		pods = append(pods, decodeBoth[corev1.Pod](t, table, data))
 	}
 	a, b := pods[3], pods[4]
 	if unsafe.StringData(a.Labels["app"]) != unsafe.StringData(b.Labels["app"]) {
@@ -309,7 +238,7 @@ func TestUnmarshalPodRules(t *testing.T) {
 		for round := range 2 {
 			for name, data := range cases {
 				t.Run(fmt.Sprint(name, "/", table.shareSubObjects, "/", round), func(t *testing.T) {
-					decodePodBoth(t, table, data)
+					decodeBoth[corev1.Pod](t, table, data)
 				})
 			}
 		}
@@ -320,7 +249,7 @@ func TestUnmarshalPodRules(t *testing.T) {
 // production-like and random pods: unmarshalPod must fail exactly when
 // Pod.Unmarshal does, and decode the same pod when neither fails.
 func TestUnmarshalPodBadBytes(t *testing.T) {
-	encoded := append(encodedProdPods(t, 2), randomPods(t, 18, 5)...)
+	encoded := append(encodedProdPods(t, 2), randomObjects[corev1.Pod](t, 18, 5)...)
 	r := rand.New(rand.NewPCG(18, 0))
 	tables := decoderTables()
 	for i, data := range encoded {
@@ -328,14 +257,14 @@ func TestUnmarshalPodBadBytes(t *testing.T) {
 		// Every 7th length: every length takes too long under -race, and
 		// the fuzzer covers the rest.
 		for n := 0; n < len(data); n += 7 {
-			decodePodBoth(t, table, data[:n])
+			decodeBoth[corev1.Pod](t, table, data[:n])
 		}
 		for range 300 {
 			m := bytes.Clone(data)
 			for range 1 + r.IntN(3) {
 				m[r.IntN(len(m))] = byte(r.Uint32())
 			}
-			decodePodBoth(t, table, m)
+			decodeBoth[corev1.Pod](t, table, m)
 		}
 	}
 }
@@ -345,7 +274,7 @@ func FuzzUnmarshalPod(f *testing.F) {
 	for _, data := range encodedProdPods(f, 3) {
 		f.Add(data)
 	}
-	for _, data := range randomPods(f, 19, 5) {
+	for _, data := range randomObjects[corev1.Pod](f, 19, 5) {
 		f.Add(data)
 	}
 	for _, data := range podRuleEncodings() {
@@ -354,7 +283,7 @@ func FuzzUnmarshalPod(f *testing.F) {
 	tables := decoderTables()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, table := range tables {
-			decodePodBoth(t, table, data)
+			decodeBoth[corev1.Pod](t, table, data)
 		}
 	})
 }
@@ -469,7 +398,7 @@ func TestUnmarshalPodSharesSubObjects(t *testing.T) {
 	table := newSharingTable()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 5) {
-		pods = append(pods, decodePodBoth(t, table, data))
+		pods = append(pods, decodeBoth[corev1.Pod](t, table, data))
 	}
 	checkSharedSubObjects(t, pods[3], pods[4])
 	if mapPointer(pods[0].Labels) == mapPointer(pods[3].Labels) {
@@ -488,7 +417,7 @@ func TestUnmarshalPodDoesNotWriteShared(t *testing.T) {
 	for range 2 {
 		cached = cached[:0]
 		for _, data := range encoded {
-			cached = append(cached, decodePodBoth(t, table, data))
+			cached = append(cached, decodeBoth[corev1.Pod](t, table, data))
 		}
 	}
 	snapshot := make([]*corev1.Pod, len(cached))
@@ -506,7 +435,7 @@ func TestUnmarshalPodDoesNotWriteShared(t *testing.T) {
 	}
 	for _, data := range encoded {
 		for _, extra := range extras {
-			decodePodBoth(t, table, append(slices.Clip(data), extra...))
+			decodeBoth[corev1.Pod](t, table, append(slices.Clip(data), extra...))
 		}
 	}
 	for i, p := range cached {
@@ -527,7 +456,7 @@ func TestUnmarshalPodMapReadPastEntry(t *testing.T) {
 	entry := field(11, []byte{0x0a, 3}) // a key of 3 bytes in an entry of 2
 	table := newSharingTable()
 	for _, name := range []string{"a", "a", "a", "b", "b", "c"} {
-		decodePodBoth(t, table, field(1, append(slices.Clip(entry), field(1, []byte(name))...)))
+		decodeBoth[corev1.Pod](t, table, field(1, append(slices.Clip(entry), field(1, []byte(name))...)))
 	}
 }
 
@@ -537,7 +466,7 @@ func TestUnmarshalPodTableShrinks(t *testing.T) {
 	table := newSharingTable()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 2000) {
-		pods = append(pods, decodePodBoth(t, table, data))
+		pods = append(pods, decodeBoth[corev1.Pod](t, table, data))
 	}
 	checkSharesShrink(t, table, &table.raw, pods)
 }
@@ -567,7 +496,7 @@ func TestUnmarshalPodSharesWholeFields(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			table := newSharingTable()
 			for _, data := range [][]byte{c.whole, c.whole, c.whole, c.first, c.first, c.first, c.whole} {
-				decodePodBoth(t, table, data)
+				decodeBoth[corev1.Pod](t, table, data)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -227,31 +229,40 @@ func FuzzProtobufDecoder(f *testing.F) {
 	})
 }
 
-// TestDeduplicateOnDecode checks where an informer deduplicating the pods
-// of a REST ListerWatcher does it: without a transform, in the decoder of
+// TestDeduplicateOnDecode checks where an informer deduplicating the
+// objects of a REST ListerWatcher does it, for pods and for the other
+// types with an interning decoder: without a transform, in the decoder of
 // a copy of the ListerWatcher sharing sub-objects (the queue's pass off,
-// the ListerWatcher given left as it was); with one, in the queue's pass,
-// after the transform, with the decoder's table.
+// so never run on what the decoder shared; the ListerWatcher given left
+// as it was); with one, in the queue's pass, after the transform, with the
+// decoder's table.
 func TestDeduplicateOnDecode(t *testing.T) {
+	t.Run("Pod", checkDeduplicateOnDecode[*corev1.Pod])
+	t.Run("Node", checkDeduplicateOnDecode[*corev1.Node])
+	t.Run("Deployment", checkDeduplicateOnDecode[*appsv1.Deployment])
+	t.Run("Job", checkDeduplicateOnDecode[*batchv1.Job])
+}
+
+func checkDeduplicateOnDecode[T Object](t *testing.T) {
 	for _, withTransform := range []bool{false, true} {
-		lw, err := newRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server"}, RESTOptions{})
+		lw, err := newRESTListerWatcher[T](&rest.Config{Host: "http://server"}, RESTOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if lw.interns == nil || lw.interns.shareSubObjects {
-			t.Fatalf("the table of a REST ListerWatcher of pods over protobuf is %+v, want one sharing strings only", lw.interns)
+			t.Fatalf("the table of a REST ListerWatcher of %T over protobuf is %+v, want one sharing strings only", *new(T), lw.interns)
 		}
-		opts := InformerOptions[*corev1.Pod]{Deduplicate: true}
+		opts := InformerOptions[T]{Deduplicate: true}
 		if withTransform {
-			opts.Transform = StripManagedFields[*corev1.Pod]
+			opts.Transform = StripManagedFields[T]
 		}
-		inf, err := NewInformer(ListerWatcher[*corev1.Pod](lw), opts)
+		inf, err := NewInformer(ListerWatcher[T](lw), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		type where struct{ OwnLW, DecoderShares, Pass, PassWithDecodersTable bool }
-		got := where{OwnLW: inf.lw != ListerWatcher[*corev1.Pod](lw), Pass: inf.queue.intern != nil, PassWithDecodersTable: inf.queue.interns == lw.interns}
-		if own, ok := inf.lw.(*restListerWatcher[*corev1.Pod]); ok {
+		got := where{OwnLW: inf.lw != ListerWatcher[T](lw), Pass: inf.queue.intern != nil, PassWithDecodersTable: inf.queue.interns == lw.interns}
+		if own, ok := inf.lw.(*restListerWatcher[T]); ok {
 			got.DecoderShares = own.interns.shareSubObjects
 		}
 		want := where{OwnLW: true, DecoderShares: true}

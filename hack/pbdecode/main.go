@@ -1,8 +1,9 @@
-// Command pbdecode writes restdecode_pod.go, the informer's protobuf
-// decoder of pods that decodes strings straight into interned copies (see
+// Command pbdecode writes restdecode_gen.go, the informer's protobuf
+// decoder of the built-in types of internal/pbdecode.roots, which decodes
+// strings straight into interned copies (see
 // internal/pbdecode). Run by go generate in the repository's root:
 //
-//	go run ./hack/pbdecode -o restdecode_pod.go
+//	go run ./hack/pbdecode -o restdecode_gen.go
 package main
 
 import (
@@ -14,7 +15,7 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "restdecode_pod.go", "the file to write")
+	out := flag.String("o", "restdecode_gen.go", "the file to write")
 	flag.Parse()
 	src, err := pbdecode.Generate()
 	if err != nil {

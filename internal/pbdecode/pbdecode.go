@@ -1,13 +1,15 @@
-// Package pbdecode writes the informer's protobuf decoder of pods
-// (restdecode_pod.go in the root package; hack/pbdecode is its command):
-// one function per struct type reachable from corev1.Pod, found by
+// Package pbdecode writes the informer's protobuf decoder of the built-in
+// types of roots (restdecode_gen.go in the root package; hack/pbdecode is
+// its command): one function per struct type reachable from a root, found by
 // reflection over the Go types and their protobuf struct tags, that
 // decodes as the type's gogo-generated Unmarshal does but takes every
 // string and byte slice from the informer's intern table instead of
 // allocating it (but those of the types with hand-written methods, decoded
 // by them: resource.Quantity, metav1.Time), and shares the sub-objects of
-// share_core.go's list between pods (share_decode.go). It is a library so that a test of the root package can
-// regenerate the file in memory and fail if the checked-in one is stale.
+// share_core.go's list between objects (share_decode.go), and the
+// dispatch from an object's type to its root's decoder. It is a library so
+// that a test of the root package can regenerate the file in memory and
+// fail if the checked-in one is stale.
 package pbdecode
 
 import (
@@ -18,11 +20,15 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -31,6 +37,10 @@ import (
 // package gets a deliberate name.
 var aliases = map[string]string{
 	"k8s.io/api/core/v1":                     "corev1",
+	"k8s.io/api/apps/v1":                     "appsv1",
+	"k8s.io/api/batch/v1":                    "batchv1",
+	"k8s.io/api/discovery/v1":                "discoveryv1",
+	"k8s.io/api/scheduling/v1alpha3":         "schedulingv1alpha3",
 	"k8s.io/apimachinery/pkg/apis/meta/v1":   "metav1",
 	"k8s.io/apimachinery/pkg/api/resource":   "resource",
 	"k8s.io/apimachinery/pkg/util/intstr":    "intstr",
@@ -87,20 +97,59 @@ var sharePoints = map[string]string{
 	"Corev1ResourceRequirements.Requests": "resourceLists",
 }
 
+// roots are the types the decoder decodes, each an object type then its
+// list type: the built-in types that dominate informers' memory. Adding
+// one here is all it takes to decode it interned.
+var roots = []reflect.Type{
+	reflect.TypeFor[corev1.Pod](), reflect.TypeFor[corev1.PodList](),
+	reflect.TypeFor[corev1.Node](), reflect.TypeFor[corev1.NodeList](),
+	reflect.TypeFor[corev1.Service](), reflect.TypeFor[corev1.ServiceList](),
+	reflect.TypeFor[corev1.ConfigMap](), reflect.TypeFor[corev1.ConfigMapList](),
+	reflect.TypeFor[corev1.Secret](), reflect.TypeFor[corev1.SecretList](),
+	reflect.TypeFor[corev1.Namespace](), reflect.TypeFor[corev1.NamespaceList](),
+	reflect.TypeFor[discoveryv1.EndpointSlice](), reflect.TypeFor[discoveryv1.EndpointSliceList](),
+	reflect.TypeFor[appsv1.Deployment](), reflect.TypeFor[appsv1.DeploymentList](),
+	reflect.TypeFor[appsv1.ReplicaSet](), reflect.TypeFor[appsv1.ReplicaSetList](),
+	reflect.TypeFor[appsv1.StatefulSet](), reflect.TypeFor[appsv1.StatefulSetList](),
+	reflect.TypeFor[appsv1.DaemonSet](), reflect.TypeFor[appsv1.DaemonSetList](),
+	reflect.TypeFor[batchv1.Job](), reflect.TypeFor[batchv1.JobList](),
+}
+
+// Roots returns the types the decoder decodes (see roots), so that a test
+// can check it tests each.
+func Roots() []reflect.Type {
+	return slices.Clone(roots)
+}
+
+// RootName returns the name of the decoder's entry point for root:
+// unmarshal and the type's name, or, if roots holds another type of that
+// name, then Of and its package's alias (unmarshalEventOfEventsv1): not
+// ident, which names the message's decoder.
+func RootName(root reflect.Type) string {
+	for _, r := range roots {
+		if r != root && r.Name() == root.Name() {
+			alias := aliases[root.PkgPath()]
+			return "unmarshal" + root.Name() + "Of" + strings.ToUpper(alias[:1]) + alias[1:]
+		}
+	}
+	return "unmarshal" + root.Name()
+}
+
 // Generate returns the source of the decoder, gofmt-ed.
 func Generate() ([]byte, error) {
 	g := &generator{seen: map[reflect.Type]bool{}, imports: map[string]bool{}, maps: map[reflect.Type]bool{}, shared: map[string]bool{}}
 	var body bytes.Buffer
 	g.w = &body
-	for _, root := range []reflect.Type{reflect.TypeFor[corev1.Pod](), reflect.TypeFor[corev1.PodList]()} {
+	g.dispatch()
+	for _, root := range roots {
 		g.queue = append(g.queue, root)
 		g.seen[root] = true
-		g.p("// unmarshal%s decodes data into m as m.Reset(); m.Unmarshal(data) does,", root.Name())
+		g.p("// %s decodes data into m as m.Reset(); m.Unmarshal(data) does,", RootName(root))
 		g.p("// taking every string and byte slice from t (see internTable.strFrom)")
-		g.p("// and, if t.shareSubObjects, sharing sub-objects with other pods")
+		g.p("// and, if t.shareSubObjects, sharing sub-objects with other objects")
 		g.p("// decoded through t (see share_decode.go): none of m's points into")
 		g.p("// data. The caller holds t.mu.")
-		g.p("func unmarshal%s(t *internTable, data []byte, m *%s) error {", root.Name(), g.typeName(root))
+		g.p("func %s(t *internTable, data []byte, m *%s) error {", RootName(root), g.typeName(root))
 		g.p("*m = %s{}", g.typeName(root))
 		g.p("if err := %s(t, data, m); err != nil {", g.funcName(root))
 		g.p("return fmt.Errorf(\"proto: %%w\", err)")
@@ -156,6 +205,40 @@ func Generate() ([]byte, error) {
 		return nil, fmt.Errorf("formatting the decoder: %w\n%s", err, out.Bytes())
 	}
 	return src, nil
+}
+
+// dispatch writes unmarshalInterned and decodesInternedType, which
+// choose the decoder of roots by an object's type.
+func (g *generator) dispatch() {
+	g.p("// unmarshalInterned decodes data into msg through t, holding t.mu, if")
+	g.p("// msg's type has an interning decoder (see unmarshal), and reports")
+	g.p("// whether it did.")
+	g.p("func unmarshalInterned(t *internTable, data []byte, msg protobufMessage) (handled bool, err error) {")
+	g.p("switch m := msg.(type) {")
+	for _, root := range roots {
+		g.p("case *%s:", g.typeName(root))
+		g.p("t.mu.Lock()")
+		g.p("defer t.mu.Unlock()")
+		g.p("return true, %s(t, data, m)", RootName(root))
+	}
+	g.p("}")
+	g.p("return false, nil")
+	g.p("}")
+	g.p("")
+	g.p("// decodesInternedType reports whether obj's type has an interning")
+	g.p("// decoder (see unmarshalInterned).")
+	g.p("func decodesInternedType(obj any) bool {")
+	g.p("switch obj.(type) {")
+	var cases []string
+	for _, root := range roots {
+		cases = append(cases, "*"+g.typeName(root))
+	}
+	g.p("case %s:", strings.Join(cases, ", "))
+	g.p("return true")
+	g.p("}")
+	g.p("return false")
+	g.p("}")
+	g.p("")
 }
 
 type generator struct {
@@ -214,6 +297,9 @@ func (g *generator) mapFuncName(t reflect.Type) string {
 		return "unmarshal" + ident(t) + "Entry"
 	}
 	name := func(t reflect.Type) string {
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			return "Bytes"
+		}
 		if t.PkgPath() == "" {
 			return strings.ToUpper(t.Name()[:1]) + t.Name()[1:]
 		}
@@ -380,6 +466,11 @@ func (g *generator) message(t reflect.Type) error {
 		}
 	}
 	g.p("default:")
+	if len(nums) == 0 {
+		// A message without fields (scheduling/v1alpha3's
+		// WorkloadPodGroupBasicSchedulingPolicy): every field is unknown.
+		g.p("_ = next")
+	}
 	g.p("var err error")
 	g.p("if i, err = pbSkip(data, i, len(data)); err != nil { return pbField(%q, \"unknown field\", err) }", name)
 	g.p("}")
@@ -647,6 +738,7 @@ func (g *generator) field(t reflect.Type, f reflect.StructField, tg tag) error {
 		}
 		switch vt := ft.Elem(); {
 		case vt.Kind() == reflect.String:
+		case vt.Kind() == reflect.Slice && vt.Elem().Kind() == reflect.Uint8:
 		case vt.Kind() == reflect.Struct:
 			g.decodeMessage(vt, "", "") // queues it
 		default:
@@ -702,7 +794,12 @@ func (g *generator) mapEntry(t reflect.Type) error {
 	g.p("")
 	g.p("func %s(t *internTable, data []byte, s, e int, m %s) error {", g.mapFuncName(t), g.typeName(t))
 	g.p("var key %s", g.typeName(t.Key()))
-	g.p("var value %s", g.typeName(t.Elem()))
+	if vt := t.Elem(); vt.Kind() == reflect.Slice {
+		// gogo's code starts from empty bytes, not nil (Secret.data).
+		g.p("value := %s{}", g.typeName(vt))
+	} else {
+		g.p("var value %s", g.typeName(vt))
+	}
 	g.p("var err error")
 	g.p("for i := s; i < e; {")
 	g.p("wire, next := uint64(data[i]), i+1")
@@ -718,6 +815,8 @@ func (g *generator) mapEntry(t reflect.Type) error {
 	g.readLen(`return pbField("map entry", "value", err)`)
 	if vt := t.Elem(); vt.Kind() == reflect.String {
 		g.p("value = %s", g.str(vt))
+	} else if vt.Kind() == reflect.Slice {
+		g.p("value = t.bytesFrom(data[s:e])")
 	} else {
 		g.p("value = %s{}", g.typeName(vt))
 		g.p("if err := %s; err != nil { return pbField(\"map entry\", \"value\", err) }", g.decodeMessage(vt, "data[s:e]", "&value"))
