@@ -506,6 +506,47 @@ func TestRESTListerWatcherInternsPodStrings(t *testing.T) {
 	}
 }
 
+// TestRESTListerWatcherInternsNodeStrings lists then watches nodes over
+// protobuf: the nodes equal the server's, and their label values and
+// image names are the same copy.
+func TestRESTListerWatcherInternsNodeStrings(t *testing.T) {
+	nodesResource := corev1.SchemeGroupVersion.WithResource("nodes")
+	srv := newFakeAPIServer(t)
+	srv.Serve(nodesResource, corev1.SchemeGroupVersion.WithKind("Node"), true)
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": "eu-west-1a"}},
+			Status: corev1.NodeStatus{Images: []corev1.ContainerImage{
+				{Names: []string{"registry.example.com/team/service@sha256:0123", "registry.example.com/team/service:v1"}, SizeBytes: 1 << 20},
+			}},
+		}
+	}
+	var want []*corev1.Node
+	for _, name := range []string{"node-1", "node-2", "node-3"} {
+		want = append(want, srv.Create(nodesResource, node(name)).(*corev1.Node))
+	}
+	lw, err := informer.NewRESTListerWatcher[*corev1.Node](srv.Config(), informer.RESTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, ev := testListerWatcher(t, srv, nodesResource, lw, func() {
+		want = append(want, srv.Create(nodesResource, node("node-4")).(*corev1.Node))
+	})
+	nodes := append(list.Items, ev.Object.(*corev1.Node))
+	if diff := informer.DiffLarge(want, nodes); diff != "" {
+		t.Fatalf("nodes (-server +listed and watched):\n%s", diff)
+	}
+	label, image := unsafe.StringData(nodes[1].Labels["topology.kubernetes.io/zone"]), unsafe.StringData(nodes[1].Status.Images[0].Names[0])
+	for _, n := range nodes[2:] {
+		if unsafe.StringData(n.Labels["topology.kubernetes.io/zone"]) != label {
+			t.Errorf("node %s: the label value is not the copy node-2 holds", n.Name)
+		}
+		if unsafe.StringData(n.Status.Images[0].Names[0]) != image {
+			t.Errorf("node %s: the image name is not the copy node-2 holds", n.Name)
+		}
+	}
+}
+
 // TestInformerDeduplicatesOnDecode runs an informer deduplicating the
 // production-like pods of a protobuf server, listed then watched: its
 // decoder shares their sub-objects (here a container's env list) between
