@@ -86,12 +86,13 @@ type InformerOptions[T Object] struct {
 	// others at once. The mutation detector (DetectMutations) reports every
 	// object such a write changed; see docs/semantics.md, "Deduplication".
 	// That is why it is off by default; strings alone, which are
-	// immutable, are shared by default for pods decoded from protobuf
-	// (see [NewRESTListerWatcher]).
+	// immutable, are shared by default for pods, nodes and the other
+	// built-in types decoded from protobuf (see [NewRESTListerWatcher]).
 	//
-	// Pods decoded from protobuf by the REST ListerWatcher (that of
-	// [For]), with no Transform, are deduplicated as they are decoded: a
-	// sub-object whose bytes were seen before is not decoded at all, so
+	// Pods (and the other types [NewRESTListerWatcher] interns) decoded
+	// from protobuf by the REST ListerWatcher (that of [For]), with no
+	// Transform, are deduplicated as they are decoded: a sub-object whose
+	// bytes were seen before is not decoded at all, so
 	// that decoding a production-like pod costs about half as much CPU as
 	// without deduplication (BenchmarkDecodePod: 13.7 µs against 25.4 µs,
 	// and 27.7 µs for k8s.io/api's Unmarshal, at load 4.7) and a sync of

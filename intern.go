@@ -109,7 +109,8 @@ type internTable struct {
 	strings shareSet[byte]
 	// shared holds the canonical sub-objects of pods.
 	shared podShares
-	// raw holds the canonical sub-objects of pods shared at decode time,
+	// raw holds the canonical sub-objects (of pods, pod templates and
+	// metadata) shared at decode time,
 	// keyed by their bytes as received (see share_decode.go).
 	raw podShares
 	// shareSubObjects makes the decoder share sub-objects (raw) and bytes
@@ -143,7 +144,7 @@ func (t *internTable) str(s string) string {
 // holds one (without allocating), else a fresh copy, which becomes the
 // shared one if the string was seen before (as in str). The result never
 // points into b, so b may be a buffer reused afterwards: the protobuf
-// decoder (restdecode_pod.go) takes every string of a pod from it.
+// decoder (restdecode_gen.go) takes every string of an object from it.
 func (t *internTable) strFrom(b []byte) string {
 	if len(b) == 0 {
 		return ""

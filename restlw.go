@@ -138,9 +138,11 @@ type restListerWatcher[T Object] struct {
 // watch events; watch events carry objects of type T (a *metav1.Status for
 // Error events) decoded by the scheme. It is safe for concurrent use.
 //
-// Pods decoded from protobuf (the default for built-in types) have their
-// strings interned on decode: a string equal to one of an earlier pod's
-// (label and annotation keys and values, images, env vars, node names…)
+// Pods, nodes, services, config maps, secrets, namespaces, endpoint slices,
+// deployments, replica sets, stateful sets, daemon sets and jobs decoded
+// from protobuf (the default for built-in types) have their strings
+// interned on decode: a string equal to one of an earlier object's (label
+// and annotation keys and values, images, env vars, node names…)
 // is the same copy of its bytes, looked up instead of allocated. Go
 // strings are immutable, so this changes no value and nothing a caller can
 // observe; it saves memory and allocations (docs/semantics.md, "Strings

@@ -6,8 +6,8 @@ import (
 	"weak"
 )
 
-// Sharing sub-objects at decode time: the generated pod decoder
-// (restdecode_pod.go) shares the sub-objects of share_core.go's list
+// Sharing sub-objects at decode time: the generated decoder
+// (restdecode_gen.go) shares the sub-objects of share_core.go's list
 // (probes, security contexts, volume sources, env lists, labels, resource
 // lists…) as the deduplication pass does (share.go), but keyed by their
 // bytes as received instead of a re-encoding: a sub-object whose bytes
@@ -21,7 +21,7 @@ import (
 // it (the field is still nil) and only if its bytes hold every occurrence
 // of the field in its message (pbCountFields, pbRun): a field seen again
 // merges into the value, so the decoder first copies a value it did not
-// create in that call (it may be canonical) before writing to it. A pod
+// create in that call (it may be canonical) before writing to it. An object
 // decoded this way must not go through the deduplication pass as well
 // (internObject): that pass writes the strings it interns into the
 // sub-objects it does not share itself, which may be shared here.
