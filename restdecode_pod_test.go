@@ -14,8 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // TestUnmarshalPodEqualsUnmarshal decodes production-like and random pods
@@ -313,13 +311,11 @@ func TestInternTableShrinksFromBytes(t *testing.T) {
 }
 
 // BenchmarkDecodePod decodes production-like pods (1,000 of them, replicas
-// sharing their Deployment's template, in turn) from protobuf: with
-// k8s.io/api's Unmarshal; with unmarshalPod through a warm intern table;
-// and with Unmarshal followed by the deduplication pass (internObject),
-// the way interning costs today. Each decoded pod replaces the previous
-// one of its name in a cache, so that the table holds what a cache uses.
-// cpu-ns/op is the process's CPU time (garbage collection included), less
-// disturbed than ns/op on a shared machine.
+// sharing their Deployment's template, in turn) from protobuf, each way an
+// informer may (see the cases), through benchDecode: each decoded pod
+// replaces the previous one of its name in a cache, so that the table holds
+// what a cache uses. cpu-ns/op is the process's CPU time (garbage
+// collection included), less disturbed than ns/op on a shared machine.
 func BenchmarkDecodePod(b *testing.B) {
 	encoded := encodedProdPods(b, 1000)
 	interned := func(table *internTable, data []byte, p *corev1.Pod) error {
@@ -327,12 +323,7 @@ func BenchmarkDecodePod(b *testing.B) {
 		defer table.mu.Unlock()
 		return unmarshalPod(table, data, p)
 	}
-	decoders := []struct {
-		name string
-		// share is the table's shareSubObjects.
-		share  bool
-		decode func(table *internTable, data []byte, p *corev1.Pod) error
-	}{
+	benchDecode(b, encoded, []decodeBenchCase[corev1.Pod]{
 		{"Unmarshal", false, func(_ *internTable, data []byte, p *corev1.Pod) error { return p.Unmarshal(data) }},
 		// The default: strings interned on decode.
 		{"unmarshalPod", false, interned},
@@ -354,41 +345,7 @@ func BenchmarkDecodePod(b *testing.B) {
 			internObject(table, internFuncFor[*corev1.Pod](), p)
 			return nil
 		}},
-	}
-	for _, d := range decoders {
-		b.Run(d.name, func(b *testing.B) {
-			table := newInternTable()
-			table.shareSubObjects = d.share
-			cache := make([]*corev1.Pod, len(encoded))
-			for range 2 { // warm: every string seen twice is in the table
-				for i, data := range encoded {
-					cache[i] = &corev1.Pod{}
-					if err := d.decode(table, data, cache[i]); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			b.ReportAllocs()
-			cpu0, err := benchkit.CPUTime()
-			if err != nil {
-				b.Fatal(err)
-			}
-			i := 0
-			for b.Loop() {
-				p := &corev1.Pod{}
-				if err := d.decode(table, encoded[i], p); err != nil {
-					b.Fatal(err)
-				}
-				cache[i] = p
-				i = (i + 1) % len(encoded)
-			}
-			cpu1, err := benchkit.CPUTime()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
-	}
+	})
 }
 
 // TestUnmarshalPodSharesSubObjects checks that replicas of one Deployment
