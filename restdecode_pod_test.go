@@ -36,14 +36,21 @@ func TestUnmarshalPodEqualsUnmarshal(t *testing.T) {
 	}
 }
 
-// TestUnmarshalPodShares decodes replicas of one Deployment and checks that
-// the last two share their strings' bytes: labels, images, env vars.
-func TestUnmarshalPodShares(t *testing.T) {
-	table := newInternTable()
+// decodeReplicas decodes, through table, 5 production-like pods: replicas of
+// one Deployment (decodeBoth checks each against Pod.Unmarshal).
+func decodeReplicas(t *testing.T, table *internTable) []*corev1.Pod {
+	t.Helper()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 5) {
 		pods = append(pods, decodeBoth[corev1.Pod](t, table, data))
 	}
+	return pods
+}
+
+// TestUnmarshalPodShares decodes replicas of one Deployment and checks that
+// the last two share their strings' bytes: labels, images, env vars.
+func TestUnmarshalPodShares(t *testing.T) {
+	pods := decodeReplicas(t, newInternTable())
 	a, b := pods[3], pods[4]
 	same := func(what, x, y string) {
 		t.Helper()
@@ -112,11 +119,7 @@ func TestUnmarshalPodDoesNotAliasData(t *testing.T) {
 // not share sub-objects (the default), replicas of one Deployment share
 // strings but no map, list, pointed-to struct or bytes.
 func TestUnmarshalPodSharesOnlyStrings(t *testing.T) {
-	table := newInternTable()
-	var pods []*corev1.Pod
-	for _, data := range encodedProdPods(t, 5) {
-		pods = append(pods, decodeBoth[corev1.Pod](t, table, data))
-	}
+	pods := decodeReplicas(t, newInternTable())
 	a, b := pods[3], pods[4]
 	if unsafe.StringData(a.Labels["app"]) != unsafe.StringData(b.Labels["app"]) {
 		t.Error("the label app is not shared")
@@ -352,11 +355,7 @@ func BenchmarkDecodePod(b *testing.B) {
 // decoded by unmarshalPod share their template's sub-objects, but for the
 // first one, as the deduplication pass does.
 func TestUnmarshalPodSharesSubObjects(t *testing.T) {
-	table := newSharingTable()
-	var pods []*corev1.Pod
-	for _, data := range encodedProdPods(t, 5) {
-		pods = append(pods, decodeBoth[corev1.Pod](t, table, data))
-	}
+	pods := decodeReplicas(t, newSharingTable())
 	checkSharedSubObjects(t, pods[3], pods[4])
 	if mapPointer(pods[0].Labels) == mapPointer(pods[3].Labels) {
 		t.Error("the first replica's labels are shared: want them kept")
