@@ -297,16 +297,21 @@ func TestUnmarshalNodeShares(t *testing.T) {
 // FuzzUnmarshalNode compares the generated decoder with Node.Unmarshal on
 // any bytes.
 func FuzzUnmarshalNode(f *testing.F) {
-	for _, data := range encodedRealisticNodes(f, 2) {
-		f.Add(data)
-	}
-	for _, data := range randomObjects[corev1.Node](f, 20, 5) {
-		f.Add(data)
+	fuzzDecode[corev1.Node](f, encodedRealisticNodes(f, 2), randomObjects[corev1.Node](f, 20, 5))
+}
+
+// fuzzDecode fuzzes decodeBoth for T, with each kind of table, from the
+// seeds given.
+func fuzzDecode[T any, P pbMessage[T]](f *testing.F, seeds ...[][]byte) {
+	for _, set := range seeds {
+		for _, data := range set {
+			f.Add(data)
+		}
 	}
 	tables := decoderTables()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, table := range tables {
-			decodeBoth[corev1.Node](t, table, data)
+			decodeBoth[T, P](t, table, data)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package informer
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -272,21 +273,8 @@ func TestUnmarshalPodBadBytes(t *testing.T) {
 
 // FuzzUnmarshalPod compares unmarshalPod with Pod.Unmarshal on any bytes.
 func FuzzUnmarshalPod(f *testing.F) {
-	for _, data := range encodedProdPods(f, 3) {
-		f.Add(data)
-	}
-	for _, data := range randomObjects[corev1.Pod](f, 19, 5) {
-		f.Add(data)
-	}
-	for _, data := range podRuleEncodings() {
-		f.Add(data)
-	}
-	tables := decoderTables()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, table := range tables {
-			decodeBoth[corev1.Pod](t, table, data)
-		}
-	})
+	rules := slices.Collect(maps.Values(podRuleEncodings()))
+	fuzzDecode[corev1.Pod](f, encodedProdPods(f, 3), randomObjects[corev1.Pod](f, 19, 5), rules)
 }
 
 // TestInternTableShrinksFromBytes decodes strings through strFrom, lets
