@@ -75,14 +75,7 @@ func TestDeduplicateAgainstServer(t *testing.T) {
 	}
 	relabelPod(ctx, t, client, ns, "pre-1", "1")
 
-	list, err := pods.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list pods: %v", err)
-	}
-	want := resourceVersions{}
-	for i := range list.Items {
-		want.set(&list.Items[i])
-	}
+	list, want := listPodsWithVersions(ctx, t, client, ns)
 	converged := func() bool {
 		for _, inf := range informers {
 			if !cmp.Equal(want, cachedVersions(inf, "")) {

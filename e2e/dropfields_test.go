@@ -78,13 +78,8 @@ func TestDropFieldsAgainstServer(t *testing.T) {
 	create("live-0")
 	relabelPod(ctx, t, client, ns, "pre-1", "1")
 
-	list, err := pods.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list pods: %v", err)
-	}
-	want := resourceVersions{}
+	list, want := listPodsWithVersions(ctx, t, client, ns)
 	for i := range list.Items {
-		want.set(&list.Items[i])
 		if len(list.Items[i].ManagedFields) == 0 {
 			t.Fatalf("the server keeps no managed fields for %s: nothing to drop", list.Items[i].Name)
 		}

@@ -171,6 +171,14 @@ func runInformer[T informer.Object](ctx context.Context, t *testing.T, inf *info
 // namespace ("" for all).
 func listPods(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace string) resourceVersions {
 	t.Helper()
+	_, listed := listPodsWithVersions(ctx, t, client, namespace)
+	return listed
+}
+
+// listPodsWithVersions returns a fresh LIST of the pods of namespace ("" for
+// all) and their resource versions.
+func listPodsWithVersions(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace string) (*corev1.PodList, resourceVersions) {
+	t.Helper()
 	list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list pods: %v", err)
@@ -179,7 +187,7 @@ func listPods(ctx context.Context, t *testing.T, client kubernetes.Interface, na
 	for i := range list.Items {
 		listed.set(&list.Items[i])
 	}
-	return listed
+	return list, listed
 }
 
 // expectConverged waits, at each notification, until the informer's cache
