@@ -92,19 +92,21 @@ type InformerOptions[T Object] struct {
 	// Pods (and the other types [NewRESTListerWatcher] interns) decoded
 	// from protobuf by the REST ListerWatcher (that of [For]), with no
 	// Transform, are deduplicated as they are decoded: a sub-object whose
-	// bytes were seen before is not decoded at all, so
-	// that decoding a production-like pod costs about half as much CPU as
-	// without deduplication (BenchmarkDecodePod: 13.7 µs against 25.4 µs,
-	// and 27.7 µs for k8s.io/api's Unmarshal, at load 4.7) and a sync of
-	// 5,000 of them from kube-apiserver uses 1.76× less CPU than
-	// client-go's (E1, docs/benchmarks.md). Every other object is passed,
-	// after the transform and before it is cached, through a pass that
-	// costs 8–13 µs of CPU per production-like pod (BenchmarkDecodePod) and
-	// 7–11 µs per small pod of W1 (against 0.6 µs without), and makes W2's
-	// initial sync of 100,000 small pods about 7× slower. Either way,
-	// 100,000 production-like pods keep about 13,200 B each instead of
-	// about 23,200 (W6(a); client-go 22,534). For an informer made by
-	// [For], [FactoryOptions].Deduplicate also turns it on.
+	// bytes were seen before is not decoded at all, so that decoding a
+	// production-like pod costs about half as much CPU as without
+	// deduplication (BenchmarkDecodePod: 13.7 µs against 25.4 µs, and
+	// 27.7 µs for k8s.io/api's Unmarshal, at load 4.7) and a sync of 5,000
+	// of them from kube-apiserver uses 1.5–1.8× less CPU than client-go's
+	// (E1: 1.51× in docs/benchmarks.md's run, 1.62–1.76× in CI-mode runs).
+	// Every other object is passed, after the transform and before it is
+	// cached, through a pass that costs 8–13 µs of CPU per production-like
+	// pod (BenchmarkDecodePod) and 7–11 µs per small pod of W1 (against
+	// 0.6 µs without), and makes W2's initial sync of 100,000 small pods
+	// about 7× slower. Either way, 100,000 production-like pods keep
+	// 12,600–13,200 B each instead of about 23,200 (W6(a); client-go
+	// 22,527). To drop fields and keep deduplicating on decode, use
+	// DropFields rather than a Transform. For an informer made by [For],
+	// [FactoryOptions].Deduplicate also turns it on.
 	Deduplicate bool
 	// DetectMutations enables the cache mutation detector, meant for tests
 	// and CI; the environment variable KUBE_CACHE_MUTATION_DETECTOR=true

@@ -245,12 +245,9 @@ func (lw *restListerWatcher[T]) decodeWith(interns *internTable) error {
 // sub-objects and bytes between the objects it decodes (see
 // internTable.shareSubObjects), with a table of its own: for one informer
 // deduplicating without a transform, so that lw itself, which others may
-// use, keeps decoding objects that share only strings. It returns nil if
-// lw does not intern on decode.
+// use, keeps decoding objects that share only strings. lw must intern on
+// decode (lw.interns not nil).
 func (lw *restListerWatcher[T]) sharingSubObjects() (*restListerWatcher[T], error) {
-	if lw.interns == nil {
-		return nil, nil
-	}
 	shared := *lw
 	interns := newInternTable()
 	interns.shareSubObjects = true
