@@ -5,6 +5,11 @@
 # use (e2e/internal/cluster), run by the e2e-cluster command.
 #
 # Usage: hack/cluster-up.sh; then export KUBECONFIG=$CLUSTER_DIR/kubeconfig
+#
+# APISERVER_ARGS adds flags to kube-apiserver's command line, separated by
+# spaces, each as --name=value. Sharded informers need an alpha gate:
+#   APISERVER_ARGS=--feature-gates=ShardedListAndWatch=true hack/cluster-up.sh
+# A cluster already running keeps its flags: run hack/cluster-down.sh first.
 set -euo pipefail
 
 # shellcheck source=hack/lib.sh
@@ -13,7 +18,7 @@ root=$(repo_root)
 pidfile=$CLUSTER_DIR/e2e-cluster.pid
 
 if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-	log "a cluster is already running from $CLUSTER_DIR"
+	log "a cluster is already running from $CLUSTER_DIR (APISERVER_ARGS are not applied to it: run hack/cluster-down.sh first)"
 	echo "export KUBECONFIG=$CLUSTER_DIR/kubeconfig"
 	exit 0
 fi
@@ -31,7 +36,11 @@ mkdir -m 700 "$CLUSTER_DIR"
 
 # setsid: the cluster must not get the terminal's signals (a Ctrl-C in the
 # shell that started it); it stops on cluster-down.sh's SIGTERM.
-setsid "$CLUSTER_DIR/e2e-cluster" -assets "$KUBE_ASSETS" -dir "$CLUSTER_DIR" \
+extra=()
+for arg in ${APISERVER_ARGS:-}; do
+	extra+=("-apiserver-arg=$arg")
+done
+setsid "$CLUSTER_DIR/e2e-cluster" -assets "$KUBE_ASSETS" -dir "$CLUSTER_DIR" "${extra[@]}" \
 	>"$CLUSTER_DIR/e2e-cluster.log" 2>&1 </dev/null &
 echo $! >"$pidfile"
 
