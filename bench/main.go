@@ -1,6 +1,7 @@
 // Command bench runs the workloads of shared/benchmarks.md (W1–W5, and W6 on request) on
 // client-go's informer machinery and on this module's, side by side in one
-// process, and prints one table of client-go ÷ ours ratios.
+// process, and prints one table of client-go ÷ ours ratios, headed by a
+// legend and the run's commit, time, versions and load average.
 //
 //	go run ./bench                 # full sizes, Markdown table
 //	go run ./bench -json           # the same rows as JSON lines
@@ -99,7 +100,11 @@ func benchMain() int {
 			}
 		}()
 	}
-	if err := run(cfg, selected, *jsonOut, charts{ratios: *svgPath, retained: *retainedSVGPath}); err != nil {
+	info := benchkit.StartRun("k8s.io/client-go")
+	if *quick {
+		info.Smoke = benchkit.QuickNote
+	}
+	if err := run(cfg, selected, info, *jsonOut, charts{ratios: *svgPath, retained: *retainedSVGPath}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
 		return 1
 	}
@@ -141,9 +146,10 @@ type charts struct {
 	retained string
 }
 
-// run measures the selected workloads, prints their rows and writes the
-// charts asked for.
-func run(cfg config, selected []workload, jsonOut bool, out charts) error {
+// run measures the selected workloads, prints their rows under the header
+// of info (finished once they are measured) and writes the charts asked
+// for.
+func run(cfg config, selected []workload, info benchkit.Run, jsonOut bool, out charts) error {
 	jsonSize, heapSize, err := podSizes(1000)
 	if err != nil {
 		return err
@@ -171,8 +177,9 @@ func run(cfg config, selected []workload, jsonOut bool, out charts) error {
 			return err
 		}
 	}
+	info.Finish()
 	if jsonOut {
-		return table.WriteJSONLines(os.Stdout, rows)
+		return table.WriteJSONLines(os.Stdout, info, rows)
 	}
-	return table.WriteMarkdown(os.Stdout, rows)
+	return table.WriteMarkdown(os.Stdout, info, rows)
 }

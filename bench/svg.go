@@ -22,7 +22,7 @@ const (
 )
 
 // writeSVGFile writes a horizontal bar chart of every row's ratio on a
-// logarithmic axis to path.
+// logarithmic axis to path, leaving out the rows without one.
 func writeSVGFile(path string, rows []benchkit.Row) error {
 	if err := os.WriteFile(path, []byte(ratioChart(rows)), 0o644); err != nil {
 		return fmt.Errorf("writing chart: %w", err)
@@ -30,8 +30,15 @@ func writeSVGFile(path string, rows []benchkit.Row) error {
 	return nil
 }
 
-// ratioChart renders the chart as an SVG document.
-func ratioChart(rows []benchkit.Row) string {
+// ratioChart renders the chart of the rows that have a ratio, infinite or
+// not, as an SVG document.
+func ratioChart(all []benchkit.Row) string {
+	var rows []benchkit.Row
+	for _, r := range all {
+		if r.Ratio != nil || infiniteRatio(r) {
+			rows = append(rows, r)
+		}
+	}
 	lo, hi := ratioDecades(rows)
 	x := func(ratio float64) float64 {
 		return svgLabelWidth + svgPlotWidth*(math.Log10(ratio)-lo)/(hi-lo)

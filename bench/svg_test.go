@@ -19,13 +19,15 @@ func TestRatioChartIsWellFormedWithOneBarPerRow(t *testing.T) {
 		newRow("W3", "(a) app=app-7 & <more>", "ns/op", 5000, 1),
 		newRow("W5", "GetByKey", "ns/op", 30, 45),
 		newRow("W3", "(c)", "allocs/op", 29, 0),
+		withoutRatio(newRow("W6", "(d) relist", "peak heap ÷ own steady state (no ratio)", 2.16, 1.11)),
 	}
 	path := filepath.Join(t.TempDir(), "chart.svg")
 	if err := writeSVGFile(path, rows); err != nil {
 		t.Fatal(err)
 	}
 	rects, texts := readChart(t, path)
-	// The background, then one bar per row: green when ours wins, red otherwise.
+	// The background, then one bar per row with a ratio: green when ours
+	// wins, red otherwise.
 	if diff := cmp.Diff([]string{"white", "#2e7d32", "#c62828", "#2e7d32"}, rects); diff != "" {
 		t.Errorf("rect fills (-want +got):\n%s", diff)
 	}
@@ -33,6 +35,9 @@ func TestRatioChartIsWellFormedWithOneBarPerRow(t *testing.T) {
 		if !slices.Contains(texts, want) {
 			t.Errorf("no text %q in the chart; texts: %q", want, texts)
 		}
+	}
+	if slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "(d) relist") }) {
+		t.Errorf("the row without a ratio is in the chart; texts: %q", texts)
 	}
 }
 

@@ -22,14 +22,35 @@ func newRow(workload, kase, metric string, clientGo, ours float64) benchkit.Row 
 	return r
 }
 
+// withoutRatio returns r without its ratio: for a row whose figures are
+// each side's own ratio (W6 (d)'s peak over its steady state), where
+// client-go's divided by ours would mean nothing. Its metric says so.
+func withoutRatio(r benchkit.Row) benchkit.Row {
+	r.Ratio = nil
+	return r
+}
+
+// infiniteRatio reports whether r's ratio is infinite: ours measured 0
+// and client-go did not. A row whose Ratio is nil otherwise has none.
+func infiniteRatio(r benchkit.Row) bool {
+	return r.Ratio == nil && r.Ours == 0 && r.Theirs != 0
+}
+
 // table is this harness's layout of the output contract: figures as
-// formatValue prints them, ratios as formatRatio does.
+// formatValue prints them, ratios as formatRatio does, "∞" for an infinite
+// ratio and "–" for a row without one.
 var table = benchkit.Table{
 	Theirs:    "client-go",
 	TheirsKey: "clientgo",
 	Ours:      "ours",
+	Workloads: `docs/benchmarks.md, "The workloads"`,
 	Value:     func(_ string, v float64) string { return formatValue(v) },
-	Ratio:     formatRatio,
+	Ratio: func(r benchkit.Row) string {
+		if r.Ratio == nil && !infiniteRatio(r) {
+			return "–"
+		}
+		return formatRatio(r.Ratio)
+	},
 }
 
 // formatValue prints a measured value with a precision that suits its

@@ -49,18 +49,36 @@ func TestFormatting(t *testing.T) {
 	}
 }
 
-// TestTableMarkdown checks this harness's Markdown cells.
+// quickRun is the header of a -quick run, as benchMain makes it.
+var quickRun = benchkit.Run{
+	Command: "bench -quick", Commit: "1183cc1abcde", LoadStart: "1.00 2.00 3.00", Go: "go1.26.8 linux/amd64, GOMAXPROCS 2",
+	Modules: []string{"k8s.io/client-go v0.37.2"}, Smoke: benchkit.QuickNote,
+}
+
+// TestTableMarkdown checks this harness's header and Markdown cells: the
+// legend first, a -quick run said to be a smoke run, "∞" for an infinite
+// ratio and "–" for a row without one.
 func TestTableMarkdown(t *testing.T) {
 	var b bytes.Buffer
-	rows := []benchkit.Row{newRow("W5", "GetByKey", "ns/op", 74, 110.5), newRow("W3", "(c)", "allocs/op", 29, 0)}
-	if err := table.WriteMarkdown(&b, rows); err != nil {
+	rows := []benchkit.Row{
+		newRow("W5", "GetByKey", "ns/op", 74, 110.5),
+		newRow("W3", "(c)", "allocs/op", 29, 0),
+		withoutRatio(newRow("W6", "(d) relist", "peak heap ÷ own steady state (no ratio)", 2.16, 1.11)),
+	}
+	if err := table.WriteMarkdown(&b, quickRun, rows); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
+		"- ratio = client-go ÷ ours (> 1: ours faster or smaller)",
+		`- workloads: defined in docs/benchmarks.md, "The workloads"`,
+		"- run: `bench -quick` at commit 1183cc1abcde, 0001-01-01 00:00:00 UTC; go1.26.8 linux/amd64, GOMAXPROCS 2, k8s.io/client-go v0.37.2; load average 1.00 2.00 3.00 at the start",
+		"- -quick: a smoke run (small sizes, one repetition): its ratios show that the harness works and checks its results; they are not the product's figures (docs/benchmarks.md has those)",
+		"",
 		"| workload | case | metric | client-go | ours | ratio |",
 		"|---|---|---|---:|---:|---:|",
 		"| W5 | GetByKey | ns/op | 74.0 | 110.5 | 0.67× |",
 		"| W3 | (c) | allocs/op | 29.0 | 0.00 | ∞ |",
+		"| W6 | (d) relist | peak heap ÷ own steady state (no ratio) | 2.16 | 1.11 | – |",
 		"",
 	}, "\n")
 	if diff := cmp.Diff(want, b.String()); diff != "" {
@@ -68,11 +86,12 @@ func TestTableMarkdown(t *testing.T) {
 	}
 }
 
-// TestTableJSONLines checks this harness's JSON keys.
+// TestTableJSONLines checks this harness's JSON keys: a first object
+// holding the header under "run", then the rows.
 func TestTableJSONLines(t *testing.T) {
 	var b bytes.Buffer
 	rows := []benchkit.Row{newRow("W1", "H=1", "ns/event", 3000, 1500), newRow("W3", "(c)", "allocs/op", 29, 0)}
-	if err := table.WriteJSONLines(&b, rows); err != nil {
+	if err := table.WriteJSONLines(&b, quickRun, rows); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any
@@ -84,6 +103,16 @@ func TestTableJSONLines(t *testing.T) {
 		got = append(got, m)
 	}
 	want := []map[string]any{
+		{"run": map[string]any{
+			"legend":    []any{"ratio = client-go ÷ ours (> 1: ours faster or smaller)", `workloads: defined in docs/benchmarks.md, "The workloads"`},
+			"command":   "bench -quick",
+			"commit":    "1183cc1abcde",
+			"start":     "0001-01-01T00:00:00Z",
+			"loadStart": "1.00 2.00 3.00",
+			"go":        "go1.26.8 linux/amd64, GOMAXPROCS 2",
+			"modules":   []any{"k8s.io/client-go v0.37.2"},
+			"smoke":     benchkit.QuickNote,
+		}},
 		{"workload": "W1", "case": "H=1", "metric": "ns/event", "clientgo": 3000.0, "ours": 1500.0, "ratio": 2.0},
 		{"workload": "W3", "case": "(c)", "metric": "allocs/op", "clientgo": 29.0, "ours": 0.0, "ratio": nil},
 	}

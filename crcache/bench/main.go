@@ -5,7 +5,8 @@
 // with UnsafeDisableDeepCopy) and a reconcile loop shaped like
 // kubernetes-sigs/agent-sandbox#1099 (every reconcile lists its pods by a
 // label; 10k to 80k pods). It prints one table of controller-runtime ÷
-// ours ratios.
+// ours ratios, headed by a legend and the run's commit, time, versions and
+// load average.
 //
 //	go run ./bench                  # both workloads, full sizes, Markdown table
 //	go run ./bench -json            # the same rows as JSON lines
@@ -119,8 +120,11 @@ func benchMain() int {
 			}
 		}()
 	}
-	fmt.Fprintf(os.Stderr, "bench: %s, GOMAXPROCS %d, %d rounds per figure, load average %s\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), cfg.rounds, loadAverage())
+	info := benchkit.StartRun("sigs.k8s.io/controller-runtime", "k8s.io/client-go")
+	if *quick {
+		info.Smoke = benchkit.QuickNote
+	}
+	fmt.Fprintf(os.Stderr, "bench: %s, %d rounds per figure, load average %s\n", info.Go, cfg.rounds, info.LoadStart)
 	var rows []benchkit.Row
 	for _, w := range selected {
 		start := time.Now()
@@ -129,27 +133,19 @@ func benchMain() int {
 			fmt.Fprintf(os.Stderr, "bench: FAILED: %s: %v\n", w.id, err)
 			return 1
 		}
-		fmt.Fprintf(os.Stderr, "bench: %s took %v; load average %s\n", w.id, time.Since(start).Round(time.Second), loadAverage())
+		fmt.Fprintf(os.Stderr, "bench: %s took %v; load average %s\n", w.id, time.Since(start).Round(time.Second), benchkit.LoadAverage())
 		rows = append(rows, r...)
 	}
+	info.Finish()
 	write := table.WriteMarkdown
 	if *jsonOut {
 		write = table.WriteJSONLines
 	}
-	if err := write(os.Stdout, rows); err != nil {
+	if err := write(os.Stdout, info, rows); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
 	return 0
-}
-
-// loadAverage returns the machine's load averages, or "unknown".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // caches are controller-runtime's cache and ours over one podServer,
@@ -278,13 +274,19 @@ func newRow(workload, kase, metric string, theirs, ours []float64) benchkit.Row 
 
 // table is this harness's layout of the output contract: controller-runtime
 // in the place of client-go (JSON key "controllerruntime"), durations with
-// their unit, and a ratio on every row.
+// their unit, and a ratio on every row (newRow gives each one).
 var table = benchkit.Table{
 	Theirs:    "controller-runtime",
 	TheirsKey: "controllerruntime",
 	Ours:      "crcache",
+	Workloads: `docs/benchmarks.md, "The workloads" (W7, reconcile)`,
 	Value:     formatValue,
-	Ratio:     func(r *float64) string { return formatRatio(*r) + "×" },
+	Ratio: func(r benchkit.Row) string {
+		if r.Ratio == nil {
+			return "–"
+		}
+		return formatRatio(*r.Ratio) + "×"
+	},
 }
 
 // formatValue prints a count (allocs/op, B/op) as an integer and a

@@ -17,14 +17,17 @@
 // profile of its sync into DIR, for go tool pprof.
 //
 // It prints one Markdown table (workload, case, metric, client-go, ours,
-// ratio = client-go ÷ ours, so that >1 means ours is faster or smaller), or
-// with -json the same rows as JSON lines.
+// ratio = client-go ÷ ours, so that >1 means ours is faster or smaller),
+// headed by a legend and the run's commit, time, versions and load average,
+// with notes under it; or with -json the same as JSON lines (the header
+// and notes first, as one object under the key "run").
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +45,7 @@ type config struct {
 	updates     int
 	writers     int
 	json        bool
+	quick       bool
 	assets      string
 	droppedCase bool
 	dedupCase   bool
@@ -80,6 +84,7 @@ func main() {
 	}
 	if *quick {
 		setUnlessGiven("updates", &cfg.updates, 1000)
+		cfg.quick = true
 	}
 	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 {
 		fmt.Fprintln(os.Stderr, "realbench: -n, -runs, -updates and -writers must be positive")
@@ -113,7 +118,17 @@ func defaultAssets() string {
 	return filepath.Join(cache, "kubetyped-informer", "kube-v1.37.1")
 }
 
+// quickNote is the header's line for a -quick run: only E2 is smaller.
+const quickNote = "-quick: CI mode: E2 makes rounds of 1,000 updates instead of 10,000, so its ratios are a smoke run, not the product's figures; E1 runs as in a full run"
+
+// e2Note explains E2's figures under the table.
+const e2Note = "E2: latency \"from response\" is the time from the writer reading the response to its write until the handler's notification; it is negative when the handler hears of the write (its watch event) before the writer has read the write's response, which is why its p50 is often negative and has no ratio. Latency \"from request\" counts from sending the write, and is always positive."
+
 func run(cfg config) (err error) {
+	info := benchkit.StartRun("k8s.io/client-go")
+	if cfg.quick {
+		info.Smoke = quickNote
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	dir, err := os.MkdirTemp("", "realbench-")
@@ -160,18 +175,23 @@ func run(cfg config) (err error) {
 		return fmt.Errorf("E2: %w", err)
 	}
 	rows = append(rows, e2...)
-	write := table.WriteMarkdown
+	info.Finish()
+	return report(os.Stdout, cfg, info, size, rows)
+}
+
+// report writes rows under info's header, with the notes that say what the
+// figures are: the pods (size, the server's protobuf bytes each), how many
+// runs and rounds the medians are of, and why E2's p50 from the response
+// is negative.
+func report(w io.Writer, cfg config, info benchkit.Run, size float64, rows []benchkit.Row) error {
+	info.Notes = append(info.Notes,
+		fmt.Sprintf("%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.",
+			cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers),
+		e2Note)
 	if cfg.json {
-		write = table.WriteJSONLines
+		return table.WriteJSONLines(w, info, rows)
 	}
-	if err := write(os.Stdout, rows); err != nil {
-		return err
-	}
-	if !cfg.json {
-		fmt.Printf("\n%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.\n",
-			cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers)
-	}
-	return nil
+	return table.WriteMarkdown(w, info, rows)
 }
 
 // logf reports progress on stderr, so that stdout holds only the results.
@@ -198,12 +218,13 @@ var table = benchkit.Table{
 	Theirs:    "client-go",
 	TheirsKey: "clientgo",
 	Ours:      "ours",
+	Workloads: `docs/benchmarks.md, "The workloads" (E1, E2)`,
 	Value:     func(_ string, v float64) string { return format(v) },
-	Ratio: func(r *float64) string {
-		if r == nil {
+	Ratio: func(r benchkit.Row) string {
+		if r.Ratio == nil {
 			return "–"
 		}
-		return fmt.Sprintf("%.2f×", *r)
+		return fmt.Sprintf("%.2f×", *r.Ratio)
 	},
 }
 

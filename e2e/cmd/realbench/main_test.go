@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -22,35 +23,78 @@ func TestQuantileIsTheNearestRank(t *testing.T) {
 }
 
 // TestRowsFollowTheOutputContract checks the Markdown table and the JSON
-// lines, and that a ratio of figures that are not both positive is left out.
+// lines: the header (legend, run, what -quick means here), the rows, a
+// ratio of figures that are not both positive left out, and the notes
+// under the table, which explain E2's negative latency from the response.
 func TestRowsFollowTheOutputContract(t *testing.T) {
 	rows := []benchkit.Row{
 		newRow("E1", "5000 pods", "client CPU s until synced", 3, 1.5),
 		newRow("E2", "1000 updates", "p50 latency ms from response", -2, 1),
 	}
+	cfg := config{pods: 5000, runs: 3, updates: 1000, writers: 4}
+	info := benchkit.Run{
+		Command: "realbench -quick", Commit: "1183cc1abcde", LoadStart: "1.00 2.00 3.00", Go: "go1.26.8 linux/amd64, GOMAXPROCS 2",
+		Modules: []string{"k8s.io/client-go v0.37.2"}, Smoke: quickNote,
+	}
+	pods := "5000 production-like pods, 9644 B each as protobuf on the server; E1 medians of 3 interleaved runs per side; E2 medians of 3 rounds of 1000 updates by 4 writers."
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
-		write := table.WriteMarkdown
-		if asJSON {
-			write = table.WriteJSONLines
-		}
-		if err := write(&out, rows); err != nil {
+		cfg.json = asJSON
+		if err := report(&out, cfg, info, 9644, rows); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{
+			"- ratio = client-go ÷ ours (> 1: ours faster or smaller)",
+			`- workloads: defined in docs/benchmarks.md, "The workloads" (E1, E2)`,
+			"- run: `realbench -quick` at commit 1183cc1abcde, 0001-01-01 00:00:00 UTC; go1.26.8 linux/amd64, GOMAXPROCS 2, k8s.io/client-go v0.37.2; load average 1.00 2.00 3.00 at the start",
+			"- -quick: CI mode: E2 makes rounds of 1,000 updates instead of 10,000, so its ratios are a smoke run, not the product's figures; E1 runs as in a full run",
+			"",
 			"| workload | case | metric | client-go | ours | ratio |",
 			"|---|---|---|---:|---:|---:|",
 			"| E1 | 5000 pods | client CPU s until synced | 3 | 1.5 | 2.00× |",
 			"| E2 | 1000 updates | p50 latency ms from response | -2 | 1 | – |",
+			"",
+			pods,
+			"",
+			`E2: latency "from response" is the time from the writer reading the response to its write until the handler's notification; it is negative when the handler hears of the write (its watch event) before the writer has read the write's response, which is why its p50 is often negative and has no ratio. Latency "from request" counts from sending the write, and is always positive.`,
 		}
 		if asJSON {
+			header, err := json.Marshal(map[string]any{"run": map[string]any{
+				"legend":  []string{"ratio = client-go ÷ ours (> 1: ours faster or smaller)", `workloads: defined in docs/benchmarks.md, "The workloads" (E1, E2)`},
+				"command": "realbench -quick", "commit": "1183cc1abcde", "start": "0001-01-01T00:00:00Z", "loadStart": "1.00 2.00 3.00",
+				"go": "go1.26.8 linux/amd64, GOMAXPROCS 2", "modules": []string{"k8s.io/client-go v0.37.2"}, "smoke": quickNote,
+				"notes": []string{pods, e2Note},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			want = []string{
+				string(header),
 				`{"workload":"E1","case":"5000 pods","metric":"client CPU s until synced","clientgo":3,"ours":1.5,"ratio":2}`,
 				`{"workload":"E2","case":"1000 updates","metric":"p50 latency ms from response","clientgo":-2,"ours":1,"ratio":null}`,
 			}
 		}
-		if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(out.String()), "\n")); diff != "" {
+		got := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if asJSON {
+			// The header's keys in the order encoding/json sorts a map's.
+			got[0] = reencode(t, got[0])
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("output with json=%v (-want +got):\n%s", asJSON, diff)
 		}
 	}
+}
+
+// reencode decodes a JSON object and encodes it again, with its keys sorted.
+func reencode(t *testing.T, line string) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		t.Fatalf("line %q: %v", line, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
