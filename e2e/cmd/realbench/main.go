@@ -14,7 +14,9 @@
 // getrusage and heap figures belong to one implementation only.
 //
 // With -profile, each E1 sync child writes a CPU profile and an allocation
-// profile of its sync into DIR, for go tool pprof.
+// profile of its sync into DIR, for go tool pprof; the allocation profile is
+// written after a collection, so that it counts every allocation of the
+// sync.
 //
 // It prints one Markdown table (workload, case, metric, client-go, ours,
 // ratio = client-go ÷ ours, so that >1 means ours is faster or smaller),

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -97,4 +100,51 @@ func reencode(t *testing.T, line string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestPeakMetricSaysWhenNoCycleCompleted checks that a heap sampled
+// without a completed GC cycle is not called a peak.
+func TestPeakMetricSaysWhenNoCycleCompleted(t *testing.T) {
+	cycled := []syncResult{{PeakGCCycles: 4}, {PeakGCCycles: 1}}
+	got := []string{peakMetric(cycled, cycled), peakMetric(cycled, []syncResult{{PeakGCCycles: 3}, {}})}
+	want := []string{"peak heap MB", "heap growth MB (no GC cycle completed: bytes allocated, not a peak)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+var allocSink []byte
+
+// TestWriteAllocsProfileCountsTheLatestAllocations checks that the
+// allocation profile -profile writes counts what was allocated after the
+// last GC cycle: a 64 MiB allocation made just before it.
+func TestWriteAllocsProfileCountsTheLatestAllocations(t *testing.T) {
+	runtime.GC()
+	var before bytes.Buffer
+	if err := writeAllocsProfile(&before, 1); err != nil {
+		t.Fatal(err)
+	}
+	// With GC off, no cycle completes between the allocation and the
+	// profile unless writeAllocsProfile runs one.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	allocSink = make([]byte, 64<<20)
+	allocSink = nil
+	var after bytes.Buffer
+	if err := writeAllocsProfile(&after, 1); err != nil {
+		t.Fatal(err)
+	}
+	if grew := allocatedBytes(t, after.String()) - allocatedBytes(t, before.String()); grew < 63<<20 {
+		t.Fatalf("the profile's bytes allocated grew by %d B, want about 64 MiB (at least 63 MiB: the profile samples)", grew)
+	}
+}
+
+// allocatedBytes reads the total bytes allocated from the first line of a
+// text allocation profile: "heap profile: N: B [AN: AB] @ heap/R".
+func allocatedBytes(t *testing.T, profile string) int64 {
+	t.Helper()
+	var inuseObjects, inuseBytes, allocObjects, allocBytes, rate int64
+	if _, err := fmt.Sscanf(profile, "heap profile: %d: %d [%d: %d] @ heap/%d", &inuseObjects, &inuseBytes, &allocObjects, &allocBytes, &rate); err != nil {
+		t.Fatalf("reading the profile's first line %q: %v", strings.SplitN(profile, "\n", 2)[0], err)
+	}
+	return allocBytes
 }
