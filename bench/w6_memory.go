@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,13 +28,14 @@ import (
 // bytes through client-go's codec, so each implementation caches objects
 // that nothing else holds, and pays what a real list or watch costs.
 //
-// (c), our informer with a declared projection of the fields a typical
-// controller reads dropped on the wire, and the (e) case with managed fields
-// dropped on the wire, run over HTTP through our REST ListerWatcher
-// (w6_wire.go), against client-go's (a) and its transform respectively.
-// (d) runs ours both ways: over HTTP, where the REST ListerWatcher does not
-// decode the items the cache holds, and through a ListerWatcher that
-// decodes every item.
+// Ours runs in several configurations, each named in its rows' case:
+// the default (the REST ListerWatcher served over HTTP by w6_wire.go,
+// interning strings on decode, as the factory builds it), Deduplicate
+// through the same, and Deduplicate through a ListerWatcher that decodes
+// every item with client-go's codec; managed fields dropped on the wire
+// (DropFields) or by a transform; (c), a declared projection of the fields
+// a typical controller reads dropped on the wire, beside client-go's (a).
+// Over HTTP, a relist (d) does not decode the items the cache holds.
 
 // relistGCPercent is the GOGC in force while W6(d) samples the heap during
 // a relist: low enough that the sampled heap stays within 10% of what is
@@ -199,9 +202,10 @@ func newClientGoProdInformer(src *prodSource, strip bool, handlers []*countingHa
 	return buildClientGoInformer(clientGoProdListerWatcher{src}, src.watches, transform, handlers)
 }
 
-// newOurProdInformer builds our informer over src, deduplicating (W6
-// measures the leanest cache); it drops managed fields with the library's
-// StripManagedFields transform.
+// newOurProdInformer builds our informer over src, with Deduplicate (the
+// leanest cache this ListerWatcher allows: it decodes with client-go's
+// codec, so nothing is interned on decode); it drops managed fields with
+// the library's StripManagedFields transform.
 func newOurProdInformer(src *prodSource, strip bool, handlers []*countingHandler) (*informerUnderTest, error) {
 	var transform informer.TransformFunc[*corev1.Pod]
 	if strip {
@@ -217,6 +221,12 @@ type cacheResult struct {
 	// both counted above the heap before the informer was built; relistMB
 	// is that peak. Both are 0 when the run did not relist.
 	relistRatio, relistMB float64
+	// relistGCCycles is the number of GC cycles that completed while the
+	// relist's heap was sampled. With none, the largest sample is the heap
+	// before plus the bytes allocated: an upper bound of the peak, not a
+	// peak (a relist over HTTP that decodes nothing may allocate too little
+	// to start a cycle, even at GOGC=10).
+	relistGCCycles uint64
 }
 
 // eventResult is the cost of one W6 (e) run.
@@ -224,9 +234,9 @@ type eventResult struct {
 	allocsPerEvent, bytesPerEvent float64
 }
 
-// runMemory is W6: (a) and (d) on one informer per implementation and run,
-// (b) on another, (e) on a third; implementations interleaved, client-go
-// first.
+// runMemory is W6: (a) and (d) on one informer per configuration and run,
+// (b) and (c) on another, (e) on a third; configurations interleaved,
+// client-go first.
 func runMemory(cfg config) ([]benchkit.Row, error) {
 	protoBytes, heapBytes, err := prodPodSizes(min(cfg.prodPods, 1000))
 	if err != nil {
@@ -253,11 +263,13 @@ func runMemory(cfg config) ([]benchkit.Row, error) {
 		name        string
 		newInformer newProdInformerFunc
 	}{{"client-go", newClientGoProdInformer}, {"ours", newOurProdInformer}}
+	// full, stripped, fullEvents and strippedEvents hold client-go's runs
+	// and ours with Deduplicate through the decoding ListerWatcher; the
+	// others, ours through the REST ListerWatcher.
 	full, stripped := make([][]cacheResult, 2), make([][]cacheResult, 2)
-	var relistWire []cacheResult
+	var wireDefault, wireDedup, wireDefaultStripped, projected []cacheResult
 	fullEvents, strippedEvents := make([][]eventResult, 2), make([][]eventResult, 2)
-	var projected []cacheResult
-	var wireEvents []eventResult
+	var wireEvents, wireStrippedEvents []eventResult
 	for range cfg.count {
 		for s, side := range sides {
 			r, err := measureCache(side.newInformer, list, cfg.prodPods, false)
@@ -266,11 +278,16 @@ func runMemory(cfg config) ([]benchkit.Row, error) {
 			}
 			full[s] = append(full[s], r)
 		}
-		dr, err := measureCache(newOurWireProdInformer(nil, true), list, cfg.prodPods, false)
+		r, err := measureCache(newOurWireProdInformer(nil, false), list, cfg.prodPods, false)
 		if err != nil {
-			return nil, fmt.Errorf("(d) ours over HTTP: %w", err)
+			return nil, fmt.Errorf("(a, d) ours default over HTTP: %w", err)
 		}
-		relistWire = append(relistWire, dr)
+		wireDefault = append(wireDefault, r)
+		r, err = measureCache(newOurWireProdInformer(nil, true), list, cfg.prodPods, false)
+		if err != nil {
+			return nil, fmt.Errorf("(a, d) ours with Deduplicate over HTTP: %w", err)
+		}
+		wireDedup = append(wireDedup, r)
 		for s, side := range sides {
 			r, err := measureCache(side.newInformer, list, cfg.prodPods, true)
 			if err != nil {
@@ -278,7 +295,12 @@ func runMemory(cfg config) ([]benchkit.Row, error) {
 			}
 			stripped[s] = append(stripped[s], r)
 		}
-		r, err := measureCache(newOurWireProdInformer(typicalControllerDropFields, false), list, cfg.prodPods, true)
+		r, err = measureCache(newOurWireProdInformer(nil, false), list, cfg.prodPods, true)
+		if err != nil {
+			return nil, fmt.Errorf("(b) ours default over HTTP: %w", err)
+		}
+		wireDefaultStripped = append(wireDefaultStripped, r)
+		r, err = measureCache(newOurWireProdInformer(typicalControllerDropFields, false), list, cfg.prodPods, true)
 		if err != nil {
 			return nil, fmt.Errorf("(c) ours: %w", err)
 		}
@@ -296,42 +318,84 @@ func runMemory(cfg config) ([]benchkit.Row, error) {
 				}
 			}
 		}
-		wr, err := measureWatchEvents(newOurWireProdInformer(nil, false), emptyList, stream, events, true, true)
-		if err != nil {
-			return nil, fmt.Errorf("(e) ours, on the wire: %w", err)
+		for _, strip := range []bool{false, true} {
+			wr, err := measureWatchEvents(newOurWireProdInformer(nil, false), emptyList, stream, events, strip, true)
+			if err != nil {
+				return nil, fmt.Errorf("(e) ours, on the wire: %w", err)
+			}
+			if strip {
+				wireStrippedEvents = append(wireStrippedEvents, wr)
+			} else {
+				wireEvents = append(wireEvents, wr)
+			}
 		}
-		wireEvents = append(wireEvents, wr)
 	}
+	return memoryRows(cfg.prodPods, events, memoryRuns{
+		clientGo: full[0], clientGoStripped: stripped[0],
+		wireDefault: wireDefault, wireDedup: wireDedup, decodingDedup: full[1],
+		wireDefaultStripped: wireDefaultStripped, decodingDedupStripped: stripped[1], projected: projected,
+		clientGoEvents: fullEvents[0], clientGoStrippedEvents: strippedEvents[0],
+		wireEvents: wireEvents, decodingDedupEvents: fullEvents[1],
+		wireStrippedEvents: wireStrippedEvents, decodingDedupStrippedEvents: strippedEvents[1],
+	}), nil
+}
 
+// W6's configurations of ours, as its case names say them. The default is
+// what a user gets from the factory or NewRESTListerWatcher: strings
+// interned as the pods are decoded, no Deduplicate. Client-go runs its
+// defaults, with a managed-fields transform where fields are dropped.
+const (
+	oursDefault       = "ours default: REST ListerWatcher over HTTP, strings interned on decode"
+	oursDedupWire     = "ours Deduplicate: REST ListerWatcher over HTTP, deduplicated on decode"
+	oursDedupDecoding = "ours Deduplicate: a ListerWatcher decoding every item, then deduplicated"
+)
+
+// memoryRuns are the runs of every W6 configuration, named by what ours
+// runs (see the constants above); client-go's are its own.
+type memoryRuns struct {
+	clientGo, clientGoStripped                                                       []cacheResult
+	wireDefault, wireDedup, decodingDedup                                            []cacheResult
+	wireDefaultStripped, decodingDedupStripped, projected                            []cacheResult
+	clientGoEvents, clientGoStrippedEvents                                           []eventResult
+	wireEvents, decodingDedupEvents, wireStrippedEvents, decodingDedupStrippedEvents []eventResult
+}
+
+// memoryRows returns W6's rows for pods cached pods and events decoded
+// events: every case names ours' configuration, each figure of (a), (b),
+// (d) and (e) has a row for ours' default, and (d)'s peak over each
+// side's own steady state has no ratio (client-go's over ours would mean
+// nothing).
+func memoryRows(pods, events int, runs memoryRuns) []benchkit.Row {
 	var rows []benchkit.Row
-	add := func(kase, metric string, runs [][]cacheResult, f func(cacheResult) float64) {
-		rows = append(rows, newRow("W6", kase, metric, benchkit.MedianOf(runs[0], f), benchkit.MedianOf(runs[1], f)))
+	retained := func(r cacheResult) float64 { return r.retainedPerPod }
+	add := func(kase, metric string, cg, ours []cacheResult, f func(cacheResult) float64) {
+		rows = append(rows, newRow("W6", kase, metric, benchkit.MedianOf(cg, f), benchkit.MedianOf(ours, f)))
 	}
-	n := groupThousands(int64(cfg.prodPods))
-	add("(a) "+n+" pods cached", "retained heap/pod (B)", full, func(r cacheResult) float64 { return r.retainedPerPod })
-	// The same for ours through the library's REST ListerWatcher (the
-	// pods then come over HTTP), which deduplicates as it decodes.
-	add("(a) "+n+" pods cached; ours over HTTP through its REST ListerWatcher", "retained heap/pod (B)",
-		[][]cacheResult{full[0], relistWire}, func(r cacheResult) float64 { return r.retainedPerPod })
-	add("(b) "+n+" pods, managed fields dropped", "retained heap/pod (B)", stripped, func(r cacheResult) float64 { return r.retainedPerPod })
-	// (c) is ours only: beside client-go's (a), as the acceptance reads it.
-	add("(c) "+n+" pods, ours with a controller's projection dropped on the wire; client-go: (a)", "retained heap/pod (B)",
-		[][]cacheResult{full[0], projected}, func(r cacheResult) float64 { return r.retainedPerPod })
-	// (d) for ours through the library's REST ListerWatcher, which skips
-	// decoding the items the cache holds, and through one that decodes
-	// every item (as the other cases' ListerWatcher does).
-	relist := "(d) relist of the unchanged " + n + " pods, GOGC=" + strconv.Itoa(relistGCPercent)
-	for _, d := range []struct {
+	n := groupThousands(int64(pods))
+	for _, c := range []struct {
 		how  string
-		runs [][]cacheResult
-	}{
-		{"ours over HTTP through its REST ListerWatcher", [][]cacheResult{full[0], relistWire}},
-		{"ours through a ListerWatcher decoding every item", full},
-	} {
-		add(relist+"; "+d.how, "peak heap ÷ steady state", d.runs, func(r cacheResult) float64 { return r.relistRatio })
-		add(relist+"; "+d.how, "peak heap Δ (MB)", d.runs, func(r cacheResult) float64 { return r.relistMB })
+		runs []cacheResult
+	}{{oursDefault, runs.wireDefault}, {oursDedupWire, runs.wireDedup}, {oursDedupDecoding, runs.decodingDedup}} {
+		add("(a) "+n+" pods cached; "+c.how, retainedMetric, runs.clientGo, c.runs, retained)
 	}
-	addEvents := func(kase string, runs [][]eventResult) {
+	dropped := "(b) " + n + " pods, managed fields dropped (client-go: its transform); "
+	add(dropped+"ours default + DropFields managed fields: REST ListerWatcher over HTTP", retainedMetric, runs.clientGoStripped, runs.wireDefaultStripped, retained)
+	add(dropped+"ours Deduplicate + StripManagedFields transform: a ListerWatcher decoding every item", retainedMetric, runs.clientGoStripped, runs.decodingDedupStripped, retained)
+	// (c) is ours only: beside client-go's (a), as the acceptance reads it.
+	add("(c) "+n+" pods; ours default + DropFields of a controller's projection: REST ListerWatcher over HTTP; client-go: (a), every field",
+		retainedMetric, runs.clientGo, runs.projected, retained)
+	relist := "(d) relist of the unchanged " + n + " pods, GOGC=" + strconv.Itoa(relistGCPercent) + "; "
+	for _, c := range []struct {
+		how  string
+		runs []cacheResult
+	}{{oursDefault, runs.wireDefault}, {oursDedupWire, runs.wireDedup}, {oursDedupDecoding, runs.decodingDedup}} {
+		f := func(r cacheResult) float64 { return r.relistRatio }
+		ratioMetric, deltaMetric := relistMetrics(runs.clientGo, c.runs)
+		rows = append(rows, withoutRatio(newRow("W6", relist+c.how, ratioMetric,
+			benchkit.MedianOf(runs.clientGo, f), benchkit.MedianOf(c.runs, f))))
+		add(relist+c.how, deltaMetric, runs.clientGo, c.runs, func(r cacheResult) float64 { return r.relistMB })
+	}
+	addEvents := func(kase string, cg, ours []eventResult) {
 		for _, m := range []struct {
 			metric string
 			f      func(eventResult) float64
@@ -339,14 +403,37 @@ func runMemory(cfg config) ([]benchkit.Row, error) {
 			{"allocs/event", func(r eventResult) float64 { return r.allocsPerEvent }},
 			{"B/event", func(r eventResult) float64 { return r.bytesPerEvent }},
 		} {
-			rows = append(rows, newRow("W6", kase, m.metric, benchkit.MedianOf(runs[0], m.f), benchkit.MedianOf(runs[1], m.f)))
+			rows = append(rows, newRow("W6", kase, m.metric, benchkit.MedianOf(cg, m.f), benchkit.MedianOf(ours, m.f)))
 		}
 	}
-	ev := groupThousands(int64(events))
-	addEvents("(e) "+ev+" watch events decoded", fullEvents)
-	addEvents("(e) "+ev+" watch events decoded, managed fields dropped", strippedEvents)
-	addEvents("(e) "+ev+" watch events decoded, managed fields dropped: ours on the wire, client-go by its transform", [][]eventResult{strippedEvents[0], wireEvents})
-	return rows, nil
+	ev := "(e) " + groupThousands(int64(events)) + " watch events decoded"
+	addEvents(ev+"; ours default: REST ListerWatcher over HTTP", runs.clientGoEvents, runs.wireEvents)
+	addEvents(ev+"; ours Deduplicate: decoding every event with client-go's codec", runs.clientGoEvents, runs.decodingDedupEvents)
+	evDropped := ev + ", managed fields dropped (client-go: its transform); "
+	addEvents(evDropped+"ours default + DropFields managed fields: REST ListerWatcher over HTTP", runs.clientGoStrippedEvents, runs.wireStrippedEvents)
+	addEvents(evDropped+"ours Deduplicate + StripManagedFields transform: decoding every event with client-go's codec", runs.clientGoStrippedEvents, runs.decodingDedupStrippedEvents)
+	return rows
+}
+
+// relistMetrics names (d)'s two metrics for client-go's runs cg and ours'
+// runs: a peak when a GC cycle completed in each run of both sides, and
+// otherwise the largest heap sampled, saying whose is an upper bound of
+// the peak (bytes allocated, no cycle having completed).
+func relistMetrics(cg, ours []cacheResult) (ratio, delta string) {
+	var bounds []string
+	for _, side := range []struct {
+		name string
+		runs []cacheResult
+	}{{"client-go's", cg}, {"ours'", ours}} {
+		if slices.ContainsFunc(side.runs, func(r cacheResult) bool { return r.relistGCCycles == 0 }) {
+			bounds = append(bounds, side.name)
+		}
+	}
+	if len(bounds) == 0 {
+		return "peak heap ÷ own steady state (no ratio)", "peak heap Δ (MB)"
+	}
+	bound := " (" + strings.Join(bounds, " and ") + ": no GC cycle completed, so bytes allocated, an upper bound of the peak)"
+	return "largest heap ÷ own steady state" + bound + " (no ratio)", "largest heap Δ (MB)" + bound
 }
 
 // measureCache syncs an informer over a list of pods and measures the
@@ -395,6 +482,7 @@ func measureCache(newInformer newProdInformerFunc, list [][]byte, pods int, stri
 	if err != nil {
 		return cacheResult{}, fmt.Errorf("relist: %w", err)
 	}
+
 	if n := src.lists.Load(); n != 2 {
 		return cacheResult{}, fmt.Errorf("%d lists, want 2", n)
 	}
@@ -404,6 +492,7 @@ func measureCache(newInformer newProdInformerFunc, list [][]byte, pods int, stri
 	}
 	r.relistRatio = (float64(peak) - float64(before)) / (float64(steady) - float64(before))
 	r.relistMB = (float64(peak) - float64(before)) / (1 << 20)
+	r.relistGCCycles = sampler.GCCycles()
 	return r, nil
 }
 
