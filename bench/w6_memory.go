@@ -234,9 +234,8 @@ type eventResult struct {
 	allocsPerEvent, bytesPerEvent float64
 }
 
-// runMemory is W6: (a) and (d) on one informer per configuration and run,
-// (b) and (c) on another, (e) on a third; configurations interleaved,
-// client-go first.
+// runMemory is W6: every configuration measured once per round, rounds
+// repeated cfg.count times.
 func runMemory(cfg config) ([]benchkit.Row, error) {
 	protoBytes, heapBytes, err := prodPodSizes(min(cfg.prodPods, 1000))
 	if err != nil {
@@ -259,85 +258,57 @@ func runMemory(cfg config) ([]benchkit.Row, error) {
 		return nil, err
 	}
 
-	sides := []struct {
-		name        string
+	// Each round measures every configuration once, in this order,
+	// client-go's first: a configuration's (a) and (d) come from one
+	// informer (measureCache relists after measuring the retained heap),
+	// its (b) or (c) from another, its (e) from a third.
+	var runs memoryRuns
+	wireDefault, wireDedup := newOurWireProdInformer(nil, false), newOurWireProdInformer(nil, true)
+	caches := []struct {
+		what        string
 		newInformer newProdInformerFunc
-	}{{"client-go", newClientGoProdInformer}, {"ours", newOurProdInformer}}
-	// full, stripped, fullEvents and strippedEvents hold client-go's runs
-	// and ours with Deduplicate through the decoding ListerWatcher; the
-	// others, ours through the REST ListerWatcher.
-	full, stripped := make([][]cacheResult, 2), make([][]cacheResult, 2)
-	var wireDefault, wireDedup, wireDefaultStripped, projected []cacheResult
-	fullEvents, strippedEvents := make([][]eventResult, 2), make([][]eventResult, 2)
-	var wireEvents, wireStrippedEvents []eventResult
+		strip       bool
+		runs        *[]cacheResult
+	}{
+		{"(a, d) client-go", newClientGoProdInformer, false, &runs.clientGo},
+		{"(a, d) ours with Deduplicate", newOurProdInformer, false, &runs.decodingDedup},
+		{"(a, d) ours default over HTTP", wireDefault, false, &runs.wireDefault},
+		{"(a, d) ours with Deduplicate over HTTP", wireDedup, false, &runs.wireDedup},
+		{"(b) client-go", newClientGoProdInformer, true, &runs.clientGoStripped},
+		{"(b) ours with Deduplicate", newOurProdInformer, true, &runs.decodingDedupStripped},
+		{"(b) ours default over HTTP", wireDefault, true, &runs.wireDefaultStripped},
+		{"(c) ours", newOurWireProdInformer(typicalControllerDropFields, false), true, &runs.projected},
+	}
+	watches := []struct {
+		what        string
+		newInformer newProdInformerFunc
+		strip, wire bool
+		runs        *[]eventResult
+	}{
+		{"(e) client-go", newClientGoProdInformer, false, false, &runs.clientGoEvents},
+		{"(e) client-go, managed fields dropped", newClientGoProdInformer, true, false, &runs.clientGoStrippedEvents},
+		{"(e) ours with Deduplicate", newOurProdInformer, false, false, &runs.decodingDedupEvents},
+		{"(e) ours with Deduplicate, managed fields dropped", newOurProdInformer, true, false, &runs.decodingDedupStrippedEvents},
+		{"(e) ours default, on the wire", wireDefault, false, true, &runs.wireEvents},
+		{"(e) ours default, managed fields dropped on the wire", wireDefault, true, true, &runs.wireStrippedEvents},
+	}
 	for range cfg.count {
-		for s, side := range sides {
-			r, err := measureCache(side.newInformer, list, cfg.prodPods, false)
+		for _, c := range caches {
+			r, err := measureCache(c.newInformer, list, cfg.prodPods, c.strip)
 			if err != nil {
-				return nil, fmt.Errorf("(a, d) %s: %w", side.name, err)
+				return nil, fmt.Errorf("%s: %w", c.what, err)
 			}
-			full[s] = append(full[s], r)
+			*c.runs = append(*c.runs, r)
 		}
-		r, err := measureCache(newOurWireProdInformer(nil, false), list, cfg.prodPods, false)
-		if err != nil {
-			return nil, fmt.Errorf("(a, d) ours default over HTTP: %w", err)
-		}
-		wireDefault = append(wireDefault, r)
-		r, err = measureCache(newOurWireProdInformer(nil, true), list, cfg.prodPods, false)
-		if err != nil {
-			return nil, fmt.Errorf("(a, d) ours with Deduplicate over HTTP: %w", err)
-		}
-		wireDedup = append(wireDedup, r)
-		for s, side := range sides {
-			r, err := measureCache(side.newInformer, list, cfg.prodPods, true)
+		for _, w := range watches {
+			r, err := measureWatchEvents(w.newInformer, emptyList, stream, events, w.strip, w.wire)
 			if err != nil {
-				return nil, fmt.Errorf("(b) %s: %w", side.name, err)
+				return nil, fmt.Errorf("%s: %w", w.what, err)
 			}
-			stripped[s] = append(stripped[s], r)
-		}
-		r, err = measureCache(newOurWireProdInformer(nil, false), list, cfg.prodPods, true)
-		if err != nil {
-			return nil, fmt.Errorf("(b) ours default over HTTP: %w", err)
-		}
-		wireDefaultStripped = append(wireDefaultStripped, r)
-		r, err = measureCache(newOurWireProdInformer(typicalControllerDropFields, false), list, cfg.prodPods, true)
-		if err != nil {
-			return nil, fmt.Errorf("(c) ours: %w", err)
-		}
-		projected = append(projected, r)
-		for s, side := range sides {
-			for _, strip := range []bool{false, true} {
-				r, err := measureWatchEvents(side.newInformer, emptyList, stream, events, strip, false)
-				if err != nil {
-					return nil, fmt.Errorf("(e) %s: %w", side.name, err)
-				}
-				if strip {
-					strippedEvents[s] = append(strippedEvents[s], r)
-				} else {
-					fullEvents[s] = append(fullEvents[s], r)
-				}
-			}
-		}
-		for _, strip := range []bool{false, true} {
-			wr, err := measureWatchEvents(newOurWireProdInformer(nil, false), emptyList, stream, events, strip, true)
-			if err != nil {
-				return nil, fmt.Errorf("(e) ours, on the wire: %w", err)
-			}
-			if strip {
-				wireStrippedEvents = append(wireStrippedEvents, wr)
-			} else {
-				wireEvents = append(wireEvents, wr)
-			}
+			*w.runs = append(*w.runs, r)
 		}
 	}
-	return memoryRows(cfg.prodPods, events, memoryRuns{
-		clientGo: full[0], clientGoStripped: stripped[0],
-		wireDefault: wireDefault, wireDedup: wireDedup, decodingDedup: full[1],
-		wireDefaultStripped: wireDefaultStripped, decodingDedupStripped: stripped[1], projected: projected,
-		clientGoEvents: fullEvents[0], clientGoStrippedEvents: strippedEvents[0],
-		wireEvents: wireEvents, decodingDedupEvents: fullEvents[1],
-		wireStrippedEvents: wireStrippedEvents, decodingDedupStrippedEvents: strippedEvents[1],
-	}), nil
+	return memoryRows(cfg.prodPods, events, runs), nil
 }
 
 // W6's configurations of ours, as its case names say them. The default is
