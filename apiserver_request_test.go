@@ -44,21 +44,24 @@ func (c *fakeCollection) matching(w *fakeWatch) []k8sruntime.Object {
 }
 
 // changesAfter returns copies of the changes w selects made after
-// resourceVersion, none for "" or "0" (which ask for the latest state). Call
-// with s.mu held.
-func (c *fakeCollection) changesAfter(w *fakeWatch, resourceVersion string) []watch.Event {
+// resourceVersion, none for "" or "0" (which ask for the latest state), or
+// expired if some of those changes are no longer in the history (see
+// LimitHistory). Call with s.mu held.
+func (c *fakeCollection) changesAfter(w *fakeWatch, resourceVersion string) (out []watch.Event, expired bool) {
 	after, err := strconv.Atoi(resourceVersion)
 	if err != nil || after == 0 {
-		return nil
+		return nil, false
 	}
-	var out []watch.Event
+	if after < c.compacted {
+		return nil, true
+	}
 	for _, ev := range c.history {
 		m, _ := meta.Accessor(ev.Object)
 		if rv, _ := strconv.Atoi(m.GetResourceVersion()); rv > after && w.matches(m) {
 			out = append(out, watch.Event{Type: ev.Type, Object: ev.Object.DeepCopyObject()})
 		}
 	}
-	return out
+	return out, false
 }
 
 func newFakeWatch(namespace string, query map[string][]string) (*fakeWatch, error) {

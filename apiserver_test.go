@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -57,6 +58,10 @@ type fakeCollection struct {
 	// resource version gets the changes made after it even if they were
 	// made before the watch was open, as from the real server's watch cache.
 	history []watch.Event
+	// historyLimit, if not 0, bounds history as the real server's watch
+	// cache is bounded (see LimitHistory); compacted is the resource
+	// version of the latest change dropped from it.
+	historyLimit, compacted int
 }
 
 // fakeWatch is one open watch request.
@@ -167,6 +172,13 @@ func (s *fakeAPIServer) write(resource schema.GroupVersionResource, typ watch.Ev
 		c.objects[key] = obj
 	}
 	c.history = append(c.history, watch.Event{Type: typ, Object: obj.DeepCopyObject()})
+	if c.historyLimit > 0 && len(c.history) > c.historyLimit {
+		drop := len(c.history) - c.historyLimit/2
+		m, _ := meta.Accessor(c.history[drop-1].Object)
+		c.compacted, _ = strconv.Atoi(m.GetResourceVersion())
+		// A copy, so that the dropped events are freed.
+		c.history = slices.Clone(c.history[drop:])
+	}
 	for w := range c.watchers {
 		if w.matches(m) {
 			// A copy: encoding sets apiVersion and kind for a moment.
@@ -174,6 +186,17 @@ func (s *fakeAPIServer) write(resource schema.GroupVersionResource, typ watch.Ev
 		}
 	}
 	return obj.DeepCopyObject()
+}
+
+// LimitHistory makes the server keep between n/2 and n of the latest
+// changes of resource, as the real server's watch cache keeps a window of
+// them, instead of every change: a long test then holds no more than a
+// window. A watch from a resource version older than the window gets "410
+// Gone" (an Error event), as from the real server.
+func (s *fakeAPIServer) LimitHistory(resource schema.GroupVersionResource, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.collections[resource].historyLimit = n
 }
 
 // RejectStreamingLists makes the server refuse watches with
@@ -345,7 +368,11 @@ func (s *fakeAPIServer) serveWatch(rw http.ResponseWriter, req *http.Request, c 
 	if initialEvents {
 		initial = c.matching(w)
 	} else {
-		missed = c.changesAfter(w, resourceVersion)
+		var expired bool
+		if missed, expired = c.changesAfter(w, resourceVersion); expired {
+			status := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %s (%d)", resourceVersion, c.compacted+1)).ErrStatus
+			missed = []watch.Event{{Type: watch.Error, Object: &status}}
+		}
 	}
 	rv := strconv.Itoa(s.rv)
 	c.watchers[w] = struct{}{}
@@ -377,7 +404,7 @@ func (s *fakeAPIServer) serveWatch(rw http.ResponseWriter, req *http.Request, c 
 		}
 	}
 	for _, ev := range missed {
-		if !send(ev) {
+		if !send(ev) || ev.Type == watch.Error {
 			return
 		}
 	}

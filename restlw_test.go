@@ -601,3 +601,39 @@ func TestInformerDeduplicatesOnDecode(t *testing.T) {
 		t.Errorf("%d env lists for %d templates, want at most 2 each", len(byEnv), len(templates))
 	}
 }
+
+// TestRESTListerWatcherWatchTooOld watches from a resource version older
+// than the window of changes the server keeps (fakeAPIServer.LimitHistory):
+// the watch gets "410 Gone" as an Error event, as from the real server,
+// and from a version within the window, the changes after it.
+func TestRESTListerWatcherWatchTooOld(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.LimitHistory(podsResource, 4)
+	var rvs []string
+	for i := range 10 {
+		rvs = append(rvs, srv.Create(podsResource, informer.NewPod("a", fmt.Sprintf("p-%d", i), "")).(*corev1.Pod).ResourceVersion)
+	}
+	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watchFrom := func(rv string) watch.Event {
+		w, err := lw.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			t.Fatalf("Watch from %s: %v", rv, err)
+		}
+		defer w.Stop()
+		return nextEvent(t, w)
+	}
+	ev := watchFrom(rvs[0])
+	if status, ok := ev.Object.(*metav1.Status); ev.Type != watch.Error || !ok || !apierrors.IsResourceExpired(apierrors.FromObject(status)) {
+		t.Errorf("watch from %s, out of the window: got %s %#v, want an Error event with 410 Gone", rvs[0], ev.Type, ev.Object)
+	}
+	ev = watchFrom(rvs[8])
+	if p, ok := ev.Object.(*corev1.Pod); ev.Type != watch.Added || !ok || p.Name != "p-9" {
+		t.Errorf("watch from %s, in the window: got %s %#v, want p-9 added", rvs[8], ev.Type, ev.Object)
+	}
+}
