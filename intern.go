@@ -30,7 +30,8 @@ import (
 // below keeps, per distinct string, a weak pointer to the bytes of its one
 // copy: the copy lives exactly as long as some object uses it, and the
 // table's entry for a string no object uses any more is dropped by the next
-// sweep, so the table never outgrows what is cached.
+// sweep, which insertions trigger (shareSet.put), so that the table holds
+// about twice what is cached at most.
 //
 // managedFields' FieldsV1.Raw bytes are shared the same way; they, and the
 // sub-objects of share.go, are mutable things shared between cached objects
@@ -95,7 +96,7 @@ type frontEntry struct {
 }
 
 // minSweepInserts is the fewest insertions between two sweeps of a share
-// set, so that a small set is not swept on every insertion.
+// set (shareSet.put), so that a small set is not swept on every insertion.
 const minSweepInserts = 1024
 
 // internTable maps strings to their one shared copy, and sub-objects to
@@ -294,14 +295,6 @@ func set[S ~string](t *internTable, p *S) {
 	if c := t.str(string(*p)); unsafe.StringData(c) != unsafe.StringData(string(*p)) {
 		*p = S(c)
 	}
-}
-
-// sweep drops the strings and sub-objects no object uses any more.
-func (t *internTable) sweep() {
-	t.forget()
-	t.strings.sweep()
-	t.shared.sweep()
-	t.raw.sweep()
 }
 
 // len returns the number of strings and sub-objects held, live or not yet

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -116,17 +117,35 @@ func TestInternTableShrinks(t *testing.T) {
 	eventuallyForgetsAll(t, table)
 }
 
-// eventuallyForgetsAll waits for table to hold nothing once swept after a
-// garbage collection.
+// eventuallyForgetsAll waits for table's strings to forget every string
+// they hold now, once the objects using them are let go (the caller's
+// part) and the garbage collector has freed them, the sweeps coming from
+// insertions, as in production.
 func eventuallyForgetsAll(t *testing.T, table *internTable) {
 	t.Helper()
-	Eventually(t, "the table to forget every string", func() bool {
-		runtime.GC()
-		table.mu.Lock()
-		table.sweep()
-		table.mu.Unlock()
-		return table.len() == 0
-	})
+	eventuallyForgets(t, table, "string", []shareSetForTest{&table.strings}, func() bool { return sweepStringsThroughPut(table) })
+}
+
+// freshStrings numbers the strings sweepStringsThroughPut makes, so that
+// each is new to any table.
+var freshStrings atomic.Int64
+
+// sweepStringsThroughPut interns new strings, each twice (to enter the
+// table) and used by nothing, until the strings' set sweeps, as the
+// insertions of decoding do, and reports whether it did within the
+// insertions the sweep rule allows (shareSet.put). The strings are longer
+// than frontMaxLen, so that the front cache does not keep them. Call with
+// table.mu held.
+func sweepStringsThroughPut(table *internTable) bool {
+	for range len(table.strings.slots) + minSweepInserts {
+		s := fmt.Sprintf("fresh-%0*d", frontMaxLen, freshStrings.Add(1))
+		table.str(s)
+		table.str(strings.Clone(s))
+		if table.strings.inserts == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // TestInternFrontCache interns strings that fall into the same set of the
@@ -179,7 +198,7 @@ func TestInternFrontCache(t *testing.T) {
 
 // TestInternFrontCacheBounded checks how many strings that no object uses
 // any more the front cache keeps alive: at most one per entry, and none
-// once the table is swept.
+// once the strings' set is swept (by an insertion).
 func TestInternFrontCacheBounded(t *testing.T) {
 	table := newInternTable()
 	for i := range 3 * frontSets * frontWays {
@@ -202,7 +221,9 @@ func TestInternFrontCacheBounded(t *testing.T) {
 	if n := live(); n > frontSets*frontWays {
 		t.Errorf("%d strings alive with no object using them, want at most the front cache's %d entries", n, frontSets*frontWays)
 	}
-	table.sweep()
+	if !sweepStringsThroughPut(table) {
+		t.Fatal("the strings' set was not swept within the insertions its rule allows")
+	}
 	Eventually(t, "no string alive", func() bool {
 		runtime.GC()
 		return live() == 0

@@ -27,16 +27,18 @@ import (
 // from an empty one, so sub-objects holding an empty, non-nil one are not
 // shared (the guards below; a decoded object never holds one, a transform
 // may). As for strings, a sub-object is shared from its second sighting on,
-// and the table holds weak pointers swept as it grows.
+// and the table holds weak pointers swept as values come in (shareSet.put).
 
 // shareSet holds the canonical values of one kind: per content hash, a
 // weak pointer to the value (the first element of a slice, the runtime
 // object of a map) and what compares candidates with it.
 type shareSet[T any] struct {
 	slots map[uint64]shareSlot[T]
-	// inserts counts insertions since the last sweep; peak is the most
-	// slots the map held since it was last rebuilt.
-	inserts, peak int
+	// inserts counts insertions since the last sweep; due is the number of
+	// slots the last sweep left (all live then), the insertions that make
+	// the next one due (at least minSweepInserts); peak is the most slots
+	// the map held since it was last rebuilt.
+	inserts, due, peak int
 }
 
 // shareSlot is one canonical value.
@@ -58,9 +60,18 @@ func (s *shareSet[T]) live(h uint64) (shareSlot[T], *T) {
 	return slot, slot.p.Value()
 }
 
-// put records a canonical value, sweeping when as many insertions as the
-// set has slots happened since the last sweep: sweeping costs O(slots), so
-// it is amortized O(1) per insertion. It reports whether it swept.
+// put records a canonical value, sweeping once as many insertions happened
+// since the last sweep as that sweep left slots (at least minSweepInserts).
+// A sweep costs O(slots), at most twice that many, so it is amortized O(1)
+// per insertion; and the set holds at most what was live at the last sweep
+// and as many insertions since, about twice what objects use. (Counting the
+// slots now instead, which include the insertions since, would never let
+// the next sweep come once a sweep left a live slot.) It reports whether it
+// swept.
+//
+// Nothing sweeps a set that gets no insertions: when churn stops, the set
+// keeps up to its due count of slots whose values died since its last sweep
+// (their weak pointers and encodings) until insertions resume.
 func (s *shareSet[T]) put(h uint64, slot shareSlot[T]) bool {
 	if s.slots == nil {
 		s.slots = map[uint64]shareSlot[T]{}
@@ -68,7 +79,7 @@ func (s *shareSet[T]) put(h uint64, slot shareSlot[T]) bool {
 	s.slots[h] = slot
 	s.inserts++
 	s.peak = max(s.peak, len(s.slots))
-	if s.inserts >= max(len(s.slots), minSweepInserts) {
+	if s.inserts >= max(s.due, minSweepInserts) {
 		s.sweep()
 		return true
 	}
@@ -85,6 +96,7 @@ func (s *shareSet[T]) sweep() {
 			delete(s.slots, h)
 		}
 	}
+	s.due = len(s.slots)
 	if len(s.slots) < s.peak/4 {
 		out := make(map[uint64]shareSlot[T], len(s.slots)) // maps.Clone would keep the size
 		for k, v := range s.slots {

@@ -42,30 +42,6 @@ type podShares struct {
 	downwardVols  shareSet[corev1.DownwardAPIVolumeSource]
 }
 
-// sweep sweeps every set.
-func (s *podShares) sweep() {
-	s.stringMaps.sweep()
-	s.resourceLists.sweep()
-	s.strs.sweep()
-	s.ownerRefs.sweep()
-	s.ports.sweep()
-	s.envFrom.sweep()
-	s.env.sweep()
-	s.mounts.sweep()
-	s.resizePolicy.sweep()
-	s.probes.sweep()
-	s.lifecycles.sweep()
-	s.securityCtx.sweep()
-	s.podSecurity.sweep()
-	s.tolerations.sweep()
-	s.pullSecrets.sweep()
-	s.configMapVols.sweep()
-	s.secretVols.sweep()
-	s.projectedVols.sweep()
-	s.emptyDirVols.sweep()
-	s.downwardVols.sweep()
-}
-
 // len returns the number of slots of every set.
 func (s *podShares) len() int {
 	return len(s.stringMaps.slots) + len(s.resourceLists.slots) + len(s.strs.slots) + len(s.ownerRefs.slots) +

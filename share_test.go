@@ -1,13 +1,16 @@
 package informer
 
 import (
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/randfill"
@@ -236,7 +239,7 @@ func TestShareTableShrinks(t *testing.T) {
 
 // checkSharesShrink checks that shares, sets of table's, hold sub-objects
 // of pods, then lets the pods go (the caller must not use them after) and
-// waits for a sweep to leave the sets empty.
+// waits for the sets to forget every sub-object, swept through put.
 func checkSharesShrink(t *testing.T, table *internTable, shares *podShares, pods []*corev1.Pod) {
 	t.Helper()
 	if n := len(shares.env.slots) + len(shares.stringMaps.slots); n < 50 {
@@ -247,12 +250,90 @@ func checkSharesShrink(t *testing.T, table *internTable, shares *podShares, pods
 	// live object and outlive their own (see weak.Pointer and
 	// TestInternTableShrinks); every shared sub-object holds pointers, so
 	// it is never a tiny allocation.
-	Eventually(t, "the table to forget every sub-object", func() bool {
+	sets := shares.sets()
+	eventuallyForgets(t, table, "sub-object", sets, func() bool {
+		for _, set := range sets {
+			if !set.sweepThroughPut() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// shareSetForTest is a shareSet of any type, for the tests.
+type shareSetForTest interface {
+	hashes() []uint64
+	holds(h uint64) bool
+	sweepThroughPut() bool
+}
+
+func (s *shareSet[T]) hashes() []uint64 { return slices.Collect(maps.Keys(s.slots)) }
+
+func (s *shareSet[T]) holds(h uint64) bool {
+	_, ok := s.slots[h]
+	return ok
+}
+
+// sweepThroughPut puts values used by nothing into s until put sweeps it,
+// as insertions sweep a set in production, and reports whether it did
+// within the insertions the sweep rule allows (shareSet.put).
+func (s *shareSet[T]) sweepThroughPut() bool {
+	for h := range uint64(len(s.slots) + minSweepInserts) {
+		if s.put(h+1, shareSlot[T]{p: weak.Make(unusedValue[T]())}) {
+			return true
+		}
+	}
+	return false
+}
+
+// unusedValue returns a new value for a set of T: a map's runtime object
+// for a set of maps (whose T, mapObject, has no size: a weak pointer needs
+// an allocation).
+func unusedValue[T any]() *T {
+	if _, ok := any((*T)(nil)).(*mapObject); ok {
+		return (*T)(unsafe.Pointer(mapPointer(map[int]int{0: 0})))
+	}
+	return new(T)
+}
+
+// sets returns every set of s.
+func (s *podShares) sets() []shareSetForTest {
+	v := reflect.ValueOf(s).Elem()
+	out := make([]shareSetForTest, v.NumField())
+	for i := range out {
+		f := v.Field(i)
+		out[i] = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Interface().(shareSetForTest)
+	}
+	return out
+}
+
+// eventuallyForgets waits until none of sets holds a slot it holds now: the
+// caller lets go of the objects using their values, and sweep makes each
+// set sweep through put, as insertions do in production, reporting false
+// if one did not.
+func eventuallyForgets(t *testing.T, table *internTable, what string, sets []shareSetForTest, sweep func() bool) {
+	t.Helper()
+	held := make([][]uint64, len(sets))
+	for i, set := range sets {
+		held[i] = set.hashes()
+	}
+	Eventually(t, "the table to forget every "+what, func() bool {
 		runtime.GC()
 		table.mu.Lock()
 		defer table.mu.Unlock()
-		table.sweep()
-		return shares.len() == 0
+		if !sweep() {
+			t.Errorf("a set of %ss was not swept within the insertions its rule allows", what)
+			return true
+		}
+		for i, set := range sets {
+			for _, h := range held[i] {
+				if set.holds(h) {
+					return false
+				}
+			}
+		}
+		return true
 	})
 }
 
@@ -290,5 +371,58 @@ func BenchmarkDeduplicate(b *testing.B) {
 				b.ReportMetric(float64(pass.Nanoseconds())/float64(b.N), "dedup-ns/op")
 			}
 		})
+	}
+}
+
+// churnValue is a value of TestShareSetBoundedUnderChurn: larger than the
+// tiny allocations that may outlive their own (see weak.Pointer).
+type churnValue struct{ b [48]byte }
+
+// TestShareSetBoundedUnderChurn puts values into a share set through put
+// alone, as churn does: live values at any time, each dying a while after
+// it is put, the garbage collector running now and then. The set must keep
+// every live value and stay within about twice what is live (what the last
+// sweep found live and as many insertions since); once nothing is live, it
+// must hold no more than minSweepInserts and a collection's lag, its map
+// rebuilt.
+func TestShareSetBoundedUnderChurn(t *testing.T) {
+	const (
+		live     = 3 * minSweepInserts / 2
+		gcEvery  = 256 // insertions between collections: values dead but not yet collected look live
+		inserts  = 8 * live
+		maxSlots = 2*(live+gcEvery) + 1
+	)
+	var set shareSet[churnValue]
+	window := make([]*churnValue, live)
+	hashes := make([]uint64, live)
+	most := 0
+	for i := range inserts {
+		if i%gcEvery == 0 {
+			runtime.GC()
+		}
+		v := &churnValue{}
+		window[i%live], hashes[i%live] = v, uint64(i)
+		set.put(uint64(i), shareSlot[churnValue]{p: weak.Make(v)})
+		most = max(most, len(set.slots))
+	}
+	if most > maxSlots {
+		t.Errorf("the set held up to %d slots for %d live values, want at most %d", most, live, maxSlots)
+	}
+	for i, h := range hashes {
+		if _, got := set.live(h); got != window[i] {
+			t.Fatalf("live value %d (hash %d): the set returns %p, want %p", i, h, got, window[i])
+		}
+	}
+
+	// Nothing live: each value dies as soon as it is put.
+	clear(window)
+	for i := range 4 * live {
+		if i%gcEvery == 0 {
+			runtime.GC()
+		}
+		set.put(uint64(inserts+i), shareSlot[churnValue]{p: weak.Make(&churnValue{})})
+	}
+	if n, want := len(set.slots), minSweepInserts+2*gcEvery; n > want || set.peak > want {
+		t.Errorf("with nothing live, the set holds %d slots (peak since its map was built: %d), want at most %d", n, set.peak, want)
 	}
 }
