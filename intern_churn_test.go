@@ -1,7 +1,6 @@
 package informer_test
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -156,17 +155,7 @@ func TestInternTablesBoundedUnderChurn(t *testing.T) {
 			srv := newFakeAPIServer(t)
 			srv.Serve(podsResource, podKind, true)
 			srv.LimitHistory(podsResource, 64)
-			lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{ContentType: informer.ContentTypeProtobuf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inf := informer.MustNewInformer(t, lw, c.opts)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); inf.Run(ctx) }()
-			defer func() { cancel(); <-done }()
-			informer.Eventually(t, "the informer synced", inf.HasSynced)
-			srv.WaitForWatches(t, podsResource, 1)
+			inf := runPodInformer(t, srv, c.opts)
 
 			var deleted atomic.Int64
 			if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{

@@ -547,6 +547,25 @@ func TestRESTListerWatcherInternsNodeStrings(t *testing.T) {
 	}
 }
 
+// runPodInformer runs an informer with opts over the REST ListerWatcher of
+// srv's pods (in protobuf) until the test ends, and returns it once it has
+// synced and watches.
+func runPodInformer(t *testing.T, srv *fakeAPIServer, opts informer.InformerOptions[*corev1.Pod]) *informer.Informer[*corev1.Pod] {
+	t.Helper()
+	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := informer.MustNewInformer(t, lw, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	informer.Eventually(t, "the informer synced", inf.HasSynced)
+	srv.WaitForWatches(t, podsResource, 1)
+	return inf
+}
+
 // TestInformerDeduplicatesOnDecode runs an informer deduplicating the
 // production-like pods of a protobuf server, listed then watched: its
 // decoder shares their sub-objects (here a container's env list) between
@@ -560,23 +579,14 @@ func TestInformerDeduplicatesOnDecode(t *testing.T) {
 		p := srv.Create(podsResource, &pods[i]).(*corev1.Pod)
 		want[p.Namespace+"/"+p.Name] = p
 	}
-	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{Deduplicate: true, DisableWatchList: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	informer.Eventually(t, "the informer synced", inf.HasSynced)
-	srv.WaitForWatches(t, podsResource, 1)
+	inf := runPodInformer(t, srv, informer.InformerOptions[*corev1.Pod]{Deduplicate: true, DisableWatchList: true})
 	for i := range pods[40:] {
 		p := srv.Create(podsResource, &pods[40+i]).(*corev1.Pod)
 		want[p.Namespace+"/"+p.Name] = p
 	}
 	var cached []*corev1.Pod
 	informer.Eventually(t, "the informer cached every pod", func() bool {
+		var err error
 		cached, err = inf.Lister().List(nil)
 		return err == nil && len(cached) == len(want)
 	})
