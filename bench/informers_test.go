@@ -8,7 +8,7 @@ import (
 
 // tinyConfig runs every workload in well under a second (pod-7007 of W5
 // must exist).
-var tinyConfig = config{count: 1, storePods: 7500, dispatchPods: 100, opTime: time.Millisecond}
+var tinyConfig = config{count: 1, storePods: 7500, dispatchPods: 100, opTime: time.Millisecond, churnCycles: 500}
 
 // checkNoGoroutineLeft fails if more goroutines run than before, after
 // giving exiting ones a moment.

@@ -1,4 +1,4 @@
-// Command bench runs the workloads of shared/benchmarks.md (W1–W5, and W6 on request) on
+// Command bench runs the workloads of shared/benchmarks.md (W1–W5 and churn, and W6 on request) on
 // client-go's informer machinery and on this module's, side by side in one
 // process, and prints one table of client-go ÷ ours ratios, headed by a
 // legend and the run's commit, time, versions and load average.
@@ -6,6 +6,7 @@
 //	go run ./bench                 # full sizes, Markdown table
 //	go run ./bench -json           # the same rows as JSON lines
 //	go run ./bench -run W1,W3      # pick workloads (W6 runs only when named)
+//	go run ./bench -run churn      # what Job-like churn leaves on the heap (bench/churn.go)
 //	go run ./bench -quick          # small sizes, for CI
 //	go run ./bench -svg docs/benchmarks.svg
 //	go run ./bench -run W6 -retainedsvg docs/retained.svg
@@ -34,11 +35,14 @@ type config struct {
 	opTime time.Duration
 	// prodPods is the number of production-like pods W6 caches.
 	prodPods int
+	// churnCycles is the number of pods the churn workload creates,
+	// updates and deletes.
+	churnCycles int
 }
 
 var (
-	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000}
-	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000}
+	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000, churnCycles: 200_000}
+	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000, churnCycles: 20_000}
 )
 
 // workload is one entry of the benchmark menu.
@@ -58,6 +62,7 @@ var workloads = []workload{
 	{id: "W3", run: runList},
 	{id: "W4", run: runIndex},
 	{id: "W5", run: runGet},
+	{id: "churn", run: runChurn},
 	{id: "W6", run: runMemory, onRequest: true},
 }
 
@@ -68,7 +73,7 @@ func main() { os.Exit(benchMain()) }
 // 2 for bad flags.
 func benchMain() int {
 	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
-	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5; W6 only when named)")
+	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6 only when named)")
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
@@ -112,7 +117,7 @@ func benchMain() int {
 }
 
 // selectWorkloads returns the workloads named in list or, when list is
-// empty, those not run only on request (W1–W5).
+// empty, those not run only on request (W1–W5 and churn).
 func selectWorkloads(list string) ([]workload, error) {
 	if list == "" {
 		var out []workload
@@ -132,7 +137,7 @@ func selectWorkloads(list string) ([]workload, error) {
 	}
 	for _, id := range ids {
 		if !slices.ContainsFunc(workloads, func(w workload) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
-			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,W6)", id)
+			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6)", id)
 		}
 	}
 	return out, nil

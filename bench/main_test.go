@@ -18,7 +18,7 @@ func TestSelectWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"W1", "W2", "W3", "W4", "W5"}, ids(all)); diff != "" {
+	if diff := cmp.Diff([]string{"W1", "W2", "W3", "W4", "W5", "churn"}, ids(all)); diff != "" {
 		t.Errorf("default (-want +got):\n%s", diff)
 	}
 	// W6 runs when named.
