@@ -64,7 +64,9 @@ func (s *shareSet[T]) live(h uint64) (shareSlot[T], *T) {
 // since the last sweep as that sweep left slots (at least minSweepInserts).
 // A sweep costs O(slots), at most twice that many, so it is amortized O(1)
 // per insertion; and the set holds at most what was live at the last sweep
-// and as many insertions since, about twice what objects use. (Counting the
+// and as many insertions since, about twice what objects use (a value dead
+// but not yet freed by the garbage collector looks live: what one
+// collection cycle sees inserted counts too). (Counting the
 // slots now instead, which include the insertions since, would never let
 // the next sweep come once a sweep left a live slot.) It reports whether it
 // swept.
