@@ -30,3 +30,6 @@ func MustNewInformer[T Object](tb testing.TB, lw ListerWatcher[T], opts Informer
 
 // DiffLarge is diffLarge, for external tests.
 var DiffLarge = diffLarge
+
+// ErrText is errText, for the tests of package informer_test.
+var ErrText = errText

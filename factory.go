@@ -140,6 +140,7 @@ type factoryInformer interface {
 	HasSyncedChecker() cache.DoneChecker
 	lastError() error
 	stopUnstarted()
+	endedChan() <-chan struct{}
 }
 
 type factoryEntry struct {
@@ -209,7 +210,7 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 //	pods, err := informer.For(factory, informer.InformerOptions[*corev1.Pod]{})
 //
 // It fails at once, with a clear error, for a type the factory cannot list
-// and watch, and after Shutdown.
+// and watch, for a nil factory, and after Shutdown.
 //
 // opts apply when the informer is created; zero fields take the factory's
 // settings (see [InformerOptions]). On a later call, opts.Indexers are added
@@ -221,6 +222,9 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 	typ := reflect.TypeFor[T]()
 	named := namedResourceType[T]()
 	key := InformerKey{Type: typ, Resource: opts.Resource}
+	if f == nil {
+		return nil, fmt.Errorf("informer for %v: the factory is nil", typ)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutDown {
@@ -458,17 +462,21 @@ func (f *Factory) Start(ctx context.Context) {
 }
 
 // WaitForCacheSync waits until every informer of the factory has synced
-// (its first list is in its cache), or ctx is done, or the factory is shut
-// down, and reports for each informer whether it synced. The error is nil
-// when all synced. Otherwise it names each informer that did not, with the
-// error of its last failed list or watch if there was one (and a hint for a
-// resource the server does not serve), and wraps those errors and
-// context.Cause(ctx): errors.Is, errors.As and apierrors.IsForbidden and
-// the like see through it.
+// (its first list is in its cache), or stopped, or been released, or ctx is
+// done, or the factory is shut down, and reports for each informer whether
+// it synced. The error is nil when all synced. Otherwise it names each
+// informer that did not, says why when it knows (it stopped before it
+// synced, for example because the context given to Start had ended; it was
+// released; it was created after the last Start), gives the error of its
+// last failed list or watch if there was one (and a hint for a resource the
+// server does not serve), and wraps those errors and context.Cause(ctx)
+// when ctx ended the wait: errors.Is, errors.As and apierrors.IsForbidden
+// and the like see through it.
 //
 // It fails at once, without waiting, when Start was never called, or when
 // an informer was created after the last Start (call Start again): such an
-// informer would never sync.
+// informer would never sync. It never waits for an informer that has
+// stopped: one that stopped before it synced never will.
 func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, error) {
 	f.mu.Lock()
 	entries := slices.Collect(maps.Values(f.informers))
@@ -495,6 +503,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, e
 		for _, entry := range entries {
 			select {
 			case <-entry.informer.HasSyncedChecker().Done():
+			case <-entry.informer.endedChan():
 			case <-entry.released:
 			case <-ctx.Done():
 				cause = context.Cause(ctx)
@@ -505,6 +514,15 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, e
 			}
 		}
 	}
+	select {
+	case <-f.done:
+		// Shut down while waiting: the informers stopped because of it.
+		shutDown = true
+		if cause == nil {
+			cause = errFactoryShutDown
+		}
+	default:
+	}
 	synced := make(map[InformerKey]bool, len(entries))
 	var missing []string
 	var causes []error
@@ -514,24 +532,53 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, e
 		if ok {
 			continue
 		}
-		err := entry.informer.lastError()
-		switch {
-		case err != nil:
-			missing = append(missing, fmt.Sprintf("%s (last error: %v%s)", entry.key, err, f.hintFor(entry, err)))
+		why := whyNotSynced(entry, unstarted[entry] && startCalled && !shutDown, shutDown)
+		if err := entry.informer.lastError(); err != nil {
+			why = append(why, fmt.Sprintf("last error: %v%s", err, f.hintFor(entry, err)))
 			causes = append(causes, err)
-		case unstarted[entry] && startCalled && !shutDown:
-			missing = append(missing, fmt.Sprintf("%s (created after the last Start: call Start again to run it)", entry.key))
-		default:
-			missing = append(missing, entry.key.String())
 		}
+		if len(why) == 0 {
+			missing = append(missing, entry.key.String())
+			continue
+		}
+		missing = append(missing, fmt.Sprintf("%s (%s)", entry.key, strings.Join(why, "; ")))
 	}
 	if len(missing) == 0 {
 		return synced, nil
 	}
-	return synced, &syncError{
-		msg:    fmt.Sprintf("informers not synced: %s: %v", strings.Join(missing, ", "), cause),
-		causes: append(causes, cause),
+	msg := "informers not synced: " + strings.Join(missing, ", ")
+	if cause != nil {
+		// Only a wait that ctx, the shutdown or the factory's state ended
+		// has a cause: one that ended because each informer synced,
+		// stopped or was released has none, and wraps no nil error.
+		msg += ": " + cause.Error()
+		causes = append(causes, cause)
 	}
+	return synced, &syncError{msg: msg, causes: causes}
+}
+
+// whyNotSynced says why the informer of entry, which has not synced, will
+// not sync on its own: it was released, it stopped (unless the factory was
+// shut down, which the error's cause says), or it was created after the
+// last Start (createdLate). It returns nil when the informer may still
+// sync.
+func whyNotSynced(entry *factoryEntry, createdLate, shutDown bool) []string {
+	select {
+	case <-entry.released:
+		return []string{"released"}
+	default:
+	}
+	if createdLate {
+		return []string{"created after the last Start: call Start again to run it"}
+	}
+	select {
+	case <-entry.informer.endedChan():
+		if !shutDown {
+			return []string{"stopped before it synced: the context it ran with ended"}
+		}
+	default:
+	}
+	return nil
 }
 
 // errFactoryShutDown is the cause of a WaitForCacheSync that ended because
@@ -615,9 +662,15 @@ func (f *Factory) Shutdown() {
 // WaitForCacheSync already waiting stops waiting for inf, and reports it
 // unsynced if it had not synced.
 //
-// It fails if inf is not an informer of f, for example because it was
-// released already.
+// It fails if f or inf is nil, or if inf is not an informer of f, for
+// example because it was released already.
 func Release[T Object](f *Factory, inf *Informer[T]) error {
+	switch {
+	case f == nil:
+		return fmt.Errorf("release: the factory is nil")
+	case inf == nil:
+		return fmt.Errorf("release: the informer is nil")
+	}
 	f.mu.Lock()
 	var entry *factoryEntry
 	for _, e := range f.informers {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -160,4 +161,28 @@ func TestFactoryWaitForCacheSyncCarriesTheLastError(t *testing.T) {
 			t.Errorf("error %q does not end with %q", err, suffix)
 		}
 	})
+}
+
+func TestFactoryWaitForCacheSyncReturnsOnAnInformerThatStopped(t *testing.T) {
+	checkGoroutines := informer.ExpectNoGoroutineLeak(t)
+	f := newFactory(t, offline, informer.FactoryOptions{})
+	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.Start(ended) // the informer stops before its first list: it never syncs
+	informer.Eventually(t, "the informer stopped", pods.IsStopped)
+	// It must not wait for an informer that will never sync: the bound is
+	// only there so that a regression fails instead of hanging.
+	ctx, giveUp := context.WithTimeoutCause(context.Background(), time.Minute, errGaveUp)
+	defer giveUp()
+	synced, err := f.WaitForCacheSync(ctx)
+	if diff := cmp.Diff(map[informer.InformerKey]bool{podKey: false}, synced); diff != "" {
+		t.Errorf("WaitForCacheSync (-want +got):\n%s", diff)
+	}
+	want := "informers not synced: *v1.Pod v1/pods (stopped before it synced: the context it ran with ended)"
+	if diff := cmp.Diff(want, informer.ErrText(err)); diff != "" {
+		t.Errorf("WaitForCacheSync error (-want +got):\n%s", diff)
+	}
+	f.Shutdown()
+	checkGoroutines()
 }

@@ -179,7 +179,13 @@ type Informer[T Object] struct {
 	// metrics is set at Run if the informer has a metrics provider.
 	metrics InformerMetrics
 
-	stopped   atomic.Bool
+	stopped atomic.Bool
+	// ended is closed once the informer has stopped for good and HasSynced
+	// can no longer change: Run has applied its last record, or the
+	// informer was stopped before it ran. A wait for the sync ends on it, so
+	// that an informer that stopped before it synced is not waited for
+	// forever.
+	ended     chan struct{}
 	reflector atomic.Pointer[Reflector[T]]
 	// applied is the resource version the cache has applied, for
 	// WaitForResourceVersion.
@@ -253,6 +259,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 		notes:             make([]notification[T], 0, dispatchChunk),
 		metricsProvider:   opts.Metrics,
 		metricsID:         metricsID(opts),
+		ended:             make(chan struct{}),
 	}
 	i.proc.clock = clk
 	i.lister.applied, i.lister.name = &i.applied, informerName(i)
@@ -389,6 +396,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		l.shutdown()
 	}
 	<-dispatched
+	close(i.ended) // nothing more is applied: HasSynced is final
 	i.applied.stop()
 	i.listenersWG.Wait()
 	<-detected
@@ -414,7 +422,8 @@ func (i *Informer[T]) HasSynced() bool {
 // HasSyncedChecker returns a checker whose Done channel is closed once
 // HasSynced is true, for waiting without polling, as with client-go's
 // informers: cache.WaitFor(ctx, "caches", inf.HasSyncedChecker()). The
-// channel stays open if the informer stops before it synced. Its Name is
+// channel stays open if the informer stops before it synced, as client-go's
+// does: [Factory.WaitForCacheSync] returns at once in that case. Its Name is
 // "Informer <name>", or "Informer <T>" for an informer without a name.
 func (i *Informer[T]) HasSyncedChecker() cache.DoneChecker { return informerChecker[T]{i} }
 
@@ -470,9 +479,14 @@ func (i *Informer[T]) stopUnstarted() {
 	if !i.started {
 		i.started = true
 		i.stopped.Store(true)
+		close(i.ended)
 		i.applied.stop()
 	}
 }
+
+// endedChan returns a channel closed once the informer has stopped for
+// good: after it, HasSynced never changes (see Informer.ended).
+func (i *Informer[T]) endedChan() <-chan struct{} { return i.ended }
 
 // lastError returns the error of the last failed list or watch since the
 // cache last received the server's full state, or nil (also before Run).
