@@ -6,8 +6,11 @@ package informer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -82,12 +85,29 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// errReadmeKubeconfigEmpty fails TestReadmeMain when -kubeconfig is given
+// empty: the README's command for a real cluster passes "$KUBECONFIG", and
+// must not pass against the fake API server when KUBECONFIG is not set.
+const errReadmeKubeconfigEmpty = "-kubeconfig is empty: KUBECONFIG must point to the kubeconfig of a real cluster " +
+	`(eval "$(hack/cluster-up.sh)" starts one and sets it); without -kubeconfig, TestReadmeMain runs against a fake API server`
+
+// flagGiven reports whether the command line set the flag name, even to "".
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // TestReadmeMain runs the README's program (readme_main_test.go): against
 // the fake API server of the migration examples, it prints the pods, then a
-// change, and returns once its context ends.
+// change, and returns once its context ends. With -kubeconfig, it runs
+// against that cluster instead, and fails if the flag is given empty.
 func TestReadmeMain(t *testing.T) {
 	var srv *fakeAPIServer
 	var config *rest.Config
+	if *readmeKubeconfig == "" && flagGiven("kubeconfig") {
+		t.Fatal(errReadmeKubeconfigEmpty)
+	}
 	if *readmeKubeconfig != "" {
 		var err error
 		if config, err = clientcmd.BuildConfigFromFlags("", *readmeKubeconfig); err != nil {
@@ -124,5 +144,21 @@ func TestReadmeMain(t *testing.T) {
 	want := []string{"4 pods", "  default/db-1 Pending", "  default/web-1 Pending", "  default/web-2 Pending", "  shop/cart-1 Pending", "deleted default/db-1"}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+// TestEmptyKubeconfigFailsTheReadmeCommand runs the README's command for a
+// real cluster with KUBECONFIG unset, that is with -kubeconfig="", in a
+// copy of this test binary: it must fail, saying why, not pass against the
+// fake API server.
+func TestEmptyKubeconfigFailsTheReadmeCommand(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReadmeMain$", "-kubeconfig=")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("TestReadmeMain -kubeconfig= ended with %v, want exit status 1; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), errReadmeKubeconfigEmpty) {
+		t.Errorf("TestReadmeMain -kubeconfig= does not say %q; output:\n%s", errReadmeKubeconfigEmpty, out)
 	}
 }
