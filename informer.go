@@ -534,7 +534,7 @@ func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
 func (i *Informer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
 	if i.stopped.Load() {
 		// client-go's wording, which callers match on.
-		return errors.New("indexers were not added because the informer has stopped already")
+		return errors.New("indexer was not added because it has stopped already")
 	}
 	return i.indexer.AddIndexers(indexers)
 }

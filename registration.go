@@ -129,8 +129,9 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	}
 	if i.stopped.Load() {
 		i.mu.Unlock()
-		// client-go's wording, which callers match on.
-		return nil, fmt.Errorf("handler %s was not added to the informer because it has stopped already", name)
+		// Ends as client-go's does ("... was not added to shared informer
+		// because it has stopped already"): callers match on it.
+		return nil, fmt.Errorf("handler %s was not added to shared informer because it has stopped already", name)
 	}
 	if err := validateHandlerOptions(h, opts); err != nil {
 		i.mu.Unlock()

@@ -124,11 +124,11 @@ func TestAddingToAStoppedInformerKeepsClientGoWording(t *testing.T) {
 	cancel()
 	inf.Run(ctx)
 	_, err := inf.AddEventHandlerWithOptions(ResourceEventHandlerFuncs[*corev1.Pod]{}, HandlerOptions{Name: "late"})
-	if want := "handler late was not added to the informer because it has stopped already"; errText(err) != want {
+	if want := "handler late was not added to shared informer because it has stopped already"; errText(err) != want {
 		t.Errorf("AddEventHandler: got %q, want %q", errText(err), want)
 	}
 	err = inf.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"x": MetaNamespaceIndexFunc[*corev1.Pod]})
-	if want := "indexers were not added because the informer has stopped already"; errText(err) != want {
+	if want := "indexer was not added because it has stopped already"; errText(err) != want {
 		t.Errorf("AddIndexers: got %q, want %q", errText(err), want)
 	}
 }
