@@ -323,6 +323,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		return
 	}
 	i.started = true
+	i.applied.start()
 	i.runLogger = logger
 	i.queue.transform = i.transform
 	i.queue.logger = logger

@@ -25,7 +25,43 @@ type appliedVersion struct {
 	// stops; nil while nobody waits, so that an informer nobody waits on
 	// pays one uncontended lock per group of records.
 	advanced chan struct{}
-	stopped  bool
+	// started is set when the informer's Run starts, so that a wait can
+	// say whether a cache that has applied nothing is still to run.
+	started bool
+	stopped bool
+}
+
+// start records that the informer's Run has started.
+func (a *appliedVersion) start() {
+	a.mu.Lock()
+	a.started = true
+	a.mu.Unlock()
+}
+
+// cacheState says where the cache is, for the error of a wait that ctx
+// ended: at rv, or, when it has applied nothing, why.
+func cacheState(rv string, started bool) string {
+	switch {
+	case rv != "":
+		return fmt.Sprintf("the cache is at %q", rv)
+	case !started:
+		return "the informer has not started: its cache applies nothing until its Run (or its factory's Start) is called"
+	default:
+		return "the cache has applied no list yet"
+	}
+}
+
+// stoppedWhere says where the cache was when the informer stopped, after
+// errInformerStopped in a wait's error.
+func stoppedWhere(rv string, started bool) string {
+	switch {
+	case rv != "":
+		return fmt.Sprintf("at %q", rv)
+	case !started:
+		return "before it ever ran"
+	default:
+		return "before its cache applied a list"
+	}
 }
 
 // set records that the cache has applied rv.
@@ -81,7 +117,7 @@ func (a *appliedVersion) wait(ctx context.Context, name, resourceVersion string)
 	}
 	for {
 		a.mu.Lock()
-		rv, stopped := a.rv, a.stopped
+		rv, started, stopped := a.rv, a.started, a.stopped
 		if rv != "" {
 			cmp, err := resourceversion.CompareResourceVersion(rv, resourceVersion)
 			if err != nil {
@@ -95,7 +131,7 @@ func (a *appliedVersion) wait(ctx context.Context, name, resourceVersion string)
 		}
 		if stopped {
 			a.mu.Unlock()
-			return fmt.Errorf("%s: waiting for resource version %q: %w at %q", name, resourceVersion, errInformerStopped, rv)
+			return fmt.Errorf("%s: waiting for resource version %q: %w %s", name, resourceVersion, errInformerStopped, stoppedWhere(rv, started))
 		}
 		if a.advanced == nil {
 			a.advanced = make(chan struct{})
@@ -105,7 +141,10 @@ func (a *appliedVersion) wait(ctx context.Context, name, resourceVersion string)
 		select {
 		case <-advanced:
 		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for resource version %q: the cache is at %q: %w", name, resourceVersion, rv, context.Cause(ctx))
+			a.mu.Lock() // the informer may have started or advanced since
+			rv, started = a.rv, a.started
+			a.mu.Unlock()
+			return fmt.Errorf("%s: waiting for resource version %q: %s: %w", name, resourceVersion, cacheState(rv, started), context.Cause(ctx))
 		}
 	}
 }
@@ -123,7 +162,8 @@ func (a *appliedVersion) wait(ctx context.Context, name, resourceVersion string)
 // resource. Resource versions are global to the cluster, so a wait for a
 // write to another resource ends at the next bookmark (the API server sends
 // one about every minute) or event. A wait on an informer that has not
-// started waits for it to start and catch up.
+// started waits for it to start and catch up; if ctx ends first, the error
+// says that the informer has not started.
 //
 // Safe for concurrent use, from any goroutine including event handlers (a
 // handler that waits delays its own later notifications, not the cache).

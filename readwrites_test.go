@@ -171,6 +171,26 @@ func TestWaitForResourceVersionErrors(t *testing.T) {
 	}
 }
 
+func TestWaitForResourceVersionSaysTheInformerHasNotStarted(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("gave up"))
+	unstarted, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
+	stopped, _ := plInformer(t, InformerOptions[*corev1.Pod]{Name: "pods"})
+	stopped.stopUnstarted() // as Factory.Shutdown does
+	got := []string{
+		errText(unstarted.WaitForResourceVersion(ctx, "5")),
+		errText(stopped.WaitForResourceVersion(ctx, "5")),
+	}
+	want := []string{
+		`Informer *v1.Pod: waiting for resource version "5": the informer has not started: ` +
+			`its cache applies nothing until its Run (or its factory's Start) is called: gave up`,
+		`Informer pods: waiting for resource version "5": the informer has stopped before it ever ran`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("WaitForResourceVersion errors (-want +got):\n%s", diff)
+	}
+}
+
 func TestWaitForResourceVersionOpaqueServer(t *testing.T) {
 	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{})
 	lw.SetList("opaque-1", NewPod("ns", "a", "opaque-1"))
