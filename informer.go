@@ -561,6 +561,15 @@ type InformerStats struct {
 	// Consistency counts the consistency checks and the differences they
 	// found (see [Informer.CheckConsistency]).
 	Consistency ConsistencyStats
+	// InvalidListItems counts the listed objects dropped, and logged,
+	// because they were nil or had no name (client-go would store them; see
+	// docs/semantics.md, "Reflector").
+	InvalidListItems int64
+	// DroppedEvents counts the watch events dropped, and logged, as bad
+	// input: an object that is nil, has no name or is not a T (or not of
+	// the expected kind), or an unknown event type.
+	// [InformerSnapshot].Reflector tells them apart.
+	DroppedEvents int64
 	// DropFieldsFailures counts the list responses and watch events from
 	// which the ListerWatcher could not drop the fields of DropFields
 	// (bytes it could not parse): they were passed on whole, to be decoded
@@ -574,16 +583,32 @@ type InformerStats struct {
 
 // Stats returns the informer's counters.
 func (i *Informer[T]) Stats() InformerStats {
+	dropped := i.reflectorStats()
 	return InformerStats{
-		Queued:          i.queue.len(),
-		TransformErrors: i.queue.transformErrors.Load(),
-		StoreErrors:     i.storeErrors.Load(),
-		MutatedObjects:  i.mutatedObjects(),
-		Consistency:     i.consistency.load(),
+		InvalidListItems: int64(dropped.InvalidListItems),
+		DroppedEvents:    int64(dropped.droppedEvents()),
+		Queued:           i.queue.len(),
+		TransformErrors:  i.queue.transformErrors.Load(),
+		StoreErrors:      i.storeErrors.Load(),
+		MutatedObjects:   i.mutatedObjects(),
+		Consistency:      i.consistency.load(),
 		// Counted by the ListerWatchers built from a rest.Config.
 		DropFieldsFailures: dropFieldsFailures(i.lw),
 		ShardWatches:       i.shardWatches(),
 	}
+}
+
+// reflectorStats returns the counts of bad input the informer's reflector
+// dropped; for a dynamic shard, those of all its reflectors, stopped ones
+// included.
+func (i *Informer[T]) reflectorStats() ReflectorStats {
+	if i.dynamic != nil {
+		return i.dynamic.reflectorStats()
+	}
+	if r := i.reflector.Load(); r != nil {
+		return r.Stats()
+	}
+	return ReflectorStats{}
 }
 
 // shardWatches returns the number of reflectors of a dynamic shard.

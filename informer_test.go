@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 func TestInformerDeliversListThenWatchInOrder(t *testing.T) {
@@ -405,4 +406,28 @@ func TestCacheReadsWhileEventsFlow(t *testing.T) {
 	}
 	rec.waitFor(t, 200)
 	<-readers
+}
+
+func TestStatsCountTheBadInputTheReflectorDropped(t *testing.T) {
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DisableWatchList: true})
+	lw.SetList("1", NewPod("ns", "a", "1"), NewPod("ns", "", "1")) // a nameless item
+	plRun(t, inf)
+	Eventually(t, "sync", inf.HasSynced)
+	ctx := plCtx(t)
+	for _, ev := range []watch.Event{
+		{Type: watch.Added, Object: NewPod("ns", "", "2")}, // nameless
+		{Type: watch.Added},                                 // nil object
+		{Type: watch.Added, Object: &corev1.Node{}},         // wrong type
+		{Type: watch.Added, Object: NewPod("ns", "b", "3")}, // valid: applied last
+	} {
+		plMust(t, lw.Send(ctx, ev))
+	}
+	Eventually(t, "the last event applied", func() bool {
+		_, err := inf.Lister().Get("ns/b")
+		return err == nil
+	})
+	want := InformerStats{InvalidListItems: 1, DroppedEvents: 3}
+	if diff := cmp.Diff(want, inf.Stats()); diff != "" {
+		t.Errorf("Stats (-want +got):\n%s", diff)
+	}
 }

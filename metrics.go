@@ -98,7 +98,8 @@ type InformerSnapshot struct {
 	// Stats are the informer's counters, as [Informer.Stats] returns them;
 	// Stats.Queued is the depth of its queue.
 	Stats InformerStats
-	// Reflector counts the bad input the informer's reflector dropped.
+	// Reflector counts the bad input the informer's reflector dropped
+	// (all the reflectors of a dynamic shard, stopped ones included).
 	Reflector ReflectorStats
 	// Requests counts the reflector's lists (relists, by reason) and
 	// watch restarts.
@@ -144,11 +145,11 @@ func (i *Informer[T]) unregisterMetrics() {
 func (i *Informer[T]) metricsSnapshot() InformerSnapshot {
 	s := InformerSnapshot{
 		Stats:                i.Stats(),
+		Reflector:            i.reflectorStats(),
 		StoreResourceVersion: i.indexer.LastStoreSyncResourceVersion(),
 		Synced:               i.HasSynced(),
 	}
 	if r := i.reflector.Load(); r != nil {
-		s.Reflector = r.Stats()
 		s.Requests = r.RequestStats()
 	}
 	return s

@@ -103,6 +103,25 @@ type ReflectorStats struct {
 	StoreErrors uint64
 }
 
+// plus returns the sums of s's and o's counters.
+func (s ReflectorStats) plus(o ReflectorStats) ReflectorStats {
+	return ReflectorStats{
+		WrongTypeEvents:   s.WrongTypeEvents + o.WrongTypeEvents,
+		NilObjectEvents:   s.NilObjectEvents + o.NilObjectEvents,
+		NamelessEvents:    s.NamelessEvents + o.NamelessEvents,
+		UnknownTypeEvents: s.UnknownTypeEvents + o.UnknownTypeEvents,
+		ErrorEvents:       s.ErrorEvents + o.ErrorEvents,
+		InvalidListItems:  s.InvalidListItems + o.InvalidListItems,
+		StoreErrors:       s.StoreErrors + o.StoreErrors,
+	}
+}
+
+// droppedEvents counts the watch events dropped as bad input: of the wrong
+// type, without an object or a name, or of an unknown event type.
+func (s ReflectorStats) droppedEvents() uint64 {
+	return s.WrongTypeEvents + s.NilObjectEvents + s.NamelessEvents + s.UnknownTypeEvents
+}
+
 // reflectorCounters holds ReflectorStats as atomics, so Stats can be read
 // while Run writes.
 type reflectorCounters struct {

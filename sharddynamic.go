@@ -42,6 +42,11 @@ type dynamicShard[T Object] struct {
 	mu         sync.RWMutex
 	owned      slotSet
 	reflectors []*rangeReflector[T]
+	// stopping are the reflectors taken out of reflectors whose Run has
+	// not returned yet, and retired adds up the counters of those whose Run
+	// has: so that reflectorStats never goes down.
+	stopping map[*rangeReflector[T]]bool
+	retired  ReflectorStats
 
 	// assigned is set once the first assignment is applied; unsynced
 	// counts the running reflectors whose list is not applied yet.
@@ -88,6 +93,32 @@ func (d *dynamicShard[T]) lastError() error {
 		}
 	}
 	return nil
+}
+
+// reflectorStats adds up the counters of every reflector the shard ran.
+func (d *dynamicShard[T]) reflectorStats() ReflectorStats {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	sum := d.retired
+	for _, rr := range d.reflectors {
+		sum = sum.plus(rr.r.Stats())
+	}
+	for rr := range d.stopping {
+		sum = sum.plus(rr.r.Stats())
+	}
+	return sum
+}
+
+// retire moves the counters of rr, whose Run has returned, to retired if
+// it was taken out of the reflectors; one still in them (all stop when the
+// informer does) stays counted there.
+func (d *dynamicShard[T]) retire(rr *rangeReflector[T]) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping[rr] {
+		delete(d.stopping, rr)
+		d.retired = d.retired.plus(rr.r.Stats())
+	}
 }
 
 // watches returns the number of running reflectors.
@@ -160,6 +191,12 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 		d.queue.replace(nil, &bulkRecord[T]{within: d.within(slotSet{})})
 	}
 	d.assigned.Store(true)
+	for _, rr := range stopped {
+		if d.stopping == nil {
+			d.stopping = map[*rangeReflector[T]]bool{}
+		}
+		d.stopping[rr] = true
+	}
 	d.mu.Unlock()
 
 	for _, rr := range stopped {
@@ -169,7 +206,10 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 	if started != nil {
 		rctx, cancel := context.WithCancel(ctx)
 		started.cancel = cancel
-		wg.Go(func() { started.r.Run(rctx) })
+		wg.Go(func() {
+			started.r.Run(rctx)
+			d.retire(started)
+		})
 	}
 }
 
