@@ -63,7 +63,7 @@ func scoped(ctx context.Context, config *rest.Config) ([]*corev1.Pod, []*corev1.
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes, err := informer.For(factory, informer.InformerOptions[*corev1.Node]{ClusterScoped: true}) // the factory does no discovery
+	nodes, err := informer.For(factory, informer.InformerOptions[*corev1.Node]{}) // cluster-scoped: the namespace does not apply
 	if err != nil {
 		return nil, nil, err
 	}

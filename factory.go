@@ -27,7 +27,9 @@ import (
 type FactoryOptions struct {
 	// Namespace limits every informer to one namespace; empty means all
 	// namespaces. Informers created with [InformerOptions].ClusterScoped
-	// ignore it.
+	// ignore it, as do, like in client-go's factory, the typed informers of
+	// built-in cluster-scoped resources (*corev1.Node, *corev1.Namespace,
+	// *rbacv1.ClusterRole...), which list and watch the whole cluster.
 	Namespace string
 	// TweakListOptions, if set, changes the options of every list and watch
 	// call of every informer, for example to set a label or field selector.
@@ -259,10 +261,14 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 			return nil, fmt.Errorf("informer for %v: InformerOptions.%w", typ, err)
 		}
 	}
+	// As client-go's factory does, a built-in cluster-scoped type (nodes)
+	// is listed cluster-wide whatever the factory's namespace: the API
+	// server serves no nodes inside a namespace.
+	namespace := f.namespaceFor(opts.ClusterScoped || (!named && builtinClusterScopedType[T](f.opts.Scheme)))
 	restOpts := RESTOptions{
 		Scheme:           f.opts.Scheme,
 		Resource:         opts.Resource,
-		Namespace:        f.namespaceFor(opts.ClusterScoped),
+		Namespace:        namespace,
 		TweakListOptions: f.opts.TweakListOptions,
 		ContentType:      f.opts.ContentType,
 		HTTPClient:       f.httpClient,
@@ -287,7 +293,7 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		}
 		lw, key.Resource = restLW, restLW.Resource()
 	}
-	inf, entry, err := newFactoryInformer(f, lw, key, form, opts)
+	inf, entry, err := newFactoryInformer(f, lw, key, form, namespace, opts)
 	if err != nil {
 		return nil, fmt.Errorf("informer for %v: %w", key, err)
 	}
@@ -316,10 +322,10 @@ func (f *Factory) namespaceFor(clusterScoped bool) string {
 	return f.opts.Namespace
 }
 
-// newFactoryInformer creates and registers an informer. form, if set, is
-// appended to its default name ("pods (PartialObjectMetadata)"). Call with
-// f.mu held.
-func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form string, opts InformerOptions[T]) (*Informer[T], *factoryEntry, error) {
+// newFactoryInformer creates and registers an informer, whose lw lists and
+// watches namespace ("" for all). form, if set, is appended to its default
+// name ("pods (PartialObjectMetadata)"). Call with f.mu held.
+func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form, namespace string, opts InformerOptions[T]) (*Informer[T], *factoryEntry, error) {
 	if opts.Name == "" {
 		opts.Name = key.Resource.GroupResource().String()
 		if form != "" {
@@ -362,7 +368,7 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if err != nil {
 		return nil, nil, err
 	}
-	entry := &factoryEntry{key: key, name: opts.Name, namespace: f.namespaceFor(opts.ClusterScoped), informer: inf, released: make(chan struct{})}
+	entry := &factoryEntry{key: key, name: opts.Name, namespace: namespace, informer: inf, released: make(chan struct{})}
 	f.informers[key] = entry
 	return inf, entry, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -461,5 +462,37 @@ func TestFactoryIndexFunctionOfALaterForMayCallTheFactory(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"ns/p1"}, keys); diff != "" {
 		t.Errorf("ByIndex(node, node-1) (-want +got):\n%s", diff)
+	}
+}
+
+func TestNamespacedFactoryListsBuiltinClusterScopedTypesClusterWide(t *testing.T) {
+	nodes := corev1.SchemeGroupVersion.WithResource("nodes")
+	srv := newFakeAPIServer(t)
+	srv.Serve(nodes, corev1.SchemeGroupVersion.WithKind("Node"), true)
+	srv.Create(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})
+	// As with client-go's factory.Core().V1().Nodes() in a factory made
+	// WithNamespace: the namespace does not apply to nodes.
+	f := newFactory(t, srv.Config(), informer.FactoryOptions{Namespace: "ns"})
+	inf := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx)
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, node := range must[[]*corev1.Node](t)(inf.Lister().List(labels.Everything())) {
+		names = append(names, node.Name)
+	}
+	if diff := cmp.Diff([]string{"node-1"}, names); diff != "" {
+		t.Errorf("cached nodes (-want +got):\n%s", diff)
+	}
+	var paths []string
+	for _, r := range srv.Requests() {
+		paths = append(paths, r.Path)
+	}
+	sort.Strings(paths)
+	if diff := cmp.Diff([]string{"/api/v1/nodes"}, slices.Compact(paths)); diff != "" {
+		t.Errorf("paths of the list and watch requests (-want +got):\n%s", diff)
 	}
 }

@@ -31,9 +31,11 @@ type InformerOptions[T Object] struct {
 	Resource schema.GroupVersionResource
 	// ClusterScoped makes an informer made by [For] list and watch across
 	// all namespaces whatever [FactoryOptions].Namespace says, as a
-	// cluster-scoped resource (nodes, namespaces, a cluster-scoped CRD)
-	// needs in a namespaced factory. [NewInformer] ignores it: its
-	// ListerWatcher decides the namespace.
+	// cluster-scoped CRD, or a metadata-only or unstructured informer of any
+	// cluster-scoped resource, needs in a namespaced factory. The typed
+	// informers of built-in cluster-scoped resources (*corev1.Node...) need
+	// not set it: For knows their scope, as client-go's factory does.
+	// [NewInformer] ignores it: its ListerWatcher decides the namespace.
 	ClusterScoped bool
 	// ResyncPeriod is the default resync period of handlers (0 = none) and
 	// the informer's initial resync check period, as client-go's
