@@ -162,9 +162,12 @@ type HandlerOptions struct {
 	// pending. Ignored when MaxPending is zero.
 	Overflow OverflowPolicy
 	// CrashOnPanic restores client-go's behaviour of crashing the process
-	// when the handler panics. By default the panic is recovered, logged with
-	// the handler's name and counted, the notification counts as delivered,
-	// and the handler receives the next notification.
+	// when the handler panics. By default the panic is recovered and
+	// counted, the notification counts as delivered, and the handler
+	// receives the next notification. The handler's first panic is logged
+	// with its name and stack; after it, one line at most every 10 seconds
+	// gives the count since the last line, so that a handler panicking on
+	// every event does not flood the log.
 	CrashOnPanic bool
 	// BookmarkFunc, if set, is called with the resource version of each
 	// bookmark the informer's watch receives (KEP-5647's bookmark callback),
@@ -216,7 +219,8 @@ type HandlerStats struct {
 	// Delivered is the number of handler calls that have returned, including
 	// calls that panicked.
 	Delivered int64
-	// Panics is the number of handler calls that panicked.
+	// Panics is the number of handler calls that panicked, every one,
+	// whether or not it was logged on its own.
 	Panics int64
 	// Coalesced is the number of notifications not delivered on their own
 	// because of OverflowCoalesce.

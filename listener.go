@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // deliveryBatch is the most notifications a listener takes from its ring
@@ -16,6 +17,13 @@ const deliveryBatch = 512
 
 // listenerRingSize is the normal capacity of a listener's ring.
 const listenerRingSize = 1024
+
+// panicLogInterval is the shortest time between two log lines about one
+// handler's panics after the first, which is logged with its stack. A
+// handler that panics on every event would otherwise write a stack per
+// event (tens of thousands of lines a second); the count is what matters
+// after the first, and HandlerStats.Panics has every one.
+const panicLogInterval = 10 * time.Second
 
 // listener delivers notifications to one handler from its own goroutine, so
 // that a slow handler delays nobody else. The dispatcher appends batches of
@@ -28,6 +36,9 @@ type listener[T Object] struct {
 	logger       klog.Logger // set before the goroutine starts
 	hasLogger    bool        // logger came from HandlerOptions
 	crashOnPanic bool
+	// clock times the panic log lines (see panicLogInterval); set before
+	// the goroutine starts.
+	clock        clock.PassiveClock
 	maxPending   int
 	overflow     OverflowPolicy
 	informerSync func() bool
@@ -71,6 +82,12 @@ type listener[T Object] struct {
 	coalesced      atomic.Int64
 	dropped        atomic.Int64
 
+	// The handler's goroutine only: whether a panic was logged, when the
+	// last panic line was written, and the panics since then not logged.
+	panicLogged    bool
+	lastPanicLog   time.Time
+	unloggedPanics int64
+
 	// synced is closed once hasSynced is true (see noteSynced).
 	synced     chan struct{}
 	syncedOnce sync.Once
@@ -91,6 +108,7 @@ func newListener[T Object](h ResourceEventHandler[T], name string, opts HandlerO
 		bookmark:     opts.BookmarkFunc,
 		name:         name,
 		crashOnPanic: opts.CrashOnPanic,
+		clock:        clock.RealClock{},
 		maxPending:   max(opts.MaxPending, 0),
 		overflow:     opts.Overflow,
 		informerSync: informerSync,
@@ -374,10 +392,31 @@ func (l *listener[T]) recovered(r any, n *notification[T]) {
 		}
 	}
 	l.countDelivered()
-	l.logger.Error(fmt.Errorf("%v", r), "Event handler panicked", "handler", l.name,
-		"notification", n.kind.String(), "object", klog.KObj(n.obj), "stack", string(debug.Stack()))
+	l.logPanic(r, n)
 	if l.crashOnPanic {
 		panic(r)
+	}
+}
+
+// logPanic logs the handler's first panic with its stack, and then at most
+// one line per panicLogInterval: the latest panic, without a stack, and the
+// number of panics since the previous line. The panics in between are only
+// counted; finish logs the count of those left when the listener stops.
+func (l *listener[T]) logPanic(r any, n *notification[T]) {
+	now := l.clock.Now()
+	switch {
+	case !l.panicLogged:
+		l.panicLogged, l.lastPanicLog = true, now
+		l.logger.Error(fmt.Errorf("%v", r), "Event handler panicked", "handler", l.name,
+			"notification", n.kind.String(), "object", klog.KObj(n.obj), "stack", string(debug.Stack()),
+			"nextPanicsLoggedEvery", panicLogInterval)
+	case now.Sub(l.lastPanicLog) >= panicLogInterval:
+		count := l.unloggedPanics + 1
+		l.unloggedPanics, l.lastPanicLog = 0, now
+		l.logger.Error(fmt.Errorf("%v", r), "Event handler keeps panicking", "handler", l.name,
+			"panics", count, "notification", n.kind.String(), "object", klog.KObj(n.obj))
+	default:
+		l.unloggedPanics++
 	}
 }
 
@@ -404,6 +443,10 @@ func (l *listener[T]) finish() {
 	l.room.Broadcast()
 	l.mu.Unlock()
 	l.doneOnce.Do(func() {
+		if l.unloggedPanics > 0 {
+			l.logger.Error(nil, "Event handler panicked more times before it stopped", "handler", l.name, "panics", l.unloggedPanics)
+			l.unloggedPanics = 0
+		}
 		if l.metrics != nil {
 			l.metrics.Remove()
 		}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func noteAdd(p *corev1.Pod, initial bool) notification[*corev1.Pod] {
@@ -119,8 +120,71 @@ func TestListenerRecoversPanicsAndStillSyncs(t *testing.T) {
 		}
 		panics = append(panics, kv["handler"].(string)+" "+kv["notification"].(string)+" "+entry.Err.Error())
 	}
-	if diff := cmp.Diff([]string{"panicky add fake panic", "panicky delete fake panic"}, panics); diff != "" {
+	// The second panic comes within panicLogInterval of the first: it is
+	// counted, not logged.
+	if diff := cmp.Diff([]string{"panicky add fake panic"}, panics); diff != "" {
 		t.Fatalf("panic logs (-want +got):\n%s", diff)
+	}
+}
+
+// panicLogLine is what TestListenerRateLimitsPanicLogs compares of a log
+// line about panics.
+type panicLogLine struct {
+	Message  string
+	Panics   int64 // the "panics" value; 1 for the first line, which has none
+	HasStack bool
+}
+
+// TestListenerRateLimitsPanicLogs checks that a handler panicking on every
+// notification writes its first panic with a stack and then one line per
+// panicLogInterval with the count since the last line, the rest when it
+// stops, while HandlerStats.Panics counts every panic.
+func TestListenerRateLimitsPanicLogs(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(0)))
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := newPLRecorder()
+	rec.hook = func(plEvent) { panic("fake panic") }
+	l := newListener[*corev1.Pod](rec, "storm", HandlerOptions{Logger: &logger}, synced)
+	l.clock = clk
+	var wg sync.WaitGroup
+	l.start(&wg, logger, nil)
+	const rounds, perRound = 3, 300
+	for round := range rounds {
+		notes := make([]notification[*corev1.Pod], perRound)
+		for i := range notes {
+			notes[i] = noteAdd(NewPod("ns", "p"+strconv.Itoa(round*perRound+i), "1"), false)
+		}
+		enqueueAll(l, notes)
+		want := int64((round + 1) * perRound)
+		Eventually(t, "round delivered", func() bool { return l.stats().Delivered == want })
+		clk.Step(panicLogInterval)
+	}
+	l.shutdown()
+	wg.Wait()
+	if diff := cmp.Diff(HandlerStats{Delivered: rounds * perRound, Panics: rounds * perRound}, l.stats()); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	var got []panicLogLine
+	for _, entry := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		line := panicLogLine{Message: entry.Message, Panics: 1}
+		for i := 0; i+1 < len(entry.ParameterKVList); i += 2 {
+			switch entry.ParameterKVList[i] {
+			case "panics":
+				line.Panics = entry.ParameterKVList[i+1].(int64)
+			case "stack":
+				line.HasStack = true
+			}
+		}
+		got = append(got, line)
+	}
+	want := []panicLogLine{
+		{Message: "Event handler panicked", Panics: 1, HasStack: true},
+		{Message: "Event handler keeps panicking", Panics: perRound},
+		{Message: "Event handler keeps panicking", Panics: perRound},
+		{Message: "Event handler panicked more times before it stopped", Panics: perRound - 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
 	}
 }
 

@@ -152,6 +152,7 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	}
 
 	l := newListener(h, name, opts, i.queue.hasSynced)
+	l.clock = i.clock
 	if i.detector != nil {
 		l.detector, l.handOuts = i.detector, handlerHandOuts(name)
 	}
