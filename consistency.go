@@ -32,6 +32,25 @@ type ConsistencyCheckOptions struct {
 	// are added, extra ones deleted with FinalStateUnknown, stale ones
 	// updated).
 	Repair bool
+	// Timeout bounds each periodic check, its list included: a check still
+	// running then fails (and counts in Failures), and the next one runs at
+	// its time. Zero (or negative) means Period, at most defaultConsistencyTimeout (5
+	// minutes); it does not apply to CheckConsistency, which is bounded by
+	// its context.
+	Timeout time.Duration
+}
+
+// defaultConsistencyTimeout is the longest default Timeout of a periodic
+// check: listing 100,000 objects in pages of 500 from etcd takes well under
+// a minute, so a check still listing after 5 minutes is stuck.
+const defaultConsistencyTimeout = 5 * time.Minute
+
+// timeout returns the bound of each periodic check.
+func (o ConsistencyCheckOptions) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return min(o.Period, defaultConsistencyTimeout)
 }
 
 // ConsistencyReport is the result of a consistency check: the keys
@@ -96,8 +115,20 @@ var errDynamicShard = errors.New("consistency checks are not supported with a dy
 // or has not synced: its cache has no state to compare.
 var errNotSynced = errors.New("the informer is not running or has not synced")
 
+// errEndlessList is returned by a check whose list does not end: the
+// server keeps returning continue tokens.
+var errEndlessList = errors.New("the server's pagination does not end")
+
 // consistencyPageSize is the page size of a check's list.
 const consistencyPageSize = 500
+
+// maxConsistencyPages returns the most pages a check lists for a cache of
+// cached objects before it gives up: four times the pages the cache would
+// fill, plus 100, generous for a server that returns short pages or holds
+// objects the cache lacks, but a bound for one whose pagination never ends.
+func maxConsistencyPages(cached int) int {
+	return 100 + 4*(cached/consistencyPageSize+1)
+}
 
 // maxLoggedKeys bounds the keys of each kind a check logs.
 const maxLoggedKeys = 10
@@ -155,15 +186,27 @@ func (i *Informer[T]) checkConsistency(ctx context.Context, logger klog.Logger) 
 		ResourceVersionMatch: metav1.ResourceVersionMatchExact,
 		Limit:                consistencyPageSize,
 	}
-	for {
+	// A server whose pagination never ends (a continue token seen before,
+	// or more pages than the bound) fails the check instead of holding it
+	// until ctx ends, which for CheckConsistency may be never.
+	seenContinue := map[string]bool{}
+	maxPages := maxConsistencyPages(len(cached))
+	for pages := 1; ; pages++ {
 		page, err := i.lw.List(ctx, options)
-		if err == nil && page == nil {
+		switch {
+		case err != nil:
+		case page == nil:
 			err = errNilListResult
+		case page.Continue != "" && seenContinue[page.Continue]:
+			err = fmt.Errorf("%w: page %d repeats the continue token %q", errEndlessList, pages, page.Continue)
+		case page.Continue != "" && pages >= maxPages:
+			err = fmt.Errorf("%w: still not done after %d pages, for a cache of %d objects", errEndlessList, pages, len(cached))
 		}
 		if err != nil {
 			i.consistency.failures.Add(1)
 			return ConsistencyReport{}, fmt.Errorf("%s: consistency check: listing at resource version %s: %w", informerName(i), rv, err)
 		}
+		seenContinue[page.Continue] = true
 		var zero T
 		for _, obj := range page.Items {
 			if obj == zero {
@@ -221,9 +264,10 @@ func firstKeys(keys []string) string {
 	return strings.Join(keys[:maxLoggedKeys], ",") + fmt.Sprintf(",... (%d more)", len(keys)-maxLoggedKeys)
 }
 
-// runConsistencyChecks checks the cache every period until ctx is done.
-// Errors are logged; a check before the informer synced is skipped.
-func (i *Informer[T]) runConsistencyChecks(ctx context.Context, logger klog.Logger, period time.Duration) {
+// runConsistencyChecks checks the cache every period until ctx is done,
+// each check bounded by timeout. Errors are logged; a check before the
+// informer synced is skipped.
+func (i *Informer[T]) runConsistencyChecks(ctx context.Context, logger klog.Logger, period, timeout time.Duration) {
 	ticker := i.clock.NewTicker(period)
 	defer ticker.Stop()
 	for {
@@ -235,7 +279,14 @@ func (i *Informer[T]) runConsistencyChecks(ctx context.Context, logger klog.Logg
 		if !i.HasSynced() {
 			continue
 		}
-		if _, err := i.checkConsistency(ctx, logger); err != nil && ctx.Err() == nil {
+		checkCtx, cancel := context.WithTimeoutCause(ctx, timeout,
+			fmt.Errorf("the consistency check took longer than its timeout, %v (ConsistencyCheckOptions.Timeout)", timeout))
+		_, err := i.checkConsistency(checkCtx, logger)
+		if err != nil && checkCtx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", err, context.Cause(checkCtx))
+		}
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			logger.Info("Warning: consistency check failed", "err", err)
 		}
 	}

@@ -1,8 +1,11 @@
 package informer
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,4 +151,89 @@ func (l NamespaceLister[T]) mustList(t *testing.T) []T {
 	objs, err := l.List(nil)
 	plMust(t, err)
 	return objs
+}
+
+// endlessPagesLW is a ListerWatcher whose consistency-check lists (at an
+// exact resource version, or continued) never end: each page carries a
+// continue token, the same one every time if repeat is set, a new one
+// otherwise; with block, such a list waits until its context ends. Other
+// calls go to the fake.
+type endlessPagesLW struct {
+	*informertest.FakeListerWatcher[*corev1.Pod]
+	repeat, block bool
+	pages         atomic.Int64
+}
+
+func (lw *endlessPagesLW) List(ctx context.Context, options metav1.ListOptions) (*ListResult[*corev1.Pod], error) {
+	if options.ResourceVersionMatch != metav1.ResourceVersionMatchExact && options.Continue == "" {
+		return lw.FakeListerWatcher.List(ctx, options)
+	}
+	n := lw.pages.Add(1)
+	if lw.block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	token := "next"
+	if !lw.repeat {
+		token = "page-" + strconv.FormatInt(n, 10)
+	}
+	return &ListResult[*corev1.Pod]{Items: []*corev1.Pod{NewPod("ns", "p"+strconv.FormatInt(n, 10), "10")}, ResourceVersion: "10", Continue: token}, nil
+}
+
+// TestCheckConsistencyEndlessPagination checks that a list whose server
+// never stops returning continue tokens fails the check with
+// errEndlessList, after the page that repeats a token or after the
+// page bound, rather than running until the context ends.
+func TestCheckConsistencyEndlessPagination(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		repeat    bool
+		wantPages int64
+	}{
+		{name: "repeated token", repeat: true, wantPages: 2},
+		{name: "new tokens", repeat: false, wantPages: int64(maxConsistencyPages(1))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw := &endlessPagesLW{FakeListerWatcher: informertest.NewFakeListerWatcher[*corev1.Pod](), repeat: tc.repeat}
+			inf := MustNewInformer[*corev1.Pod](t, lw, InformerOptions[*corev1.Pod]{Backoff: plFastBackoff})
+			lw.SetList("10", NewPod("ns", "a", "10"))
+			plRun(t, inf)
+			ctx := plCtx(t)
+			plMust(t, inf.WaitForResourceVersion(ctx, "10"))
+			_, err := inf.CheckConsistency(ctx)
+			if !errors.Is(err, errEndlessList) {
+				t.Fatalf("CheckConsistency: %v, want errEndlessList", err)
+			}
+			if got := lw.pages.Load(); got != tc.wantPages {
+				t.Errorf("pages listed: %d, want %d", got, tc.wantPages)
+			}
+			if diff := cmp.Diff(ConsistencyStats{Failures: 1}, inf.Stats().Consistency); diff != "" {
+				t.Errorf("Stats().Consistency (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPeriodicConsistencyCheckTimesOut checks that a periodic check whose
+// list never returns fails at its timeout, is counted, and lets the next
+// check run.
+func TestPeriodicConsistencyCheckTimesOut(t *testing.T) {
+	lw := &endlessPagesLW{FakeListerWatcher: informertest.NewFakeListerWatcher[*corev1.Pod](), block: true}
+	inf := MustNewInformer[*corev1.Pod](t, lw, InformerOptions[*corev1.Pod]{Backoff: plFastBackoff,
+		ConsistencyCheck: ConsistencyCheckOptions{Period: 5 * time.Millisecond, Timeout: 10 * time.Millisecond}})
+	lw.SetList("10", NewPod("ns", "a", "10"))
+	plRun(t, inf)
+	Eventually(t, "two checks to time out", func() bool { return inf.Stats().Consistency.Failures >= 2 })
+}
+
+func TestConsistencyCheckTimeoutDefault(t *testing.T) {
+	got := []time.Duration{
+		ConsistencyCheckOptions{Period: time.Minute}.timeout(),
+		ConsistencyCheckOptions{Period: time.Hour}.timeout(),
+		ConsistencyCheckOptions{Period: time.Hour, Timeout: time.Second}.timeout(),
+	}
+	want := []time.Duration{time.Minute, defaultConsistencyTimeout, time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("timeouts (-want +got):\n%s", diff)
+	}
 }

@@ -365,7 +365,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	} else if period > 0 {
 		go func() {
 			defer close(checked)
-			i.runConsistencyChecks(ctx, logger, period)
+			i.runConsistencyChecks(ctx, logger, period, i.consistencyCheck.timeout())
 		}()
 	} else {
 		close(checked)
