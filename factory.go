@@ -141,6 +141,7 @@ type factoryInformer interface {
 	HasSynced() bool
 	HasSyncedChecker() cache.DoneChecker
 	lastError() error
+	syncBlocked() <-chan struct{}
 	stopUnstarted()
 	endedChan() <-chan struct{}
 }
@@ -482,7 +483,9 @@ func (f *Factory) Start(ctx context.Context) {
 // It fails at once, without waiting, when Start was never called, or when
 // an informer was created after the last Start (call Start again): such an
 // informer would never sync. It never waits for an informer that has
-// stopped: one that stopped before it synced never will.
+// stopped: one that stopped before it synced never will. It stops waiting,
+// and fails saying so, when an informer of a dynamic shard ([Shard].Group)
+// has run for 5 seconds and its [ShardGroup] is not running.
 func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, error) {
 	f.mu.Lock()
 	entries := slices.Collect(maps.Values(f.informers))
@@ -510,6 +513,10 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) (map[InformerKey]bool, e
 			select {
 			case <-entry.informer.HasSyncedChecker().Done():
 			case <-entry.informer.endedChan():
+			case <-entry.informer.syncBlocked():
+				// Its last error says why it cannot sync.
+				cause = errCannotSync
+				break wait
 			case <-entry.released:
 			case <-ctx.Done():
 				cause = context.Cause(ctx)
@@ -586,6 +593,11 @@ func whyNotSynced(entry *factoryEntry, createdLate, shutDown bool) []string {
 	}
 	return nil
 }
+
+// errCannotSync is the cause of a WaitForCacheSync that ended because an
+// informer cannot sync until something outside it changes (a dynamic
+// shard's ShardGroup that is not running).
+var errCannotSync = errors.New("an informer cannot sync")
 
 // errFactoryShutDown is the cause of a WaitForCacheSync that ended because
 // the factory was shut down.

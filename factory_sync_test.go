@@ -3,6 +3,7 @@ package informer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"syscall"
@@ -12,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubetyped/informer"
 )
@@ -185,4 +188,43 @@ func TestFactoryWaitForCacheSyncReturnsOnAnInformerThatStopped(t *testing.T) {
 	}
 	f.Shutdown()
 	checkGoroutines()
+}
+
+// TestFactoryWaitForCacheSyncSaysTheShardGroupIsNotRunning checks that an
+// informer sharded through a ShardGroup whose Run was never called makes
+// WaitForCacheSync fail saying so: at once with a context that has ended,
+// and, with one that never ends, once the informer has waited 5 seconds
+// (on its fake clock) for the group.
+func TestFactoryWaitForCacheSyncSaysTheShardGroupIsNotRunning(t *testing.T) {
+	group, err := informer.NewShardGroup(fake.NewClientset().CoordinationV1(), informer.ShardGroupOptions{Name: "ctl", Namespace: "ns", Identity: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := testingclock.NewFakeClock(time.Now())
+	f := newFactory(t, offline, informer.FactoryOptions{Shard: &informer.Shard{Group: group}})
+	must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{Clock: clk}))
+	f.Start(context.Background())
+	const notRunning = "*v1.Pod v1/pods (last error: shard group ctl is not running: call ShardGroup.Run, which its informers need to get their ranges)"
+
+	ended, cancel := context.WithCancelCause(context.Background())
+	cancel(errGaveUp)
+	_, err = f.WaitForCacheSync(ended)
+	if diff := cmp.Diff("informers not synced: "+notRunning+": gave up", fmt.Sprint(err)); diff != "" {
+		t.Errorf("with an ended context (-want +got):\n%s", diff)
+	}
+
+	// The guard's deadline only stops a test that would otherwise hang.
+	guard, cancelGuard := context.WithTimeoutCause(context.Background(), 20*time.Second, errGaveUp)
+	defer cancelGuard()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.WaitForCacheSync(guard)
+		done <- err
+	}()
+	informer.Eventually(t, "the informer waiting for its group", clk.HasWaiters)
+	clk.Step(5 * time.Second)
+	err = <-done
+	if diff := cmp.Diff("informers not synced: "+notRunning+": an informer cannot sync", fmt.Sprint(err)); diff != "" {
+		t.Errorf("with a context that does not end (-want +got):\n%s", diff)
+	}
 }

@@ -382,7 +382,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	if r != nil {
 		r.Run(ctx)
 	} else {
-		i.dynamic.run(ctx, i.queue, newReflector)
+		i.dynamic.run(ctx, logger, i.queue, newReflector)
 	}
 	<-checked
 
@@ -499,6 +499,16 @@ func (i *Informer[T]) lastError() error {
 	}
 	if r := i.reflector.Load(); r != nil {
 		return r.lastError()
+	}
+	return nil
+}
+
+// syncBlocked returns a channel closed when the informer cannot sync until
+// something outside it changes (lastError says what); nil, which blocks
+// forever, when it has no such reason.
+func (i *Informer[T]) syncBlocked() <-chan struct{} {
+	if i.dynamic != nil {
+		return i.dynamic.syncBlocked()
 	}
 	return nil
 }

@@ -44,7 +44,11 @@ type Shard struct {
 	Index, Count int
 	// Group makes the shard dynamic: the informer holds the ranges the
 	// group assigns to this member, widening and narrowing them as members
-	// join and leave. The group must be running ([ShardGroup.Run]).
+	// join and leave. The group must be running ([ShardGroup.Run]): an
+	// informer whose group has not started 5 seconds after the informer
+	// logs a warning, and [Factory.WaitForCacheSync] then fails, saying
+	// that the group is not running (a group started later still lets the
+	// informer sync).
 	Group *ShardGroup
 	// FilterOnClient makes the informer work with a server that ignores
 	// shard selectors: it then receives every object and keeps only those of
@@ -159,7 +163,7 @@ var errShardingNotEnabled = errors.New("the API server ignores shard selectors: 
 // shardOn restricts the informer to shard; shard is valid.
 func (i *Informer[T]) shardOn(shard *Shard) {
 	if shard.Group != nil {
-		i.dynamic = newDynamicShard(i.lw, shard)
+		i.dynamic = newDynamicShard(i.lw, shard, i.clock)
 		i.lw = i.dynamic.ownedLW
 		return
 	}

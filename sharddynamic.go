@@ -4,6 +4,10 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // A dynamic shard's informer runs one reflector per range it gained: the
@@ -25,9 +29,19 @@ import (
 // them again (their objects are notified as updates).
 const maxRangeReflectors = 8
 
+// shardGroupStartGrace is how long a dynamic shard's informer waits for
+// its ShardGroup to run before it reports that it cannot sync: Run is
+// usually started with a go statement next to Factory.Start, so it may
+// legitimately begin a little after the informer.
+const shardGroupStartGrace = 5 * time.Second
+
 // dynamicShard is the part of an informer that follows its ShardGroup.
 type dynamicShard[T Object] struct {
-	group          *ShardGroup
+	group *ShardGroup
+	clock clock.Clock
+	// blocked is closed when the group was still not running
+	// shardGroupStartGrace after the informer started (see syncBlocked).
+	blocked        chan struct{}
 	key            ShardKey
 	filterOnClient bool
 	inner          ListerWatcher[T]
@@ -73,8 +87,9 @@ func (rr *rangeReflector[T]) markSynced() {
 	}
 }
 
-func newDynamicShard[T Object](inner ListerWatcher[T], shard *Shard) *dynamicShard[T] {
-	return &dynamicShard[T]{group: shard.Group, key: shard.key(), filterOnClient: shard.FilterOnClient, inner: inner,
+func newDynamicShard[T Object](inner ListerWatcher[T], shard *Shard, clk clock.Clock) *dynamicShard[T] {
+	return &dynamicShard[T]{group: shard.Group, clock: clk, blocked: make(chan struct{}),
+		key: shard.key(), filterOnClient: shard.FilterOnClient, inner: inner,
 		ownedLW: newShardListerWatcher(inner, shard.key(), shard.FilterOnClient, nil)}
 }
 
@@ -83,8 +98,12 @@ func (d *dynamicShard[T]) synced() bool {
 	return d.assigned.Load() && d.unsynced.Load() == 0
 }
 
-// lastError returns the last error of a reflector, or nil.
+// lastError returns why the informer cannot sync: its group is not
+// running, or the last error of a reflector; nil if neither.
 func (d *dynamicShard[T]) lastError() error {
+	if err := d.group.notRunning(); err != nil {
+		return err
+	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	for _, rr := range d.reflectors {
@@ -130,22 +149,39 @@ func (d *dynamicShard[T]) watches() int {
 
 // run follows the group's assignment until ctx is done, then stops the
 // reflectors and returns once they have returned.
-func (d *dynamicShard[T]) run(ctx context.Context, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
+// If the group has no view shardGroupStartGrace after the start because it
+// is not running, it logs a warning and closes d.blocked, and keeps
+// waiting: a group started later still assigns it its ranges.
+func (d *dynamicShard[T]) run(ctx context.Context, logger klog.Logger, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
 	d.queue = queue
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	grace := d.clock.NewTimer(shardGroupStartGrace)
+	defer grace.Stop()
+	graceC := grace.C()
 	for {
 		members, known, changed := d.group.view()
 		if known {
+			graceC = nil
 			d.apply(ctx, &wg, members, newReflector)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-graceC:
+			graceC = nil
+			if err := d.group.notRunning(); err != nil {
+				logger.Info("Warning: the informer cannot sync until its shard group runs", "err", err, "waited", shardGroupStartGrace)
+				close(d.blocked)
+			}
 		}
 	}
 }
+
+// syncBlocked returns a channel closed when the informer has waited
+// shardGroupStartGrace for a group that is not running.
+func (d *dynamicShard[T]) syncBlocked() <-chan struct{} { return d.blocked }
 
 // apply moves the informer to the slots members give this member.
 func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members []string, newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {

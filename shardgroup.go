@@ -135,6 +135,19 @@ func (g *ShardGroup) Members() []string {
 	return slices.Clone(g.members)
 }
 
+// notRunning returns an error saying that the group is not running, if
+// Run has not been called (or has not begun) and the group has no view of
+// its members; nil otherwise, in particular once Run has begun or ended.
+func (g *ShardGroup) notRunning() error {
+	if g.running.Load() {
+		return nil
+	}
+	if _, known, _ := g.view(); known {
+		return nil
+	}
+	return fmt.Errorf("shard group %s is not running: call ShardGroup.Run, which its informers need to get their ranges", g.opts.Name)
+}
+
 // view returns the members, whether they are known yet, and a channel
 // closed at the next change.
 func (g *ShardGroup) view() (members []string, known bool, changed <-chan struct{}) {
