@@ -42,6 +42,12 @@ type ShardGroupOptions struct {
 	// RenewInterval is how often the member renews its Lease and reads the
 	// group's: members that join or leave are seen this often. It must be
 	// shorter than LeaseDuration; default LeaseDuration/3.
+	//
+	// A Lease of the group whose renewal a member has seen unchanged for 4
+	// times the Lease's duration (1 minute by default) belongs to a member
+	// gone without deleting it (a crashed pod): that member deletes it,
+	// with preconditions on its UID and resource version, so that a Lease
+	// renewed meanwhile is never deleted.
 	RenewInterval time.Duration
 	// Clock measures the leases' age; nil means the real clock.
 	Clock clock.WithTicker
@@ -79,8 +85,21 @@ type ShardGroup struct {
 // leaseSighting is when a Lease's renewal was first seen.
 type leaseSighting struct {
 	renew string
-	at    time.Time
+	// at is when the renewal counts from: when it was first seen, or its
+	// renewal time if that was earlier, at first sight of the Lease.
+	at time.Time
+	// observed is when this member first saw the renewal, on its own
+	// clock: a Lease is deleted as stale only by this measure, so that a
+	// holder whose clock runs late never loses its Lease.
+	observed time.Time
 }
+
+// staleLeaseFactor is how many of a Lease's durations its renewal must be
+// seen unchanged before a member deletes it as its holder's leftover:
+// long after the others stopped counting the holder (one duration), so
+// that a holder that lost the API server for a while, or a reader that
+// just joined, does not make the Lease flicker.
+const staleLeaseFactor = 4
 
 // NewShardGroup returns the membership of this replica in the group
 // opts.Name. It makes no request: the replica joins when Run starts.
@@ -226,8 +245,56 @@ func (g *ShardGroup) refresh(ctx context.Context) {
 		}
 		list = &coordinationv1.LeaseList{}
 	}
-	members := liveMembers(list.Items, g.seen, g.clock.Now(), g.opts.Identity, g.lastRenew, g.opts.LeaseDuration)
+	now := g.clock.Now()
+	members := liveMembers(list.Items, g.seen, now, g.opts.Identity, g.lastRenew, g.opts.LeaseDuration)
 	g.publish(members)
+	for _, l := range staleLeases(list.Items, g.seen, now, g.opts.Identity) {
+		g.deleteStale(ctx, l)
+	}
+}
+
+// staleLeases returns the Leases among leases, other than self's, whose
+// renewal this member has seen unchanged for staleLeaseFactor times their
+// duration; seen must be up to date (liveMembers).
+func staleLeases(leases []coordinationv1.Lease, seen map[string]leaseSighting, now time.Time, self string) []*coordinationv1.Lease {
+	var stale []*coordinationv1.Lease
+	for i := range leases {
+		l := &leases[i]
+		s, ok := seen[l.Name]
+		if !ok || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == self || l.Spec.LeaseDurationSeconds == nil {
+			continue
+		}
+		if now.Sub(s.observed) >= staleLeaseFactor*time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
+			stale = append(stale, l)
+		}
+	}
+	return stale
+}
+
+// deleteStale deletes l, a Lease left by a member that is gone, provided
+// it is still the version read: a holder that renewed it meanwhile keeps
+// it, and of two members deleting it at once, one fails harmlessly.
+func (g *ShardGroup) deleteStale(ctx context.Context, l *coordinationv1.Lease) {
+	logger := klog.FromContext(ctx)
+	var pre metav1.Preconditions
+	if l.UID != "" {
+		pre.UID = &l.UID
+	}
+	if l.ResourceVersion != "" {
+		pre.ResourceVersion = &l.ResourceVersion
+	}
+	err := g.client.Leases(g.opts.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &pre})
+	holder := *l.Spec.HolderIdentity
+	switch {
+	case err == nil:
+		delete(g.seen, l.Name)
+		logger.Info("Deleted the Lease of a member gone without deleting it", "lease", l.Name, "holder", holder,
+			"unchangedFor", staleLeaseFactor*time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		logger.V(2).Info("A stale Lease was deleted or renewed meanwhile", "lease", l.Name, "holder", holder, "err", err)
+	case ctx.Err() == nil:
+		logger.Error(err, "Could not delete the Lease of a member gone without deleting it", "lease", l.Name, "holder", holder)
+	}
 }
 
 // renew creates or renews the member's Lease.
@@ -291,13 +358,13 @@ func liveMembers(leases []coordinationv1.Lease, seen map[string]leaseSighting, n
 			// that a Lease left by a dead member does not count as live for
 			// a whole duration; a member whose clock runs late then counts
 			// as gone until its next renewal is seen.
-			s = leaseSighting{renew: renew, at: now}
+			s = leaseSighting{renew: renew, at: now, observed: now}
 			if l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Before(now) {
 				s.at = l.Spec.RenewTime.Time
 			}
 			seen[l.Name] = s
 		case s.renew != renew:
-			s = leaseSighting{renew: renew, at: now}
+			s = leaseSighting{renew: renew, at: now, observed: now}
 			seen[l.Name] = s
 		}
 		if now.Sub(s.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {

@@ -2,13 +2,21 @@ package informer
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -95,3 +103,121 @@ func TestShardGroupRunJoinsAndLeaves(t *testing.T) {
 		t.Errorf("Leases left: %v, want only b's", leases.Items)
 	}
 }
+
+// TestShardGroupDeletesStaleLeases checks that a member deletes the Lease of
+// a member gone without deleting it once it has seen the Lease unchanged
+// for staleLeaseFactor durations, with preconditions on the version it
+// read, and keeps Leases that are renewed; and that a Lease renewed between
+// the read and the delete survives.
+func TestShardGroupDeletesStaleLeases(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// renewOnDelete makes the stale member renew its Lease just before
+		// the delete reaches the (precondition-checking) server.
+		renewOnDelete bool
+	}{
+		{name: "crashed member"},
+		{name: "renewed before the delete", renewOnDelete: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			client := fake.NewClientset()
+			leases := client.CoordinationV1().Leases("ns")
+			ctx, cancel := context.WithCancel(plCtx(t))
+			create := func(name, holder, rv string) {
+				l := lease(name, holder, 3, clk.Now())
+				l.Labels = map[string]string{ShardGroupLabel: "ctl"}
+				l.UID, l.ResourceVersion = types.UID("uid-"+holder), rv
+				_, err := leases.Create(ctx, &l, metav1.CreateOptions{})
+				plMust(t, err)
+			}
+			create("ctl-crashed", "crashed", "5")
+			create("ctl-live", "live", "6")
+			var deletes []metav1.DeleteOptions
+			var mu sync.Mutex
+			// The fake client ignores preconditions: check them here.
+			client.PrependReactor("delete", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				del := action.(k8stesting.DeleteAction)
+				mu.Lock()
+				deletes = append(deletes, del.GetDeleteOptions())
+				mu.Unlock()
+				if tc.renewOnDelete && del.GetName() == "ctl-crashed" {
+					l := lease("ctl-crashed", "crashed", 3, clk.Now())
+					l.Labels = map[string]string{ShardGroupLabel: "ctl"}
+					l.UID, l.ResourceVersion = "uid-crashed", "9"
+					plMust(t, client.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), &l, "ns"))
+				}
+				obj, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), "ns", del.GetName())
+				if err != nil {
+					return true, nil, err
+				}
+				cur := obj.(*coordinationv1.Lease)
+				if pre := del.GetDeleteOptions().Preconditions; pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != cur.ResourceVersion {
+					return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), del.GetName(), errors.New("resource version changed"))
+				}
+				return false, nil, nil
+			})
+			g, err := NewShardGroup(client.CoordinationV1(), ShardGroupOptions{Name: "ctl", Namespace: "ns", Identity: "a", LeaseDuration: 3 * time.Second, RenewInterval: time.Second, Clock: clk})
+			plMust(t, err)
+			done := make(chan error)
+			go func() { done <- g.Run(ctx) }()
+			defer func() {
+				cancel()
+				plMust(t, <-done)
+			}()
+			renewals := 0
+			step := func() {
+				Eventually(t, "the renewal ticker waiting", clk.HasWaiters)
+				// The live member renews before each of a's readings.
+				l, err := leases.Get(ctx, "ctl-live", metav1.GetOptions{})
+				plMust(t, err)
+				now := metav1.NewMicroTime(clk.Now())
+				l.Spec.RenewTime, l.ResourceVersion = &now, "live-"+strconv.Itoa(renewals)
+				renewals++
+				_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+				plMust(t, err)
+				clk.Step(time.Second)
+			}
+			names := func() []string {
+				list, err := leases.List(ctx, metav1.ListOptions{})
+				plMust(t, err)
+				var out []string
+				for _, l := range list.Items {
+					out = append(out, l.Name)
+				}
+				slices.Sort(out)
+				return out
+			}
+			Eventually(t, "a's first reading", func() bool { return len(g.Members()) > 0 })
+			// Seen unchanged for 11 s: expired (3 s), not yet stale (12 s).
+			for range 11 {
+				step()
+			}
+			Eventually(t, "the crashed member gone from the view", func() bool { return cmp.Equal(g.Members(), []string{"a", "live"}) })
+			if diff := cmp.Diff([]string{"ctl-a", "ctl-crashed", "ctl-live"}, names()); diff != "" {
+				t.Fatalf("Leases after 11 s (-want +got):\n%s", diff)
+			}
+			step() // 12 s: stale
+			wantDelete := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptrTo(types.UID("uid-crashed")), ResourceVersion: ptrTo("5")}}
+			Eventually(t, "the stale Lease's delete", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(deletes) > 0
+			})
+			mu.Lock()
+			if diff := cmp.Diff([]metav1.DeleteOptions{wantDelete}, deletes); diff != "" {
+				t.Errorf("deletes (-want +got):\n%s", diff)
+			}
+			mu.Unlock()
+			want := []string{"ctl-a", "ctl-live"}
+			if tc.renewOnDelete {
+				want = []string{"ctl-a", "ctl-crashed", "ctl-live"}
+			}
+			if diff := cmp.Diff(want, names()); diff != "" {
+				t.Errorf("Leases after 12 s (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
