@@ -135,6 +135,13 @@ func (s *Indexer[T]) holdsNamespaced() bool {
 	return n > 1 || n == 1 && s.c.namespaces[""] == nil
 }
 
+// size returns the number of stored objects.
+func (s *Indexer[T]) size() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.c.all.items)
+}
+
 // ListKeys returns the key of every stored object, in no particular order.
 func (s *Indexer[T]) ListKeys() []string {
 	s.mu.RLock()

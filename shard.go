@@ -18,8 +18,10 @@ const (
 	ShardByUID ShardKey = "object.metadata.uid"
 	// ShardByNamespace keeps every object of a namespace in one shard, for
 	// controllers that read several objects of a namespace together. The
-	// split is only as even as the namespaces' sizes; every object of a
-	// cluster-scoped resource (namespace "") falls in one shard.
+	// split is only as even as the namespaces' sizes and names: names that
+	// differ only at their end (ns-0, ns-1, …) hash into one shard, and
+	// every object of a cluster-scoped resource (namespace "") falls in one
+	// shard. See docs/sharding.md for measured splits.
 	ShardByNamespace ShardKey = "object.metadata.namespace"
 )
 
@@ -164,6 +166,12 @@ var errShardingNotEnabled = errors.New("the API server ignores shard selectors: 
 func (i *Informer[T]) shardOn(shard *Shard) {
 	if shard.Group != nil {
 		i.dynamic = newDynamicShard(i.lw, shard, i.clock)
+		// The group compares the members' object counts under this name.
+		i.dynamic.countName = i.name
+		if i.dynamic.countName == "" {
+			i.dynamic.countName = strings.TrimPrefix(informerName(i), "Informer ")
+		}
+		i.dynamic.count = i.indexer.size
 		i.lw = i.dynamic.ownedLW
 		return
 	}

@@ -411,3 +411,87 @@ func TestShardFilterOnClientOverAStreamingList(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
+
+// namespaceSets are realistic sets of namespace names, for
+// TestNamespaceShardSpread.
+func namespaceSets() []struct {
+	name string
+	ns   []string
+} {
+	seq := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = prefix + strconv.Itoa(i)
+		}
+		return out
+	}
+	var teams []string
+	for c := 'a'; c <= 'z'; c++ {
+		for _, env := range []string{"prod", "staging", "dev"} {
+			teams = append(teams, fmt.Sprintf("team-%c-%s", c, env))
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	uuid := func() string {
+		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", rng.Uint32(), rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint64()&0xffffffffffff)
+	}
+	tenants := make([]string, 100)
+	for i := range tenants {
+		tenants[i] = "tenant-" + uuid()
+	}
+	uids := make([]string, 10000)
+	for i := range uids {
+		uids[i] = uuid()
+	}
+	return []struct {
+		name string
+		ns   []string
+	}{
+		{"`ns-0` … `ns-6`", seq("ns-", 7)},
+		{"`ns-0` … `ns-99`", seq("ns-", 100)},
+		{"`app-1` … `app-30`", seq("app-", 31)[1:]},
+		{"`team-a-prod` … `team-z-dev` (78)", teams},
+		{"16 platform namespaces (`default`, `kube-system`, `monitoring`, …)", []string{"default", "kube-system", "kube-public", "kube-node-lease",
+			"monitoring", "logging", "ingress-nginx", "cert-manager", "argocd", "istio-system", "gatekeeper-system", "flux-system",
+			"velero", "external-dns", "kyverno", "vault"}},
+		{"100 `tenant-<uuid>`", tenants},
+		{"for comparison: 10,000 UIDs (`ShardByUID`)", uids},
+	}
+}
+
+// shardCounts counts values per static shard of count.
+func shardCounts(values []string, count int) []int {
+	counts := make([]int, count)
+	for _, v := range values {
+		h := shardHash(v)
+		for i := range count {
+			if (&Shard{Index: i, Count: count}).staticRange().contains(h) {
+				counts[i]++
+			}
+		}
+	}
+	return counts
+}
+
+// TestNamespaceShardSpread measures how namespaces spread over static
+// shards by the server's 64-bit FNV-1a hash; with -v it prints the table
+// of docs/sharding.md. Names that differ only in their last bytes hash to
+// values that differ mostly in the low bits, so they fall in one range.
+func TestNamespaceShardSpread(t *testing.T) {
+	var table strings.Builder
+	table.WriteString("| namespaces | 3 shards | max / mean | 5 shards | max / mean |\n|---|---|---|---|---|\n")
+	for _, set := range namespaceSets() {
+		fmt.Fprintf(&table, "| %s |", set.name)
+		for _, count := range []int{3, 5} {
+			counts := shardCounts(set.ns, count)
+			ratio := float64(slices.Max(counts)) * float64(count) / float64(len(set.ns))
+			fmt.Fprintf(&table, " %s | %.2f |", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(counts)), "/"), "[]"), ratio)
+		}
+		table.WriteString("\n")
+	}
+	t.Logf("namespaces per shard, each namespace counted once:\n%s", table.String())
+	// The issue's case: 7 namespaces of 300 pods each, one shard of 3.
+	if diff := cmp.Diff([]int{7, 0, 0}, shardCounts(namespaceSets()[0].ns, 3)); diff != "" {
+		t.Errorf("ns-0 … ns-6 over 3 shards (-want +got):\n%s", diff)
+	}
+}

@@ -41,7 +41,11 @@ type dynamicShard[T Object] struct {
 	clock clock.Clock
 	// blocked is closed when the group was still not running
 	// shardGroupStartGrace after the informer started (see syncBlocked).
-	blocked        chan struct{}
+	blocked chan struct{}
+	// count returns the number of cached objects, which the group
+	// publishes under countName to spot a skewed split.
+	countName      string
+	count          func() int
 	key            ShardKey
 	filterOnClient bool
 	inner          ListerWatcher[T]
@@ -154,6 +158,9 @@ func (d *dynamicShard[T]) watches() int {
 // waiting: a group started later still assigns it its ranges.
 func (d *dynamicShard[T]) run(ctx context.Context, logger klog.Logger, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
 	d.queue = queue
+	if d.count != nil {
+		defer d.group.countObjects(d.countName, d.count)()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	grace := d.clock.NewTimer(shardGroupStartGrace)

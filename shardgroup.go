@@ -2,8 +2,10 @@ package informer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -24,6 +26,20 @@ import (
 // ShardGroupLabel is the label of the Leases of a [ShardGroup]; its value
 // is the group's name.
 const ShardGroupLabel = "informer.kubetyped.io/shard-group"
+
+// shardObjectsAnnotation is the annotation of a member's Lease that holds
+// the number of objects each of its informers caches, as a JSON object by
+// informer name, so that the members can see a skewed split.
+const shardObjectsAnnotation = "informer.kubetyped.io/shard-objects"
+
+// A split is skewed when one member caches more than skewFactor times the
+// members' mean, and at least skewMinObjects: with 3 members, 2.7 and 3.0
+// for numbered namespaces (docs/sharding.md), 1.0 to 1.1 for UIDs and
+// realistic namespace names; the minimum keeps small caches quiet.
+const (
+	skewFactor     = 1.5
+	skewMinObjects = 100
+)
 
 // ShardGroupOptions configures a [ShardGroup].
 type ShardGroupOptions struct {
@@ -63,6 +79,13 @@ type ShardGroupOptions struct {
 // moves only the ranges of the member that left or joined. See
 // docs/sharding.md for the handover's bounds.
 //
+// Each member also publishes in its Lease (annotation
+// informer.kubetyped.io/shard-objects) how many objects each of its
+// informers caches, and logs a warning, once until it is even again, when
+// one member holds more than 1.5 times the members' mean (and at least 100
+// objects): the sign of a skewed split, such as namespace sharding of
+// numbered namespaces.
+//
 // Its methods are safe for concurrent use.
 type ShardGroup struct {
 	client    coordinationclient.LeasesGetter
@@ -76,10 +99,55 @@ type ShardGroup struct {
 	known   bool     // members holds a view of the group
 	changed chan struct{}
 
-	// Run's goroutine only: when each Lease was seen to change, and when
-	// this member last renewed its own.
+	// counters are the object counts of the informers following the
+	// group, published in the member's Lease.
+	countersMu sync.Mutex
+	counters   map[*objectCounter]struct{}
+
+	// Run's goroutine only: when each Lease was seen to change, when this
+	// member last renewed its own, and which informers' splits are skewed.
 	seen      map[string]leaseSighting
 	lastRenew time.Time
+	skewed    map[string]bool
+}
+
+// objectCounter is the object count of one informer of the group.
+type objectCounter struct {
+	name  string
+	count func() int
+}
+
+// countObjects adds an informer's object count, published in the member's
+// Lease from the next renewal on, and returns the function that removes it.
+func (g *ShardGroup) countObjects(name string, count func() int) (remove func()) {
+	c := &objectCounter{name: name, count: count}
+	g.countersMu.Lock()
+	defer g.countersMu.Unlock()
+	if g.counters == nil {
+		g.counters = map[*objectCounter]struct{}{}
+	}
+	g.counters[c] = struct{}{}
+	return func() {
+		g.countersMu.Lock()
+		defer g.countersMu.Unlock()
+		delete(g.counters, c)
+	}
+}
+
+// objectCounts returns the member's object counts by informer name, nil if
+// no informer follows the group.
+func (g *ShardGroup) objectCounts() map[string]int {
+	g.countersMu.Lock()
+	counters := slices.Collect(maps.Keys(g.counters))
+	g.countersMu.Unlock()
+	if len(counters) == 0 {
+		return nil
+	}
+	counts := map[string]int{}
+	for _, c := range counters {
+		counts[c.name] += c.count()
+	}
+	return counts
 }
 
 // leaseSighting is when a Lease's renewal was first seen.
@@ -133,6 +201,7 @@ func NewShardGroup(client coordinationclient.LeasesGetter, opts ShardGroupOption
 		clock:     opts.Clock,
 		changed:   make(chan struct{}),
 		seen:      map[string]leaseSighting{},
+		skewed:    map[string]bool{},
 	}
 	if errs := validation.IsDNS1123Subdomain(g.leaseName); len(errs) > 0 {
 		return nil, fmt.Errorf("shard group %s: the Lease name %q is invalid: %s", opts.Name, g.leaseName, strings.Join(errs, "; "))
@@ -248,8 +317,57 @@ func (g *ShardGroup) refresh(ctx context.Context) {
 	now := g.clock.Now()
 	members := liveMembers(list.Items, g.seen, now, g.opts.Identity, g.lastRenew, g.opts.LeaseDuration)
 	g.publish(members)
+	g.checkSkew(logger, list.Items, members)
 	for _, l := range staleLeases(list.Items, g.seen, now, g.opts.Identity) {
 		g.deleteStale(ctx, l)
+	}
+}
+
+// checkSkew warns, once per episode and informer, when one live member
+// caches far more objects than the members' mean (see skewFactor), as the
+// members' Leases report.
+func (g *ShardGroup) checkSkew(logger klog.Logger, leases []coordinationv1.Lease, members []string) {
+	byInformer := map[string]map[string]int{} // informer -> member -> objects
+	add := func(member string, counts map[string]int) {
+		for name, n := range counts {
+			if byInformer[name] == nil {
+				byInformer[name] = map[string]int{}
+			}
+			byInformer[name][member] = n
+		}
+	}
+	if slices.Contains(members, g.opts.Identity) {
+		add(g.opts.Identity, g.objectCounts())
+	}
+	for i := range leases {
+		l := &leases[i]
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == g.opts.Identity || !slices.Contains(members, *l.Spec.HolderIdentity) {
+			continue
+		}
+		var counts map[string]int
+		if raw, ok := l.Annotations[shardObjectsAnnotation]; ok && json.Unmarshal([]byte(raw), &counts) == nil {
+			add(*l.Spec.HolderIdentity, counts)
+		}
+	}
+	for name, counts := range byInformer {
+		total, top, topMember := 0, -1, ""
+		for member, n := range counts {
+			total += n
+			if n > top || n == top && member < topMember {
+				top, topMember = n, member
+			}
+		}
+		mean := float64(total) / float64(len(counts))
+		skewed := len(counts) > 1 && top >= skewMinObjects && float64(top) > skewFactor*mean
+		switch {
+		case skewed && !g.skewed[name]:
+			g.skewed[name] = true
+			logger.Info("Warning: one member of the shard group holds far more objects than its share; sharding by namespace with names that differ only at their end does this (see docs/sharding.md)",
+				"informer", name, "member", topMember, "objects", top, "mean", int(math.Round(mean)), "members", len(counts))
+		case !skewed && g.skewed[name]:
+			delete(g.skewed, name)
+			logger.Info("The shard group's split is even again", "informer", name, "member", topMember, "objects", top, "mean", int(math.Round(mean)))
+		}
 	}
 }
 
@@ -302,10 +420,18 @@ func (g *ShardGroup) renew(ctx context.Context) error {
 	leases := g.client.Leases(g.opts.Namespace)
 	now := metav1.NewMicroTime(g.clock.Now())
 	seconds := int32(math.Ceil(g.opts.LeaseDuration.Seconds()))
+	var annotations map[string]string
+	if counts := g.objectCounts(); counts != nil {
+		raw, err := json.Marshal(counts)
+		if err != nil {
+			return fmt.Errorf("encoding the object counts: %w", err)
+		}
+		annotations = map[string]string{shardObjectsAnnotation: string(raw)}
+	}
 	lease, err := leases.Get(ctx, g.leaseName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: g.leaseName, Namespace: g.opts.Namespace, Labels: map[string]string{ShardGroupLabel: g.opts.Name}},
+			ObjectMeta: metav1.ObjectMeta{Name: g.leaseName, Namespace: g.opts.Namespace, Labels: map[string]string{ShardGroupLabel: g.opts.Name}, Annotations: annotations},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       &g.opts.Identity,
 				LeaseDurationSeconds: &seconds,
@@ -320,6 +446,7 @@ func (g *ShardGroup) renew(ctx context.Context) error {
 		return err
 	}
 	lease.Labels = map[string]string{ShardGroupLabel: g.opts.Name}
+	lease.Annotations = annotations
 	lease.Spec.HolderIdentity = &g.opts.Identity
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &now

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -221,3 +224,81 @@ func TestShardGroupDeletesStaleLeases(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestShardGroupWarnsOfASkewedSplit checks that a member publishes its
+// informers' object counts in its Lease and warns once when one live member
+// holds far more than the members' mean, and once when the split is even
+// again.
+func TestShardGroupWarnsOfASkewedSplit(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	clk := testingclock.NewFakeClock(time.Now())
+	client := fake.NewClientset()
+	leases := client.CoordinationV1().Leases("ns")
+	ctx, cancel := context.WithCancel(klog.NewContext(plCtx(t), logger))
+	// b and c hold 10 pods each, renewing before each of a's readings.
+	renew := func() {
+		for _, holder := range []string{"b", "c"} {
+			l := lease("ctl-"+holder, holder, 3, clk.Now())
+			l.Labels = map[string]string{ShardGroupLabel: "ctl"}
+			l.Annotations = map[string]string{shardObjectsAnnotation: `{"pods":10}`}
+			if _, err := leases.Update(ctx, &l, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+				_, err = leases.Create(ctx, &l, metav1.CreateOptions{})
+				plMust(t, err)
+			} else {
+				plMust(t, err)
+			}
+		}
+	}
+	renew()
+	g, err := NewShardGroup(client.CoordinationV1(), ShardGroupOptions{Name: "ctl", Namespace: "ns", Identity: "a", LeaseDuration: 3 * time.Second, RenewInterval: time.Second, Clock: clk})
+	plMust(t, err)
+	var pods atomic.Int64
+	pods.Store(1000)
+	defer g.countObjects("pods", func() int { return int(pods.Load()) })()
+	done := make(chan error)
+	go func() { done <- g.Run(ctx) }()
+	step := func() {
+		Eventually(t, "the renewal ticker waiting", clk.HasWaiters)
+		renew()
+		clk.Step(time.Second)
+	}
+	for range 3 {
+		step()
+	}
+	pods.Store(12)
+	for range 2 {
+		step()
+	}
+	Eventually(t, "the renewal ticker waiting", clk.HasWaiters)
+	cancel()
+	plMust(t, <-done)
+
+	own, err := leases.Get(context.Background(), "ctl-a", metav1.GetOptions{})
+	if err == nil { // deleted when Run returned
+		t.Errorf("a's Lease left behind: %v", own)
+	}
+	type line struct {
+		Message       string
+		Member        string
+		Objects, Mean int
+	}
+	var got []line
+	for _, entry := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		kv := map[string]any{}
+		for i := 0; i+1 < len(entry.ParameterKVList); i += 2 {
+			kv[entry.ParameterKVList[i].(string)] = entry.ParameterKVList[i+1]
+		}
+		if kv["informer"] != "pods" {
+			continue
+		}
+		got = append(got, line{Message: entry.Message, Member: kv["member"].(string), Objects: kv["objects"].(int), Mean: kv["mean"].(int)})
+	}
+	want := []line{
+		{Message: "Warning: one member of the shard group holds far more objects than its share; sharding by namespace with names that differ only at their end does this (see docs/sharding.md)",
+			Member: "a", Objects: 1000, Mean: 340},
+		{Message: "The shard group's split is even again", Member: "a", Objects: 12, Mean: 11},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("skew log lines (-want +got):\n%s", diff)
+	}
+}
