@@ -171,7 +171,8 @@ func (i *Informer[T]) shardOn(shard *Shard) {
 		if i.dynamic.countName == "" {
 			i.dynamic.countName = strings.TrimPrefix(informerName(i), "Informer ")
 		}
-		i.dynamic.count = i.indexer.size
+		d := i.dynamic
+		d.count = func() (int, bool) { return i.indexer.size(), d.synced() }
 		i.lw = i.dynamic.ownedLW
 		return
 	}

@@ -42,10 +42,11 @@ type dynamicShard[T Object] struct {
 	// blocked is closed when the group was still not running
 	// shardGroupStartGrace after the informer started (see syncBlocked).
 	blocked chan struct{}
-	// count returns the number of cached objects, which the group
-	// publishes under countName to spot a skewed split.
+	// count returns the number of cached objects and whether the current
+	// assignment is synced; the group publishes it under countName to spot
+	// a skewed split.
 	countName      string
-	count          func() int
+	count          func() (objects int, synced bool)
 	key            ShardKey
 	filterOnClient bool
 	inner          ListerWatcher[T]
@@ -168,8 +169,11 @@ func (d *dynamicShard[T]) run(ctx context.Context, logger klog.Logger, queue *ev
 	graceC := grace.C()
 	for {
 		members, known, changed := d.group.view()
-		if known {
+		if known && graceC != nil {
+			grace.Stop()
 			graceC = nil
+		}
+		if known {
 			d.apply(ctx, &wg, members, newReflector)
 		}
 		select {

@@ -114,12 +114,12 @@ type ShardGroup struct {
 // objectCounter is the object count of one informer of the group.
 type objectCounter struct {
 	name  string
-	count func() int
+	count func() (objects int, synced bool)
 }
 
 // countObjects adds an informer's object count, published in the member's
 // Lease from the next renewal on, and returns the function that removes it.
-func (g *ShardGroup) countObjects(name string, count func() int) (remove func()) {
+func (g *ShardGroup) countObjects(name string, count func() (objects int, synced bool)) (remove func()) {
 	c := &objectCounter{name: name, count: count}
 	g.countersMu.Lock()
 	defer g.countersMu.Unlock()
@@ -135,7 +135,9 @@ func (g *ShardGroup) countObjects(name string, count func() int) (remove func())
 }
 
 // objectCounts returns the member's object counts by informer name, nil if
-// no informer follows the group.
+// no informer follows the group. An informer still listing a range it
+// gained is left out: its count would make a member that just joined look
+// empty, and the others skewed.
 func (g *ShardGroup) objectCounts() map[string]int {
 	g.countersMu.Lock()
 	counters := slices.Collect(maps.Keys(g.counters))
@@ -145,7 +147,9 @@ func (g *ShardGroup) objectCounts() map[string]int {
 	}
 	counts := map[string]int{}
 	for _, c := range counters {
-		counts[c.name] += c.count()
+		if n, synced := c.count(); synced {
+			counts[c.name] += n
+		}
 	}
 	return counts
 }

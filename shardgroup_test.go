@@ -254,7 +254,7 @@ func TestShardGroupWarnsOfASkewedSplit(t *testing.T) {
 	plMust(t, err)
 	var pods atomic.Int64
 	pods.Store(1000)
-	defer g.countObjects("pods", func() int { return int(pods.Load()) })()
+	defer g.countObjects("pods", func() (int, bool) { return int(pods.Load()), true })()
 	done := make(chan error)
 	go func() { done <- g.Run(ctx) }()
 	step := func() {
