@@ -165,15 +165,11 @@ var errShardingNotEnabled = errors.New("the API server ignores shard selectors: 
 // shardOn restricts the informer to shard; shard is valid.
 func (i *Informer[T]) shardOn(shard *Shard) {
 	if shard.Group != nil {
-		i.dynamic = newDynamicShard(i.lw, shard, i.clock)
+		d := newDynamicShard(i.lw, shard, i.clock)
 		// The group compares the members' object counts under this name.
-		i.dynamic.countName = i.name
-		if i.dynamic.countName == "" {
-			i.dynamic.countName = strings.TrimPrefix(informerName(i), "Informer ")
-		}
-		d := i.dynamic
+		d.countName = strings.TrimPrefix(informerName(i), "Informer ")
 		d.count = func() (int, bool) { return i.indexer.size(), d.synced() }
-		i.lw = i.dynamic.ownedLW
+		i.dynamic, i.lw = d, d.ownedLW
 		return
 	}
 	i.lw = newShardListerWatcher(i.lw, shard.key(), shard.FilterOnClient, []hashRange{shard.staticRange()})
