@@ -80,7 +80,9 @@ type FactoryOptions struct {
 	// absent from every cached object and event. Set it to
 	// []string{informer.ManagedFields} to keep no informer's managed
 	// fields. Every path must exist in the type of every informer made
-	// (metadata paths do), else For fails.
+	// (metadata paths do), else For fails; NewFactory rejects a malformed
+	// path and the fields that are never dropped (see
+	// [RESTOptions].DropFields).
 	DropFields []string
 	// Shard, if set, restricts every informer created without
 	// [InformerOptions].Shard to a shard of its resource (see [Shard]).
@@ -183,6 +185,11 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 		if err := opts.Shard.validate(); err != nil {
 			return nil, fmt.Errorf("informer factory: FactoryOptions.%w", err)
 		}
+	}
+	// The names are checked against each informer's type in For; the
+	// syntax and the fields never to drop, at once.
+	if err := validateDropFields(opts.DropFields); err != nil {
+		return nil, fmt.Errorf("informer factory: FactoryOptions.DropFields: %w", err)
 	}
 	f := &Factory{
 		config:     rest.CopyConfig(config),

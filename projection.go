@@ -22,6 +22,7 @@ const ManagedFields = "metadata.managedFields"
 // "spec.containers.env" is the env of every container. A map field may end
 // the path with one key in brackets, to drop that entry only:
 // "metadata.annotations[kubectl.kubernetes.io/last-applied-configuration]".
+// The fields of keptFields can never be dropped.
 
 // dropNode is one field of a compiled projection: a field to drop, map
 // entries to drop, or a message (or each message of a list) to descend into.
@@ -46,15 +47,44 @@ type fieldPath struct {
 	hasKey bool
 }
 
-// parseFieldPath parses one path of DropFields.
+// keptFields are the fields DropFields rejects, with why: without them the
+// objects could not be decoded, cached, resumed from or checked, and a
+// dropped one would fail silently (an empty cache that reports synced, a
+// consistency check that sees no difference) rather than loudly.
+var keptFields = []struct{ path, why string }{
+	{"kind", "the decoders need it to know the type of a watched object (and in protobuf it is not a field of the object)"},
+	{"apiVersion", "the decoders need it to know the type of a watched object (and in protobuf it is not a field of the object)"},
+	{"metadata", "it holds the name, namespace, resourceVersion and uid the informer needs"},
+	{"metadata.name", "the cache keys objects by namespace and name, and drops events of nameless objects"},
+	{"metadata.namespace", "the cache keys objects by namespace and name"},
+	{"metadata.resourceVersion", "the informer resumes its watches from it, and consistency checks compare it"},
+	{"metadata.uid", "shards by UID assign objects by it, and it tells an object from one re-created under its name"},
+}
+
+// validateDropFields checks the syntax of paths, and that none of them
+// drops a field of keptFields, without a type to check their names against
+// (compileDropFields does that too, with a type): for options that reach a
+// ListerWatcher only later, such as FactoryOptions.DropFields.
+func validateDropFields(paths []string) error {
+	for _, path := range paths {
+		if _, err := parseFieldPath(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseFieldPath parses one path of DropFields, and rejects the fields of
+// keptFields.
 func parseFieldPath(path string) (fieldPath, error) {
 	var p fieldPath
 	rest := path
 	if i := strings.IndexByte(rest, '['); i >= 0 {
-		if !strings.HasSuffix(rest, "]") || i == len(rest)-2 {
-			return p, fmt.Errorf("field path %q: a map key goes in brackets at the end, as in metadata.annotations[example.com/key]", path)
+		key, closed := strings.CutSuffix(rest[i+1:], "]")
+		if !closed || key == "" || strings.ContainsAny(key, "[]") {
+			return p, fmt.Errorf("field path %q: a map key goes in one pair of brackets at the end, not empty and without brackets inside, as in metadata.annotations[example.com/key]", path)
 		}
-		p.key, p.hasKey = rest[i+1:len(rest)-1], true
+		p.key, p.hasKey = key, true
 		rest = rest[:i]
 	}
 	if rest == "" {
@@ -64,6 +94,17 @@ func parseFieldPath(path string) (fieldPath, error) {
 	for _, name := range p.names {
 		if name == "" || strings.ContainsAny(name, "[]") {
 			return p, fmt.Errorf("field path %q: field names are separated by single dots, as in status.conditions", path)
+		}
+	}
+	// For unstructured objects, whose fields are all maps, a key in
+	// brackets is one more field: metadata[uid] is metadata.uid.
+	full := p.names
+	if p.hasKey {
+		full = append(slices.Clip(full), p.key)
+	}
+	for _, kept := range keptFields {
+		if strings.Join(full, ".") == kept.path {
+			return p, fmt.Errorf("field path %q: %s must never be dropped: %s", path, kept.path, kept.why)
 		}
 	}
 	return p, nil

@@ -246,7 +246,7 @@ func TestDropFieldsRejectsUnknownPaths(t *testing.T) {
 		{"empty name", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"metadata..labels"}}),
 			`list/watch *v1.Pod: DropFields: field path "metadata..labels": field names are separated by single dots, as in status.conditions`},
 		{"unclosed key", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"metadata.labels[app"}}),
-			`list/watch *v1.Pod: DropFields: field path "metadata.labels[app": a map key goes in brackets at the end, as in metadata.annotations[example.com/key]`},
+			`list/watch *v1.Pod: DropFields: field path "metadata.labels[app": a map key goes in one pair of brackets at the end, not empty and without brackets inside, as in metadata.annotations[example.com/key]`},
 		{"CRD field without protobuf", newRESTLW[*Widget](srv.Config(), informer.RESTOptions{Scheme: widgetScheme(t), ContentType: informer.ContentTypeJSON, DropFields: []string{"spec.color"}}),
 			`list/watch *informer_test.Widget: DropFields: field path "spec.color": informer_test.WidgetSpec has no field "color" (it has size)`},
 		{"metadata only", func() error {
@@ -264,6 +264,81 @@ func TestDropFieldsRejectsUnknownPaths(t *testing.T) {
 				t.Errorf("error = %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDropFieldsRejectsKeptFieldsAndMalformedKeys checks that every
+// constructor taking DropFields rejects the fields the informer needs
+// (which, dropped, left a cache empty yet synced, or consistency checks
+// blind) and malformed keys in brackets (metadata.annotations[a][b] was
+// taken as the key "a][b" and dropped nothing), saying why.
+func TestDropFieldsRejectsKeptFieldsAndMalformedKeys(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	kept := map[string]string{
+		"kind":                     "the decoders need it to know the type of a watched object (and in protobuf it is not a field of the object)",
+		"apiVersion":               "the decoders need it to know the type of a watched object (and in protobuf it is not a field of the object)",
+		"metadata":                 "it holds the name, namespace, resourceVersion and uid the informer needs",
+		"metadata.name":            "the cache keys objects by namespace and name, and drops events of nameless objects",
+		"metadata.namespace":       "the cache keys objects by namespace and name",
+		"metadata.resourceVersion": "the informer resumes its watches from it, and consistency checks compare it",
+		"metadata.uid":             "shards by UID assign objects by it, and it tells an object from one re-created under its name",
+	}
+	const syntax = "a map key goes in one pair of brackets at the end, not empty and without brackets inside, as in metadata.annotations[example.com/key]"
+	type rejected struct{ path, why string }
+	cases := []rejected{
+		{"metadata.annotations[a][b]", syntax},
+		{"metadata.annotations[a]]", syntax},
+		{"metadata.annotations[[a]", syntax},
+		{"metadata.annotations[]", syntax},
+		{"metadata.annotations[a", syntax},
+		{"metadata.annotations[a]b", syntax},
+		{"metadata.annotations[a].b", syntax},
+	}
+	for path, why := range kept {
+		cases = append(cases, rejected{path, path + " must never be dropped: " + why})
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			drop := []string{informer.ManagedFields, tc.path}
+			cause := fmt.Sprintf("DropFields: field path %q: %s", tc.path, tc.why)
+			_, factoryErr := informer.NewFactory(srv.Config(), informer.FactoryOptions{DropFields: drop})
+			f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Shutdown()
+			_, forErr := informer.For(f, informer.InformerOptions[*corev1.Pod]{DropFields: drop})
+			_, dynamicErr := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, DropFields: drop})
+			_, metadataErr := informer.NewMetadataListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, DropFields: drop})
+			got := []string{informer.ErrText(factoryErr), informer.ErrText(forErr), informer.ErrText(newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: drop})()),
+				informer.ErrText(dynamicErr), informer.ErrText(metadataErr)}
+			want := []string{
+				"informer factory: FactoryOptions." + cause,
+				"informer for *v1.Pod: list/watch *v1.Pod: " + cause,
+				"list/watch *v1.Pod: " + cause,
+				"list/watch v1/pods: " + cause,
+				"list/watch metadata of v1/pods: " + cause,
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("errors of NewFactory, For, NewRESTListerWatcher, NewDynamicListerWatcher and NewMetadataListerWatcher (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// In an unstructured object every field is a map entry: a key in
+	// brackets must not reach a kept field either.
+	_, err := informer.NewDynamicListerWatcher(srv.Config(), informer.RESTOptions{Resource: podsResource, DropFields: []string{"metadata[uid]"}})
+	if diff := cmp.Diff(`list/watch v1/pods: DropFields: field path "metadata[uid]": metadata.uid must never be dropped: `+kept["metadata.uid"], informer.ErrText(err)); diff != "" {
+		t.Errorf("metadata[uid] (-want +got):\n%s", diff)
+	}
+	// Keys may hold dots and slashes; neighbours of kept fields are fine.
+	for _, path := range []string{"metadata.annotations[kubectl.kubernetes.io/last-applied-configuration]", "metadata.generateName", "metadata.labels[a.b/c]"} {
+		if _, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{DropFields: []string{path}}); err != nil {
+			t.Errorf("NewFactory with DropFields %q: %v", path, err)
+		}
+		if err := newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{path}})(); err != nil {
+			t.Errorf("NewRESTListerWatcher with DropFields %q: %v", path, err)
+		}
 	}
 }
 

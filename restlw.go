@@ -82,14 +82,18 @@ type RESTOptions struct {
 	// ("metadata.annotations[kubectl.kubernetes.io/last-applied-configuration]").
 	//
 	// The paths are checked against the Go type (for unstructured objects,
-	// only their syntax): an unknown field is an error of the constructor.
+	// only their syntax): an unknown field is an error of the constructor,
+	// as is a malformed key in brackets ("metadata.annotations[a][b]") and
+	// a field the informer cannot do without: kind, apiVersion, metadata,
+	// metadata.name, metadata.namespace, metadata.resourceVersion and
+	// metadata.uid.
 	// Fields are dropped from the bytes of protobuf and JSON responses, list
 	// bodies and each watch event; events of type ERROR (a Status) and
 	// BOOKMARK (metadata marking progress) are left alone.
 	// A response or event that cannot be parsed is decoded whole instead,
-	// logged, and counted in the informer's Stats().DropFieldsFailures. Do not drop a field an index function, a selector or
-	// the metadata the informer needs (name, namespace, resourceVersion)
-	// depends on.
+	// logged, and counted in the informer's Stats().DropFieldsFailures. Do
+	// not drop a field an index function, a Lister's label selector or a
+	// client-side filter reads.
 	DropFields []string
 }
 
