@@ -1,9 +1,15 @@
 package informer_test
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
@@ -383,5 +390,121 @@ func TestFactoryDropFields(t *testing.T) {
 	}
 	if diff := cmp.Diff(clearPodDropFields(pod), got, projectionOpts); diff != "" {
 		t.Errorf("cached pod (-want +got):\n%s", diff)
+	}
+}
+
+// cutFirstWatchEvent is an http.RoundTripper that cuts the first event of
+// the first watch response short, after the first occurrence of at in it,
+// keeping the newline that ends the event, as a broken proxy or server
+// might; everything else passes unchanged.
+type cutFirstWatchEvent struct {
+	base http.RoundTripper
+	at   string
+	cut  atomic.Bool
+}
+
+func (c *cutFirstWatchEvent) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err != nil || req.URL.Query().Get("watch") != "true" || !c.cut.CompareAndSwap(false, true) {
+		return resp, err
+	}
+	resp.Body = &cutLineBody{ReadCloser: resp.Body, lines: bufio.NewReader(resp.Body), at: c.at}
+	return resp, nil
+}
+
+// cutLineBody is a body whose first line is cut after at.
+type cutLineBody struct {
+	io.ReadCloser
+	lines *bufio.Reader
+	at    string
+	first []byte // what is left of the cut first line
+	done  bool   // the first line was cut
+}
+
+func (b *cutLineBody) Read(p []byte) (int, error) {
+	if !b.done {
+		line, err := b.lines.ReadBytes('\n')
+		if err != nil {
+			return 0, err
+		}
+		end := bytes.Index(line, []byte(b.at))
+		if end < 0 {
+			return 0, fmt.Errorf("%q not in the first event %q", b.at, line)
+		}
+		b.first, b.done = append(line[:end+len(b.at)], '\n'), true
+	}
+	if len(b.first) > 0 {
+		n := copy(p, b.first)
+		b.first = b.first[n:]
+		return n, nil
+	}
+	return b.lines.Read(p)
+}
+
+// TestDropFieldsWatchRecoversFromACutJSONEvent cuts the first watch event
+// short (its newline kept) and sends whole ones after it, on a watch the
+// server keeps open: the watch must fail at once, as it does without
+// DropFields, and the informer must end with every object. The cut event
+// made the watch body wait for its braces to close, taking every later
+// event in, until 64 MiB came or the server ended the watch minutes later:
+// the informer saw nothing of that time, and nothing was logged or counted.
+func TestDropFieldsWatchRecoversFromACutJSONEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		disableWatchList bool
+	}{{"list and watch", true}, {"streaming list", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFakeAPIServer(t)
+			srv.Serve(podsResource, podKind, true)
+			rng := rand.New(rand.NewPCG(5, 5))
+			var want []*corev1.Pod
+			create := func(i int) {
+				want = append(want, clearPodDropFields(srv.Create(podsResource, randomPod(rng, i)).(*corev1.Pod)))
+			}
+			create(0)
+			create(1)
+			client, err := rest.HTTPClientFor(srv.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A list and watch sees pod-2 first; a streaming list, pod-0.
+			cutter := &cutFirstWatchEvent{base: client.Transport, at: `"name":"pod-2"`}
+			if cutter.base == nil {
+				cutter.base = http.DefaultTransport
+			}
+			if !tc.disableWatchList {
+				cutter.at = `"name":"pod-0"`
+			}
+			client.Transport = cutter
+			lw, err := informer.NewRESTListerWatcher[*corev1.Pod](srv.Config(), informer.RESTOptions{
+				ContentType: informer.ContentTypeJSON, HTTPClient: client, DropFields: podDropFields,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*corev1.Pod]{DisableWatchList: tc.disableWatchList})
+			runInformer(t, inf)
+			if tc.disableWatchList {
+				informer.Eventually(t, "the first list", inf.HasSynced)
+			}
+			for i := range 3 {
+				create(2 + i)
+			}
+			var got []*corev1.Pod
+			informer.Eventually(t, "every pod cached", func() bool {
+				got, err = inf.Lister().List(labels.Everything())
+				return err == nil && len(got) == len(want)
+			})
+			slices.SortFunc(got, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+			if diff := cmp.Diff(want, got, projectionOpts); diff != "" {
+				t.Errorf("cached pods (-want +got):\n%s", diff)
+			}
+			if !cutter.cut.Load() {
+				t.Error("no watch event was cut")
+			}
+			if n := inf.Stats().DropFieldsFailures; n != 1 {
+				t.Errorf("Stats().DropFieldsFailures = %d, want 1", n)
+			}
+		})
 	}
 }

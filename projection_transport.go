@@ -222,7 +222,8 @@ type dropFieldsWatchBody struct {
 	next int
 	out  []byte
 	// passThrough hands out the rest of the stream as it comes, after an
-	// event too long to buffer or a JSON stream that is not objects.
+	// event too long to buffer, a JSON stream that is not objects or a JSON
+	// event cut short (see jsonSplitter).
 	passThrough bool
 	err         error // of src, returned once everything before it is out
 	proto       protoRewriter
@@ -350,6 +351,19 @@ func (b *dropFieldsWatchBody) Close() error {
 
 // jsonSplitter finds where the JSON objects of a stream end, as bytes
 // arrive: it remembers how far it has scanned the current one.
+//
+// The API server writes each watch event as one line: compact JSON, then
+// "\n" (apimachinery's JSON serializer, a json.Encoder). A newline inside an
+// event, raw in a string (where JSON forbids it) or between tokens, so means
+// that the event was cut short and the server went on with the next one.
+// Counting braces alone would take every later event as part of the cut one
+// and hold them all back (up to maxWatchFrame), where client-go's decoder,
+// without DropFields, fails at once. So the splitter fails, and the body
+// passes the stream on whole from there: the decoder rejects it as it would
+// without DropFields, and the reflector watches again. client-go also
+// accepts events spread over several lines (pretty printed), which no API
+// server writes: those are passed on whole too, and decoded with their
+// fields.
 type jsonSplitter struct {
 	scanned          int
 	depth            int
@@ -358,7 +372,9 @@ type jsonSplitter struct {
 
 // end returns the length of the first complete object of pending (leading
 // whitespace included), or -1 if it is incomplete. pending starts where the
-// previous call's object ended and only grows between calls.
+// previous call's object ended and only grows between calls. It fails on a
+// stream that is not objects, and on an object cut short (see
+// jsonSplitter).
 func (s *jsonSplitter) end(pending []byte) (int, error) {
 	for i := s.scanned; i < len(pending); i++ {
 		c := pending[i]
@@ -366,15 +382,25 @@ func (s *jsonSplitter) end(pending []byte) (int, error) {
 			switch {
 			case s.escape:
 				s.escape = false
+				if c < 0x20 {
+					return 0, fmt.Errorf("%w JSON watch stream: an event cut short: %q after a backslash in a string", errMalformed, c)
+				}
 			case c == '\\':
 				s.escape = true
 			case c == '"':
 				s.inString = false
+			case c < 0x20:
+				return 0, fmt.Errorf("%w JSON watch stream: an event cut short: %q in a string", errMalformed, c)
 			}
 			continue
 		}
 		switch c {
-		case ' ', '\t', '\r', '\n':
+		case ' ', '\t', '\r':
+			continue
+		case '\n':
+			if s.depth > 0 {
+				return 0, fmt.Errorf("%w JSON watch stream: an event cut short: a newline before its end (the API server writes one event a line)", errMalformed)
+			}
 			continue
 		}
 		if s.depth == 0 && c != '{' {

@@ -3,6 +3,7 @@ package informer
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -21,6 +23,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer/internal/prodpods"
 )
 
 // wirePodDropFields are the paths the wire tests drop; wireClear clears
@@ -40,7 +44,9 @@ func wirePod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: "p", ResourceVersion: "7",
-			Annotations:   map[string]string{"drop.example.com/a": "x", "keep": "y"},
+			// The kept value holds what the JSON splitter must skip in a
+			// string: brackets, an escaped quote, backslash and newline.
+			Annotations:   map[string]string{"drop.example.com/a": "x", "keep": "y \"}]{[\\\n"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}},
 		},
 		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{
@@ -357,5 +363,119 @@ func TestDropFieldsFailuresAreCounted(t *testing.T) {
 	}
 	if diff := cmp.Diff(InformerStats{DropFieldsFailures: 1}, inf.Stats()); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)
+	}
+}
+
+// TestDropFieldsWatchBodyPassesACutJSONEventOnAtOnce feeds JSON watch
+// streams whose first event was cut short before the newline that ends
+// every event (the API server writes one event a line), followed by whole
+// events, on a connection that stays open. The body must give the bytes up
+// whole at once, logged and counted, for the client's decoder to reject as
+// it would without DropFields (the reflector then watches again): it held
+// them back, waiting for braces that never closed, until 64 MiB came or the
+// server ended the watch minutes later.
+func TestDropFieldsWatchBodyPassesACutJSONEventOnAtOnce(t *testing.T) {
+	pod, err := utiljson.Marshal(wirePod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := `{"type":"ADDED","object":` + string(pod) + "}\n"
+	afterName := strings.Index(event, `"name":"p"`) + len(`"name":"p"`)
+	for _, tc := range []struct{ name, cut string }{
+		{"in a string", event[:afterName-1]},
+		{"after a value", event[:afterName]},
+		{"after a colon", `{"type":"ADDED","object":`},
+		{"after an escape", `{"type":"ADDED","object":{"metadata":{"name":"a\`},
+		{"after braces in a string", `{"type":"ADDED","object":{"metadata":{"name":"}]\"}}"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.cut + "\n" + event + event
+			src, server := io.Pipe()
+			t.Cleanup(func() { server.Close() })
+			go func() { _, _ = server.Write([]byte(in)) }()
+			tr := wireTransport(t)
+			body := &dropFieldsWatchBody{src: src, t: tr, tree: tr.jsonEvent}
+			read := make(chan []byte)
+			go func() {
+				got := make([]byte, len(in))
+				n, _ := io.ReadFull(body, got)
+				read <- got[:n]
+			}()
+			var got []byte
+			select {
+			case got = <-read:
+			case <-time.After(plTimeout):
+				t.Fatal("the body still holds the cut event back")
+			}
+			if diff := cmp.Diff(in, string(got)); diff != "" {
+				t.Errorf("passed on (-want the stream whole +got):\n%s", diff)
+			}
+			if n := tr.malformed.Load(); n != 1 {
+				t.Errorf("%d malformed counted, want 1", n)
+			}
+			// What client-go's JSON framer does with the bytes: fail.
+			decoder := json.NewDecoder(bytes.NewReader(got))
+			var syntaxErr *json.SyntaxError
+			for err == nil {
+				var frame json.RawMessage
+				err = decoder.Decode(&frame)
+			}
+			if !errors.As(err, &syntaxErr) {
+				t.Errorf("decoding what was passed on: %v, want a syntax error", err)
+			}
+		})
+	}
+}
+
+// TestDropFieldsWatchBodyPassesPrettyJSONOn checks that a JSON watch
+// stream with newlines inside its events, which the API server never
+// writes but client-go's decoder accepts, is passed on whole rather than
+// rejected.
+func TestDropFieldsWatchBodyPassesPrettyJSONOn(t *testing.T) {
+	event := metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Object: wirePod()}}
+	pretty, err := json.MarshalIndent(event, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := string(pretty) + "\n" + string(pretty) + "\n"
+	tr := wireTransport(t)
+	body := &dropFieldsWatchBody{src: io.NopCloser(strings.NewReader(in)), t: tr, tree: tr.jsonEvent}
+	got, err := io.ReadAll(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, string(got)); diff != "" {
+		t.Errorf("passed on (-want the stream whole +got):\n%s", diff)
+	}
+	if n := tr.malformed.Load(); n != 1 {
+		t.Errorf("%d malformed counted, want 1", n)
+	}
+}
+
+// BenchmarkJSONSplitter finds the ends of the JSON watch events of
+// production-like pods, as the watch body does before filtering each.
+func BenchmarkJSONSplitter(b *testing.B) {
+	var stream []byte
+	for _, pod := range prodpods.New(20) {
+		raw, err := utiljson.Marshal(&pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stream = append(append(append(stream, `{"type":"MODIFIED","object":`...), raw...), "}\n"...)
+	}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var s jsonSplitter
+		for pending := stream; ; {
+			end, err := s.end(pending)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if end < 0 {
+				break
+			}
+			pending = pending[end:]
+		}
 	}
 }
