@@ -131,11 +131,21 @@ func compileDropFields(paths []string, typ reflect.Type, withProtobuf bool) (*dr
 		for i, name := range p.names {
 			var num protowire.Number
 			if typ != nil {
-				field, ok := jsonField(t, name)
+				field, inlined, ok := jsonField(t, name)
 				if !ok {
 					return nil, fmt.Errorf("field path %q: %v has no field %q%s", path, t, name, knownFields(t))
 				}
 				num = protobufNumber(field)
+				if inlined {
+					// Its number is one in the embedded struct's message,
+					// which protobuf nests in t's as a field of its own
+					// (Volume's VolumeSource): in t's message the number
+					// names another field.
+					if withProtobuf {
+						return nil, fmt.Errorf("field path %q: %v.%s is inlined from an embedded struct, which protobuf encodes as a field of its own: drop it from JSON (ContentTypeJSON)", path, t, field.Name)
+					}
+					num = 0
+				}
 				if withProtobuf && num == 0 {
 					return nil, fmt.Errorf("field path %q: %v.%s has no protobuf field number, and protobuf is asked for", path, t, field.Name)
 				}
@@ -205,8 +215,8 @@ func (n *dropNode) byName(name []byte) *dropNode {
 }
 
 // jsonField finds the field of struct type t whose JSON name is name,
-// looking into inlined embedded structs.
-func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+// looking into inlined embedded structs; inlined says it was found in one.
+func jsonField(t reflect.Type, name string) (field reflect.StructField, inlined, ok bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tagName, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -215,8 +225,8 @@ func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 		}
 		if f.Anonymous && tagName == "" && f.Type.Kind() == reflect.Struct {
 			// Inlined, as encoding/json does with embedded structs.
-			if inner, ok := jsonField(f.Type, name); ok {
-				return inner, true
+			if inner, _, ok := jsonField(f.Type, name); ok {
+				return inner, true, true
 			}
 			continue
 		}
@@ -224,10 +234,10 @@ func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 			tagName = f.Name
 		}
 		if tagName == name && f.IsExported() {
-			return f, true
+			return f, false, true
 		}
 	}
-	return reflect.StructField{}, false
+	return reflect.StructField{}, false, false
 }
 
 // knownFields lists the JSON names of t's fields for an error message.

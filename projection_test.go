@@ -180,6 +180,30 @@ func TestDropFieldsTypedPods(t *testing.T) {
 	}
 }
 
+// TestDropFieldsOfAnInlinedField drops a field of a struct embedded
+// inline (Volume's VolumeSource) from JSON. In protobuf the embedded struct
+// is a field of its own, and the number of hostPath in it (1) is that of
+// the volume's name: it dropped the names and kept hostPath; now protobuf
+// is refused (see TestDropFieldsRejectsUnknownPaths).
+func TestDropFieldsOfAnInlinedField(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	pod := randomPod(rand.New(rand.NewPCG(4, 4)), 1)
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}},
+		{Name: "empty", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	srv.Create(podsResource, pod)
+	checkProjectedList(t, informer.NewRESTListerWatcher[*corev1.Pod], srv.Config(), informer.RESTOptions{ContentType: informer.ContentTypeJSON},
+		[]string{"spec.volumes.hostPath"}, func(pod *corev1.Pod) *corev1.Pod {
+			pod = pod.DeepCopy()
+			for i := range pod.Spec.Volumes {
+				pod.Spec.Volumes[i].HostPath = nil
+			}
+			return pod
+		}, projectionOpts)
+}
+
 func TestDropFieldsMetadata(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	srv := newFakeAPIServer(t)
@@ -254,6 +278,8 @@ func TestDropFieldsRejectsUnknownPaths(t *testing.T) {
 			`list/watch *v1.Pod: DropFields: field path "metadata..labels": field names are separated by single dots, as in status.conditions`},
 		{"unclosed key", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"metadata.labels[app"}}),
 			`list/watch *v1.Pod: DropFields: field path "metadata.labels[app": a map key goes in one pair of brackets at the end, not empty and without brackets inside, as in metadata.annotations[example.com/key]`},
+		{"inlined field with protobuf", newRESTLW[*corev1.Pod](srv.Config(), informer.RESTOptions{DropFields: []string{"spec.volumes.hostPath"}}),
+			`list/watch *v1.Pod: DropFields: field path "spec.volumes.hostPath": v1.Volume.HostPath is inlined from an embedded struct, which protobuf encodes as a field of its own: drop it from JSON (ContentTypeJSON)`},
 		{"CRD field without protobuf", newRESTLW[*Widget](srv.Config(), informer.RESTOptions{Scheme: widgetScheme(t), ContentType: informer.ContentTypeJSON, DropFields: []string{"spec.color"}}),
 			`list/watch *informer_test.Widget: DropFields: field path "spec.color": informer_test.WidgetSpec has no field "color" (it has size)`},
 		{"metadata only", func() error {

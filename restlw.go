@@ -86,7 +86,9 @@ type RESTOptions struct {
 	// as is a malformed key in brackets ("metadata.annotations[a][b]") and
 	// a field the informer cannot do without: kind, apiVersion, metadata,
 	// metadata.name, metadata.namespace, metadata.resourceVersion and
-	// metadata.uid.
+	// metadata.uid. A field of a struct embedded inline (a Volume's
+	// hostPath, of its VolumeSource) can be dropped from JSON only: with
+	// protobuf it is an error too.
 	// Fields are dropped from the bytes of protobuf and JSON responses, list
 	// bodies and each watch event; events of type ERROR (a Status) and
 	// BOOKMARK (metadata marking progress) are left alone.
