@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -31,7 +32,9 @@ import (
 // copy: the copy lives exactly as long as some object uses it, and the
 // table's entry for a string no object uses any more is dropped by the next
 // sweep, which insertions trigger (shareSet.put), so that the table holds
-// about twice what is cached at most.
+// about twice what is cached at most, and which a garbage collection
+// triggers once the table goes idle (sweepAfterGC), so that what churn
+// left behind goes when it stops.
 //
 // managedFields' FieldsV1.Raw bytes are shared the same way; they, and the
 // sub-objects of share.go, are mutable things shared between cached objects
@@ -126,11 +129,94 @@ type internTable struct {
 	seen []uint64
 	// buf holds the encoding of the sub-object being shared.
 	buf []byte
+	// uses counts the passes and decodes that held mu (lock); usesAtGC is
+	// its value at the last garbage collection's sweepAfterGC, and
+	// idleSweeps the sweeps still to make once the table is idle.
+	uses, usesAtGC uint64
+	idleSweeps     int
 }
 
-// newInternTable returns an empty table.
+// newInternTable returns an empty table that also sweeps after garbage
+// collections once idle (sweepAfterGC). Only when it is unreachable do
+// those sweeps stop.
 func newInternTable() *internTable {
+	t := newBareInternTable()
+	armSweepAfterGC(weak.Make(t))
+	return t
+}
+
+// newBareInternTable returns an empty table that only sweeps on
+// insertions: for tests that read its fields without holding mu.
+func newBareInternTable() *internTable {
 	return &internTable{seed: maphash.MakeSeed()}
+}
+
+// lock takes mu for one object's pass or decode, and counts the use.
+func (t *internTable) lock() {
+	t.mu.Lock()
+	t.uses++
+}
+
+// gcSentinel is the object whose collection tells that a garbage
+// collection ran. It holds a pointer so that it is not a tiny allocation
+// (which may share a block with a live object and never be collected).
+type gcSentinel struct{ _ *byte }
+
+// armSweepAfterGC makes the next garbage collection call sweepAfterGC with
+// w. The sentinel is unreachable from the start, so the next cycle
+// collects it; w is weak so that the sentinel's cleanup does not keep the
+// table alive.
+func armSweepAfterGC(w weak.Pointer[internTable]) {
+	runtime.AddCleanup(new(gcSentinel), sweepAfterGC, w)
+}
+
+// sweepAfterGC sweeps the table w points to if it has been idle since the
+// previous garbage collection, and arms itself for the next one while the
+// table is reachable.
+//
+// Why: a set sweeps on insertions only (shareSet.put), so when churn stops
+// it keeps the slots of the values that died since its last sweep (their
+// weak pointers and encodings) and its map at the size the churn grew it
+// to (a Go map never shrinks; sweep rebuilds it), until insertions resume:
+// about 1 MB after Job-like churn with Deduplicate (docs/benchmarks.md,
+// the churn workload). A garbage collection is when values die, so it is
+// when a sweep can drop them.
+//
+// It runs on the runtime's cleanup goroutine, which it must not hold up:
+// it never waits for mu (a table whose mu is held is busy, and is skipped
+// until a later collection), and a sweep is O(slots), about what the
+// collection's marking of the table cost. A busy table is not swept here,
+// so that the decoding that holds mu does not wait for sweeps on every
+// collection: its insertions sweep it. Once a collection finds the table
+// unused since the previous one, the next two sweep it: the first empties
+// the front cache too, whose strings are then collected, for the second to
+// drop their slots.
+func sweepAfterGC(w weak.Pointer[internTable]) {
+	t := w.Value()
+	if t == nil {
+		return // the table is gone: stop
+	}
+	if t.mu.TryLock() {
+		t.sweepIfIdle()
+		t.mu.Unlock()
+	}
+	armSweepAfterGC(w)
+}
+
+// sweepIfIdle is sweepAfterGC's work, with mu held.
+func (t *internTable) sweepIfIdle() {
+	if t.uses != t.usesAtGC {
+		t.usesAtGC, t.idleSweeps = t.uses, 2
+		return
+	}
+	if t.idleSweeps == 0 {
+		return
+	}
+	t.idleSweeps--
+	t.forget()
+	t.strings.sweep()
+	t.shared.sweep()
+	t.raw.sweep()
 }
 
 // str returns the shared copy of s, making a copy of s the shared one if
@@ -334,7 +420,7 @@ func internFuncFor[T Object]() internFunc[T] {
 
 // internObject interns obj's strings with f under t's lock.
 func internObject[T Object](t *internTable, f internFunc[T], obj T) {
-	t.mu.Lock()
+	t.lock()
 	f(t, obj)
 	t.mu.Unlock()
 }

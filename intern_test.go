@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,7 @@ func internedCopy[T interface {
 // TestInternChangesNoValue interns random pods, unstructured objects and
 // metadata and compares each with an untouched deep copy.
 func TestInternChangesNoValue(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	f := randfill.NewWithSeed(14).NilChance(0.2).NumElements(0, 4)
 	for i := range 100 {
 		var pod corev1.Pod
@@ -60,7 +61,7 @@ func TestInternChangesNoValue(t *testing.T) {
 // TestInternShares checks that equal strings of two objects end up sharing
 // their bytes, managed fields included, and that unique ones are left alone.
 func TestInternShares(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	mk := func(name string) *corev1.Pod {
 		p := NewPod("ns-"+strings.Repeat("x", 1), name, "1", PodLabels(map[string]string{"app": "web"}), PodNode("node-1"))
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}
@@ -100,7 +101,7 @@ func TestInternShares(t *testing.T) {
 // TestInternTableShrinks interns the strings of many objects, lets the
 // objects go and checks that a sweep leaves the table empty.
 func TestInternTableShrinks(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	pods := make([]*corev1.Pod, 3000)
 	for i := range pods {
 		// Strings longer than 16 bytes: tiny ones may share an allocation
@@ -154,7 +155,7 @@ func sweepStringsThroughPut(table *internTable) bool {
 // call must return a string equal to the one passed, and from the second
 // sighting on the one shared copy.
 func TestInternFrontCache(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	bySet := map[uint64][]string{}
 	var same []string
 	for i := 0; len(same) == 0; i++ {
@@ -200,7 +201,7 @@ func TestInternFrontCache(t *testing.T) {
 // any more the front cache keeps alive: at most one per entry, and none
 // once the strings' set is swept (by an insertion).
 func TestInternFrontCacheBounded(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	for i := range 3 * frontSets * frontWays {
 		// Long enough not to be tiny allocations (see TestInternTableShrinks);
 		// twice, to enter the table.
@@ -227,5 +228,42 @@ func TestInternFrontCacheBounded(t *testing.T) {
 	Eventually(t, "no string alive", func() bool {
 		runtime.GC()
 		return live() == 0
+	})
+}
+
+// TestInternTableSweepsAfterGCOnceIdle fills a table's strings and shared
+// sub-objects, lets every object go and takes no more values in: garbage
+// collections alone must empty it (sweepAfterGC), where insertions were
+// the only trigger of a sweep before.
+func TestInternTableSweepsAfterGCOnceIdle(t *testing.T) {
+	table := newInternTable()
+	pods := make([]*corev1.Pod, 3000)
+	for i := range pods {
+		// Long strings, not tiny allocations (see TestInternTableShrinks);
+		// each pod twice, for its values to enter the table.
+		node := PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))
+		p := NewPod("ns", "p", "1", node)
+		p.Labels = map[string]string{"app": fmt.Sprintf("an-app-name-long-enough-%d", i)}
+		_ = internedCopy(table, p)
+		pods[i] = internedCopy(table, p)
+	}
+	if n := table.len(); n < 2*len(pods) {
+		t.Fatalf("table holds %d strings and sub-objects, want at least %d", n, 2*len(pods))
+	}
+	runtime.KeepAlive(pods)
+	pods = nil
+	Eventually(t, "garbage collections to empty the idle table", func() bool {
+		runtime.GC()
+		return table.len() == 0
+	})
+}
+
+// TestSweepAfterGCLetsTheTableGo checks that the sweeps after garbage
+// collections do not keep a table alive, so that they stop with it.
+func TestSweepAfterGCLetsTheTableGo(t *testing.T) {
+	w := weak.Make(newInternTable())
+	Eventually(t, "the table to be collected", func() bool {
+		runtime.GC()
+		return w.Value() == nil
 	})
 }

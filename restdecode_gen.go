@@ -23,99 +23,99 @@ import (
 func unmarshalInterned(t *internTable, data []byte, msg protobufMessage) (handled bool, err error) {
 	switch m := msg.(type) {
 	case *corev1.Pod:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalPod(t, data, m)
 	case *corev1.PodList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalPodList(t, data, m)
 	case *corev1.Node:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalNode(t, data, m)
 	case *corev1.NodeList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalNodeList(t, data, m)
 	case *corev1.Service:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalService(t, data, m)
 	case *corev1.ServiceList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalServiceList(t, data, m)
 	case *corev1.ConfigMap:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalConfigMap(t, data, m)
 	case *corev1.ConfigMapList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalConfigMapList(t, data, m)
 	case *corev1.Secret:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalSecret(t, data, m)
 	case *corev1.SecretList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalSecretList(t, data, m)
 	case *corev1.Namespace:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalNamespace(t, data, m)
 	case *corev1.NamespaceList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalNamespaceList(t, data, m)
 	case *discoveryv1.EndpointSlice:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalEndpointSlice(t, data, m)
 	case *discoveryv1.EndpointSliceList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalEndpointSliceList(t, data, m)
 	case *appsv1.Deployment:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalDeployment(t, data, m)
 	case *appsv1.DeploymentList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalDeploymentList(t, data, m)
 	case *appsv1.ReplicaSet:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalReplicaSet(t, data, m)
 	case *appsv1.ReplicaSetList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalReplicaSetList(t, data, m)
 	case *appsv1.StatefulSet:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalStatefulSet(t, data, m)
 	case *appsv1.StatefulSetList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalStatefulSetList(t, data, m)
 	case *appsv1.DaemonSet:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalDaemonSet(t, data, m)
 	case *appsv1.DaemonSetList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalDaemonSetList(t, data, m)
 	case *batchv1.Job:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalJob(t, data, m)
 	case *batchv1.JobList:
-		t.mu.Lock()
+		t.lock()
 		defer t.mu.Unlock()
 		return true, unmarshalJobList(t, data, m)
 	}

@@ -74,7 +74,7 @@ func decodeBoth[T any, P pbMessage[T]](t testing.TB, table *internTable, data []
 
 // newSharingTable returns an empty table whose decoder shares sub-objects.
 func newSharingTable() *internTable {
-	t := newInternTable()
+	t := newBareInternTable()
 	t.shareSubObjects = true
 	return t
 }
@@ -82,7 +82,7 @@ func newSharingTable() *internTable {
 // decoderTables returns an empty table of each kind: one interning strings
 // only (the default), one sharing sub-objects too (Deduplicate).
 func decoderTables() []*internTable {
-	return []*internTable{newInternTable(), newSharingTable()}
+	return []*internTable{newBareInternTable(), newSharingTable()}
 }
 
 // randomObjects returns the encodings of n random objects of type T.
@@ -349,7 +349,7 @@ type decodeBenchCase[T any] struct {
 func benchDecode[T any](b *testing.B, encoded [][]byte, cases []decodeBenchCase[T]) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			table := newInternTable()
+			table := newBareInternTable()
 			table.shareSubObjects = c.share
 			cache := make([]*T, len(encoded))
 			for range 2 {

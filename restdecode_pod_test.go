@@ -51,7 +51,7 @@ func decodeReplicas(t *testing.T, table *internTable) []*corev1.Pod {
 // TestUnmarshalPodShares decodes replicas of one Deployment and checks that
 // the last two share their strings' bytes: labels, images, env vars.
 func TestUnmarshalPodShares(t *testing.T) {
-	pods := decodeReplicas(t, newInternTable())
+	pods := decodeReplicas(t, newBareInternTable())
 	a, b := pods[3], pods[4]
 	same := func(what, x, y string) {
 		t.Helper()
@@ -120,7 +120,7 @@ func TestUnmarshalPodDoesNotAliasData(t *testing.T) {
 // not share sub-objects (the default), replicas of one Deployment share
 // strings but no map, list, pointed-to struct or bytes.
 func TestUnmarshalPodSharesOnlyStrings(t *testing.T) {
-	pods := decodeReplicas(t, newInternTable())
+	pods := decodeReplicas(t, newBareInternTable())
 	a, b := pods[3], pods[4]
 	if unsafe.StringData(a.Labels["app"]) != unsafe.StringData(b.Labels["app"]) {
 		t.Error("the label app is not shared")
@@ -280,7 +280,7 @@ func FuzzUnmarshalPod(f *testing.F) {
 // TestInternTableShrinksFromBytes decodes strings through strFrom, lets
 // them go and checks that a sweep leaves the table empty.
 func TestInternTableShrinksFromBytes(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	kept := make([]string, 3000)
 	for i := range kept {
 		// Longer than 16 bytes and seen twice: see TestInternTableShrinks.

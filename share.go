@@ -27,7 +27,8 @@ import (
 // from an empty one, so sub-objects holding an empty, non-nil one are not
 // shared (the guards below; a decoded object never holds one, a transform
 // may). As for strings, a sub-object is shared from its second sighting on,
-// and the table holds weak pointers swept as values come in (shareSet.put).
+// and the table holds weak pointers swept as values come in (shareSet.put)
+// and after garbage collections once the table is idle (sweepAfterGC).
 
 // shareSet holds the canonical values of one kind: per content hash, a
 // weak pointer to the value (the first element of a slice, the runtime
@@ -71,9 +72,11 @@ func (s *shareSet[T]) live(h uint64) (shareSlot[T], *T) {
 // the next sweep come once a sweep left a live slot.) It reports whether it
 // swept.
 //
-// Nothing sweeps a set that gets no insertions: when churn stops, the set
-// keeps up to its due count of slots whose values died since its last sweep
-// (their weak pointers and encodings) until insertions resume.
+// A set that gets no insertions is swept by its table once idle
+// (sweepAfterGC): when churn stops, the slots whose values died since the
+// last sweep (their weak pointers and encodings) go at the next garbage
+// collections, and the map is rebuilt if that leaves it under a quarter of
+// its peak.
 func (s *shareSet[T]) put(h uint64, slot shareSlot[T]) bool {
 	if s.slots == nil {
 		s.slots = map[uint64]shareSlot[T]{}

@@ -51,6 +51,30 @@ func (s *podShares) len() int {
 		len(s.projectedVols.slots) + len(s.emptyDirVols.slots) + len(s.downwardVols.slots)
 }
 
+// sweep sweeps every set (shareSet.sweep).
+func (s *podShares) sweep() {
+	s.stringMaps.sweep()
+	s.resourceLists.sweep()
+	s.strs.sweep()
+	s.ownerRefs.sweep()
+	s.ports.sweep()
+	s.envFrom.sweep()
+	s.env.sweep()
+	s.mounts.sweep()
+	s.resizePolicy.sweep()
+	s.probes.sweep()
+	s.lifecycles.sweep()
+	s.securityCtx.sweep()
+	s.podSecurity.sweep()
+	s.tolerations.sweep()
+	s.pullSecrets.sweep()
+	s.configMapVols.sweep()
+	s.secretVols.sweep()
+	s.projectedVols.sweep()
+	s.emptyDirVols.sweep()
+	s.downwardVols.sweep()
+}
+
 // shareStringMap shares a map of strings, or interns its strings if it is
 // not shared.
 func (t *internTable) shareStringMap(m *map[string]string) {

@@ -61,7 +61,7 @@ func internAll(table *internTable, pods []*corev1.Pod) {
 // TestShareChangesNoValueOfProdPods deduplicates the production-like pods,
 // decoded from protobuf, and compares each with its plain decode.
 func TestShareChangesNoValueOfProdPods(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	plain := decodedProdPods(t, 400)
 	for i, p := range plain {
 		if diff := diffLarge(p, internedCopy(table, p)); diff != "" {
@@ -76,7 +76,7 @@ func TestShareChangesNoValueOfProdPods(t *testing.T) {
 // empty, which their encodings do not tell apart: every copy must keep its
 // own value.
 func TestShareChangesNoValueOfRandomPods(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	f := randfill.NewWithSeed(15).NilChance(0.2).NumElements(0, 3)
 	r := rand.New(rand.NewPCG(15, 0))
 	for i := range 100 {
@@ -132,7 +132,7 @@ func flipEmpty(v reflect.Value, r *rand.Rand) {
 // TestShareShares checks that replicas of one Deployment end up sharing
 // their template's sub-objects, but for the first one.
 func TestShareShares(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	// Five replicas of the first Deployment: the filter of values seen
 	// once may forget a first sighting; comparing the last two makes that
 	// harmless.
@@ -199,7 +199,7 @@ func checkSharedSubObjects(t *testing.T, a, b *corev1.Pod) {
 // on a later sighting, and the informer never deduplicates an object it
 // has cached, see docs/semantics.md.)
 func TestShareDoesNotWriteSharedObjects(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	cached := decodedProdPods(t, 60)
 	internAll(table, cached)
 	snapshot := make([]*corev1.Pod, len(cached))
@@ -231,7 +231,7 @@ func TestShareDoesNotWriteSharedObjects(t *testing.T) {
 // TestShareTableShrinks shares the sub-objects of many pods, lets the pods
 // go and checks that a sweep leaves the table empty.
 func TestShareTableShrinks(t *testing.T) {
-	table := newInternTable()
+	table := newBareInternTable()
 	pods := decodedProdPods(t, 2000)
 	internAll(table, pods)
 	checkSharesShrink(t, table, &table.shared, pods)
@@ -346,7 +346,7 @@ func BenchmarkDeduplicate(b *testing.B) {
 	encoded := encodedProdPods(b, 3000)
 	for _, dedup := range []bool{false, true} {
 		b.Run(map[bool]string{false: "off", true: "on"}[dedup], func(b *testing.B) {
-			table := newInternTable()
+			table := newBareInternTable()
 			intern := internFuncFor[*corev1.Pod]()
 			// The cache: each pod decoded replaces the previous one of
 			// its name, so the table sees what a cache holds.

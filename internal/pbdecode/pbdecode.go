@@ -217,7 +217,7 @@ func (g *generator) dispatch() {
 	g.p("switch m := msg.(type) {")
 	for _, root := range roots {
 		g.p("case *%s:", g.typeName(root))
-		g.p("t.mu.Lock()")
+		g.p("t.lock()")
 		g.p("defer t.mu.Unlock()")
 		g.p("return true, %s(t, data, m)", RootName(root))
 	}
