@@ -265,6 +265,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	}
 	i.proc.clock = clk
 	i.lister.applied, i.lister.name = &i.applied, informerName(i)
+	afterEachGC(i.queue, (*eventQueue[T]).releaseIdleChunks)
 	if opts.Deduplicate {
 		if err := i.deduplicate(opts.Transform); err != nil {
 			return nil, fmt.Errorf("%s: %w", informerNameFor[T](opts.Name), err)

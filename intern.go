@@ -32,9 +32,9 @@ import (
 // copy: the copy lives exactly as long as some object uses it, and the
 // table's entry for a string no object uses any more is dropped by the next
 // sweep, which insertions trigger (shareSet.put), so that the table holds
-// about twice what is cached at most, and which a garbage collection
-// triggers once the table goes idle (sweepAfterGC), so that what churn
-// left behind goes when it stops.
+// about twice what is cached at most, and which garbage collections
+// trigger too (sweepAfterGC), so that what churn left behind goes when it
+// stops.
 //
 // managedFields' FieldsV1.Raw bytes are shared the same way; they, and the
 // sub-objects of share.go, are mutable things shared between cached objects
@@ -131,17 +131,16 @@ type internTable struct {
 	buf []byte
 	// uses counts the passes and decodes that held mu (lock); usesAtGC is
 	// its value at the last garbage collection's sweepAfterGC, and
-	// idleSweeps the sweeps still to make once the table is idle.
+	// idleSweeps the sweeps left to make while it stays unused.
 	uses, usesAtGC uint64
 	idleSweeps     int
 }
 
 // newInternTable returns an empty table that also sweeps after garbage
-// collections once idle (sweepAfterGC). Only when it is unreachable do
-// those sweeps stop.
+// collections (sweepAfterGC).
 func newInternTable() *internTable {
 	t := newBareInternTable()
-	armSweepAfterGC(weak.Make(t))
+	afterEachGC(t, (*internTable).sweepAfterGC)
 	return t
 }
 
@@ -157,66 +156,82 @@ func (t *internTable) lock() {
 	t.uses++
 }
 
+// sweepAfterGC sweeps the table if it was used since the previous garbage
+// collection or the one before (afterEachGC calls it).
+//
+// Why: a set sweeps on insertions only (shareSet.put), so when churn stops
+// it would keep the slots of the values that died since its last sweep
+// (their weak pointers and encodings) and its map at the size the churn
+// grew it to (a Go map never shrinks; sweep rebuilds it), until insertions
+// resumed: about 1 MB after Job-like churn with Deduplicate
+// (docs/benchmarks.md, the churn workload). A garbage collection is when
+// values die, so it is when a sweep can drop them.
+//
+// It runs on the runtime's cleanup goroutine, which it must not hold up:
+// it never waits for mu (a table whose mu is held is skipped until the
+// next collection), and a sweep is O(slots). A collection comes after the
+// program allocated about as much as its live heap, which holds the table,
+// and marks the table itself, so a sweep per collection costs a fraction
+// of what the collection does, and holds mu about as long as it takes
+// to decode a few objects. A table unused for two collections is left
+// alone: nothing died in it that the sweeps after its last use did not
+// see, bar what the front cache held, which the first of them empties and
+// the second drops.
+func (t *internTable) sweepAfterGC() {
+	if !t.mu.TryLock() {
+		return
+	}
+	defer t.mu.Unlock()
+	switch {
+	case t.uses != t.usesAtGC:
+		t.usesAtGC, t.idleSweeps = t.uses, 1
+	case t.idleSweeps > 0:
+		t.idleSweeps--
+	default:
+		return
+	}
+	t.forget()
+	t.strings.sweep()
+	t.shared.sweep()
+	t.raw.sweep()
+}
+
 // gcSentinel is the object whose collection tells that a garbage
 // collection ran. It holds a pointer so that it is not a tiny allocation
 // (which may share a block with a live object and never be collected).
 type gcSentinel struct{ _ *byte }
 
-// armSweepAfterGC makes the next garbage collection call sweepAfterGC with
-// w. The sentinel is unreachable from the start, so the next cycle
-// collects it; w is weak so that the sentinel's cleanup does not keep the
-// table alive.
-func armSweepAfterGC(w weak.Pointer[internTable]) {
-	runtime.AddCleanup(new(gcSentinel), sweepAfterGC, w)
+// gcCall is what afterEachGC's cleanups hold: a weak pointer to the value,
+// so that they do not keep it alive, and the function to call with it.
+type gcCall[T any] struct {
+	w weak.Pointer[T]
+	f func(*T)
 }
 
-// sweepAfterGC sweeps the table w points to if it has been idle since the
-// previous garbage collection, and arms itself for the next one while the
-// table is reachable.
-//
-// Why: a set sweeps on insertions only (shareSet.put), so when churn stops
-// it keeps the slots of the values that died since its last sweep (their
-// weak pointers and encodings) and its map at the size the churn grew it
-// to (a Go map never shrinks; sweep rebuilds it), until insertions resume:
-// about 1 MB after Job-like churn with Deduplicate (docs/benchmarks.md,
-// the churn workload). A garbage collection is when values die, so it is
-// when a sweep can drop them.
-//
-// It runs on the runtime's cleanup goroutine, which it must not hold up:
-// it never waits for mu (a table whose mu is held is busy, and is skipped
-// until a later collection), and a sweep is O(slots), about what the
-// collection's marking of the table cost. A busy table is not swept here,
-// so that the decoding that holds mu does not wait for sweeps on every
-// collection: its insertions sweep it. Once a collection finds the table
-// unused since the previous one, the next two sweep it: the first empties
-// the front cache too, whose strings are then collected, for the second to
-// drop their slots.
-func sweepAfterGC(w weak.Pointer[internTable]) {
-	t := w.Value()
-	if t == nil {
-		return // the table is gone: stop
-	}
-	if t.mu.TryLock() {
-		t.sweepIfIdle()
-		t.mu.Unlock()
-	}
-	armSweepAfterGC(w)
+// afterEachGC calls f(p) after every garbage collection, from the next one
+// on, for as long as p is reachable: once p is collected, the calls stop.
+// f runs on the runtime's cleanup goroutine, one call at a time, so it must
+// not block (take locks with TryLock) and must return soon; it must not
+// make p reachable from anything that outlives the call (pass a method
+// expression, not a closure over p). It starts no goroutine: each call
+// arms the next through runtime.AddCleanup on a new sentinel, which is
+// unreachable from the start, so that the next collection frees it.
+func afterEachGC[T any](p *T, f func(*T)) {
+	armGCCall(gcCall[T]{w: weak.Make(p), f: f})
 }
 
-// sweepIfIdle is sweepAfterGC's work, with mu held.
-func (t *internTable) sweepIfIdle() {
-	if t.uses != t.usesAtGC {
-		t.usesAtGC, t.idleSweeps = t.uses, 2
-		return
+func armGCCall[T any](c gcCall[T]) {
+	runtime.AddCleanup(new(gcSentinel), runGCCall[T], c)
+}
+
+// runGCCall is the cleanup of a sentinel of afterEachGC.
+func runGCCall[T any](c gcCall[T]) {
+	p := c.w.Value()
+	if p == nil {
+		return // p is gone: stop
 	}
-	if t.idleSweeps == 0 {
-		return
-	}
-	t.idleSweeps--
-	t.forget()
-	t.strings.sweep()
-	t.shared.sweep()
-	t.raw.sweep()
+	c.f(p)
+	armGCCall(c)
 }
 
 // str returns the shared copy of s, making a copy of s the shared one if

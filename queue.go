@@ -90,7 +90,8 @@ type bulkRecord[T Object] struct {
 const queueChunkSize = 1024
 
 // maxFreeChunks bounds the emptied chunks the queue keeps for reuse: enough
-// for steady traffic, while the memory of a burst goes back to the GC.
+// for steady traffic, while the memory of a burst goes back to the GC. An
+// informer's queue also lets them all go once idle (releaseIdleChunks).
 const maxFreeChunks = 8
 
 // queueChunk is a fixed-size block of records. The queue stores its records
@@ -135,8 +136,11 @@ type eventQueue[T Object] struct {
 	// free holds emptied chunks for reuse (freeCount of them).
 	free      *queueChunk[T]
 	freeCount int
-	waiting   bool // the consumer is blocked in next
-	closed    bool
+	// freeReused is set when a chunk is taken from free, and cleared by
+	// releaseIdleChunks.
+	freeReused bool
+	waiting    bool // the consumer is blocked in next
+	closed     bool
 	// populated is set by the first record: a first list makes the queue
 	// synced once processed, any other first record makes it synced at once.
 	populated bool
@@ -437,6 +441,7 @@ func (q *eventQueue[T]) appendLocked(rec queueRecord[T]) *queueChunk[T] {
 		if c != nil {
 			q.free, c.next = c.next, nil
 			q.freeCount--
+			q.freeReused = true
 		} else {
 			c = new(queueChunk[T])
 		}
@@ -495,6 +500,24 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 		q.mu.Unlock()
 		c = next
 	}
+}
+
+// releaseIdleChunks lets the emptied chunks kept for reuse go if none was
+// reused since its previous call: an informer calls it after each garbage
+// collection (afterEachGC). The chunks are there for the speed of steady
+// traffic, which reuses them between two collections; an idle queue would
+// hold them (about 400 KB) for nothing, until traffic resumes and allocates
+// new ones. It runs on the runtime's cleanup goroutine, so it does not wait
+// for mu: a queue whose mu is held is busy anyway.
+func (q *eventQueue[T]) releaseIdleChunks() {
+	if !q.mu.TryLock() {
+		return
+	}
+	if !q.freeReused {
+		q.free, q.freeCount = nil, 0
+	}
+	q.freeReused = false
+	q.mu.Unlock()
 }
 
 // close wakes the consumer and makes next return false from now on.

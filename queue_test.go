@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -377,4 +378,26 @@ func TestEventQueuePrepareListedKeepsReusedObjects(t *testing.T) {
 	if got := d.Labels["transformed"]; got != "1" {
 		t.Errorf("d transformed %s times, want 1", got)
 	}
+}
+
+// TestIdleQueueReleasesItsFreeChunks fills a queue over three chunks and
+// empties it: the emptied chunks kept for reuse must go after garbage
+// collections, as nothing reuses them (releaseIdleChunks), where they were
+// kept until the queue closed before.
+func TestIdleQueueReleasesItsFreeChunks(t *testing.T) {
+	q := newTestQueue(t, nil)
+	afterEachGC(q, (*eventQueue[*corev1.Pod]).releaseIdleChunks)
+	for i := range 2*queueChunkSize + 10 {
+		plMust(t, q.Add(NewPod("", "p", strconv.Itoa(i))))
+	}
+	queueNext(t, q)
+	freeChunks := func() int {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.freeCount
+	}
+	Eventually(t, "the idle queue to let its free chunks go", func() bool {
+		runtime.GC()
+		return freeChunks() == 0
+	})
 }

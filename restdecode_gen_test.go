@@ -349,7 +349,7 @@ type decodeBenchCase[T any] struct {
 func benchDecode[T any](b *testing.B, encoded [][]byte, cases []decodeBenchCase[T]) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			table := newBareInternTable()
+			table := newInternTable() // with its sweeps after garbage collections, as an informer's
 			table.shareSubObjects = c.share
 			cache := make([]*T, len(encoded))
 			for range 2 {

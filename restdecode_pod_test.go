@@ -310,7 +310,7 @@ func TestInternTableShrinksFromBytes(t *testing.T) {
 func BenchmarkDecodePod(b *testing.B) {
 	encoded := encodedProdPods(b, 1000)
 	interned := func(table *internTable, data []byte, p *corev1.Pod) error {
-		table.mu.Lock()
+		table.lock()
 		defer table.mu.Unlock()
 		return unmarshalPod(table, data, p)
 	}

@@ -28,7 +28,7 @@ import (
 // shared (the guards below; a decoded object never holds one, a transform
 // may). As for strings, a sub-object is shared from its second sighting on,
 // and the table holds weak pointers swept as values come in (shareSet.put)
-// and after garbage collections once the table is idle (sweepAfterGC).
+// and after garbage collections (sweepAfterGC).
 
 // shareSet holds the canonical values of one kind: per content hash, a
 // weak pointer to the value (the first element of a slice, the runtime
@@ -72,7 +72,7 @@ func (s *shareSet[T]) live(h uint64) (shareSlot[T], *T) {
 // the next sweep come once a sweep left a live slot.) It reports whether it
 // swept.
 //
-// A set that gets no insertions is swept by its table once idle
+// A set is also swept by its table after garbage collections
 // (sweepAfterGC): when churn stops, the slots whose values died since the
 // last sweep (their weak pointers and encodings) go at the next garbage
 // collections, and the map is rebuilt if that leaves it under a quarter of

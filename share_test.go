@@ -346,7 +346,7 @@ func BenchmarkDeduplicate(b *testing.B) {
 	encoded := encodedProdPods(b, 3000)
 	for _, dedup := range []bool{false, true} {
 		b.Run(map[bool]string{false: "off", true: "on"}[dedup], func(b *testing.B) {
-			table := newBareInternTable()
+			table := newInternTable() // with its sweeps after garbage collections, as an informer's
 			intern := internFuncFor[*corev1.Pod]()
 			// The cache: each pod decoded replaces the previous one of
 			// its name, so the table sees what a cache holds.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,13 +108,23 @@ func measureChurn(build func(*churnTransport, []*countingHandler) (*informerUnde
 }
 
 // settledHeap returns the live heap once garbage collections have freed
-// what nothing uses: three, so that what is freed only once weak pointers
+// what nothing uses: four, so that what is freed only once weak pointers
 // to it are cleared, and what sync.Pools keep for a cycle, are gone too.
+// It pauses after each for the cleanups the collection queued to run
+// (runtime.AddCleanup, on the runtime's own goroutine): ours sweep its
+// intern tables and let an idle queue's free chunks go after collections,
+// and a collection that starts before they ran would count what they let
+// go.
 func settledHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
+	for range 3 {
+		runtime.GC()
+		time.Sleep(settleCleanups)
+	}
 	return liveHeap()
 }
+
+// settleCleanups is settledHeap's pause after a collection.
+const settleCleanups = 20 * time.Millisecond
 
 // newClientGoChurnInformer builds client-go's shared index informer over a
 // typed clientset talking to t in protobuf.
