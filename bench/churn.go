@@ -90,12 +90,12 @@ func measureChurn(build func(*churnTransport, []*countingHandler) (*informerUnde
 	if err := waitFor("HasSynced", it.hasSynced, syncTimeout); err != nil {
 		return churnResult{}, err
 	}
-	before := settledHeap()
+	before := liveHeap()
 	it.watches.release()
 	if err := waitAll(handlers, syncTimeout); err != nil {
 		return churnResult{}, err
 	}
-	after := settledHeap()
+	after := liveHeap()
 	if n := it.storeLen(); n != 0 {
 		return churnResult{}, fmt.Errorf("store holds %d pods after the churn, want 0", n)
 	}
@@ -107,23 +107,7 @@ func measureChurn(build func(*churnTransport, []*countingHandler) (*informerUnde
 	return churnResult{retainedKiB: (float64(after) - float64(before)) / 1024}, nil
 }
 
-// settledHeap returns the live heap once garbage collections have freed
-// what nothing uses: four, so that what is freed only once weak pointers
-// to it are cleared, and what sync.Pools keep for a cycle, are gone too.
-// It pauses after each for the cleanups the collection queued to run
-// (runtime.AddCleanup, on the runtime's own goroutine): ours sweep its
-// intern tables and let an idle queue's free chunks go after collections,
-// and a collection that starts before they ran would count what they let
-// go.
-func settledHeap() uint64 {
-	for range 3 {
-		runtime.GC()
-		time.Sleep(settleCleanups)
-	}
-	return liveHeap()
-}
-
-// settleCleanups is settledHeap's pause after a collection.
+// settleCleanups is liveHeap's pause after a collection.
 const settleCleanups = 20 * time.Millisecond
 
 // newClientGoChurnInformer builds client-go's shared index informer over a
