@@ -692,9 +692,9 @@ func (f *Factory) Shutdown() {
 func Release[T Object](f *Factory, inf *Informer[T]) error {
 	switch {
 	case f == nil:
-		return fmt.Errorf("release: the factory is nil")
+		return errors.New("release: the factory is nil")
 	case inf == nil:
-		return fmt.Errorf("release: the informer is nil")
+		return errors.New("release: the informer is nil")
 	}
 	f.mu.Lock()
 	var entry *factoryEntry

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
-	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -194,44 +193,6 @@ func (t *internTable) sweepAfterGC() {
 	t.strings.sweep()
 	t.shared.sweep()
 	t.raw.sweep()
-}
-
-// gcSentinel is the object whose collection tells that a garbage
-// collection ran. It holds a pointer so that it is not a tiny allocation
-// (which may share a block with a live object and never be collected).
-type gcSentinel struct{ _ *byte }
-
-// gcCall is what afterEachGC's cleanups hold: a weak pointer to the value,
-// so that they do not keep it alive, and the function to call with it.
-type gcCall[T any] struct {
-	w weak.Pointer[T]
-	f func(*T)
-}
-
-// afterEachGC calls f(p) after every garbage collection, from the next one
-// on, for as long as p is reachable: once p is collected, the calls stop.
-// f runs on the runtime's cleanup goroutine, one call at a time, so it must
-// not block (take locks with TryLock) and must return soon; it must not
-// make p reachable from anything that outlives the call (pass a method
-// expression, not a closure over p). It starts no goroutine: each call
-// arms the next through runtime.AddCleanup on a new sentinel, which is
-// unreachable from the start, so that the next collection frees it.
-func afterEachGC[T any](p *T, f func(*T)) {
-	armGCCall(gcCall[T]{w: weak.Make(p), f: f})
-}
-
-func armGCCall[T any](c gcCall[T]) {
-	runtime.AddCleanup(new(gcSentinel), runGCCall[T], c)
-}
-
-// runGCCall is the cleanup of a sentinel of afterEachGC.
-func runGCCall[T any](c gcCall[T]) {
-	p := c.w.Value()
-	if p == nil {
-		return // p is gone: stop
-	}
-	c.f(p)
-	armGCCall(c)
 }
 
 // str returns the shared copy of s, making a copy of s the shared one if
