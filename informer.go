@@ -13,6 +13,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kubetyped/informer/internal/gcwork"
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // InformerOptions configures an [Informer], made by [NewInformer] over a
@@ -265,7 +268,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	}
 	i.proc.clock = clk
 	i.lister.applied, i.lister.name = &i.applied, informerName(i)
-	afterEachGC(i.queue, (*eventQueue[T]).releaseIdleChunks)
+	gcwork.AfterEachGC(i.queue, (*eventQueue[T]).releaseIdleChunks)
 	if opts.Deduplicate {
 		if err := i.deduplicate(opts.Transform); err != nil {
 			return nil, fmt.Errorf("%s: %w", informerNameFor[T](opts.Name), err)
@@ -290,7 +293,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 // after the transform, with the decoder's table if there is one, so that
 // the strings it interned are the ones the pass finds.
 func (i *Informer[T]) deduplicate(transform TransformFunc[T]) error {
-	interns := newInternTable()
+	interns := wire.NewInternTable()
 	if lw, ok := i.lw.(*restListerWatcher[T]); ok && lw.interns != nil {
 		if transform == nil {
 			shared, err := lw.sharingSubObjects()
@@ -302,7 +305,7 @@ func (i *Informer[T]) deduplicate(transform TransformFunc[T]) error {
 		}
 		interns = lw.interns
 	}
-	i.queue.interns, i.queue.intern = interns, internFuncFor[T]()
+	i.queue.interns, i.queue.intern = interns, wire.InternFuncFor[T]()
 	return nil
 }
 

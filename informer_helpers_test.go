@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,20 +12,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubetyped/informer/informertest"
-
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubetyped/informer/informertest"
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // Helpers shared by the pipeline's tests (informer, registration,
 // processor, listener, queue and handler tests).
 
 // plTimeout bounds every wait in the pipeline tests.
-const plTimeout = 20 * time.Second
+const plTimeout = testkit.Timeout
 
 // plEvent is one notification as a handler saw it, comparable with cmp.Diff.
 type plEvent struct {
@@ -127,29 +126,16 @@ func (r *plRecorder) expect(t testing.TB, want ...plEvent) {
 	}
 }
 
-// Eventually polls cond until it holds, failing t after a generous deadline
-// (the deadline guards against hangs; it asserts no speed). It is the one
-// polling helper of this package's tests, internal and external; waitUntil
-// is its loop, for the few waits that report an error instead of failing.
+// Eventually is testkit.Eventually: the one polling helper of this
+// package's tests, internal and external.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !waitUntil(cond) {
-		t.Fatalf("timed out waiting for %s", what)
-	}
+	testkit.Eventually(t, what, cond)
 }
 
-// waitUntil polls cond until it holds, and reports whether it did within
-// plTimeout.
-func waitUntil(cond func() bool) bool {
-	deadline := time.Now().Add(plTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return true
-}
+// waitUntil is testkit.WaitUntil, for the few waits that report an error
+// instead of failing.
+func waitUntil(cond func() bool) bool { return testkit.WaitUntil(cond) }
 
 // plPipelineGoroutines returns the stacks of goroutines running the
 // pipeline's code.
@@ -281,40 +267,21 @@ func plSorted(keys []string) []string {
 	return out
 }
 
-// NewPod returns a pod for tests with the given namespace, name and resource
-// version; opts change it further (PodLabels, PodNode). It is the one pod
-// constructor of this package's tests, internal and external (Examples keep
-// their own, so that they read as complete programs).
+// NewPod is testkit.NewPod, the one pod constructor of the tests.
 func NewPod(namespace, name, rv string, opts ...func(*corev1.Pod)) *corev1.Pod {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv}}
-	for _, opt := range opts {
-		opt(pod)
-	}
-	return pod
+	return testkit.NewPod(namespace, name, rv, opts...)
 }
 
-// PodLabels sets a test pod's labels (see NewPod).
-func PodLabels(labels map[string]string) func(*corev1.Pod) {
-	return func(pod *corev1.Pod) { pod.Labels = labels }
-}
+// PodLabels is testkit.PodLabels.
+func PodLabels(labels map[string]string) func(*corev1.Pod) { return testkit.PodLabels(labels) }
 
-// PodNode sets the node a test pod runs on (see NewPod).
-func PodNode(node string) func(*corev1.Pod) {
-	return func(pod *corev1.Pod) { pod.Spec.NodeName = node }
-}
+// PodNode is testkit.PodNode.
+func PodNode(node string) func(*corev1.Pod) { return testkit.PodNode(node) }
 
-// diffLarge is cmp.Diff for the randomized tests that compare thousands of
-// large objects (decodes, deduplicated copies) which are nearly always
-// equal: when reflect.DeepEqual finds the values equal, cmp.Diff would find
-// nothing, and it costs a small fraction of cmp.Diff, which computes an
-// edit script for every slice. Under -race TestShareChangesNoValueOfRandomPods
-// took 24.5 s with cmp.Diff alone, and over 240 s on a loaded machine,
-// enough to time the package out.
+// diffLarge is testkit.DiffLarge: cmp.Diff that first tries
+// reflect.DeepEqual, for randomized tests of large values.
 func diffLarge(want, got any, opts ...cmp.Option) string {
-	if reflect.DeepEqual(want, got) {
-		return ""
-	}
-	return cmp.Diff(want, got, opts...)
+	return testkit.DiffLarge(want, got, opts...)
 }
 
 // UpdateCapture is a handler that records, per pod key, the objects of the

@@ -32,13 +32,9 @@ type dropNode struct {
 	num   protowire.Number // its protobuf field number; 0 if unknown
 	drop  bool             // drop the whole field
 	keys  []string         // drop the map entries with these keys
-	magic bool             // the bytes hold protobufMagic and then the message
+	magic bool             // the bytes hold wire.ProtobufMagic and then the message
 	sub   []*dropNode      // fields to look at inside the message(s)
 }
-
-// protobufMagic starts Kubernetes' protobuf encoding of an object (the
-// runtime.Unknown envelope follows).
-const protobufMagic = "k8s\x00"
 
 // fieldPath is one parsed path of DropFields.
 type fieldPath struct {

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // This file drops the fields of a projection tree (projection.go) from
@@ -61,11 +63,11 @@ func (p *protoRewriter) drop(msg []byte, tree *dropNode) ([]byte, error) {
 // (or a whole body), once n's fields are dropped.
 func (p *protoRewriter) contentSize(content []byte, n *dropNode) (int, error) {
 	if n.magic {
-		if !bytes.HasPrefix(content, []byte(protobufMagic)) {
-			return 0, fmt.Errorf("%w protobuf: no %q prefix", errMalformed, protobufMagic)
+		if !bytes.HasPrefix(content, []byte(wire.ProtobufMagic)) {
+			return 0, fmt.Errorf("%w protobuf: no %q prefix", errMalformed, wire.ProtobufMagic)
 		}
-		size, err := p.messageSize(content[len(protobufMagic):], n)
-		return len(protobufMagic) + size, err
+		size, err := p.messageSize(content[len(wire.ProtobufMagic):], n)
+		return len(wire.ProtobufMagic) + size, err
 	}
 	return p.messageSize(content, n)
 }
@@ -190,8 +192,8 @@ func protoBytesField(msg []byte, num protowire.Number) ([]byte, bool, error) {
 // never grows, so the writes never overtake the reads.
 func (p *protoRewriter) contentWrite(buf []byte, w, r, end int, n *dropNode) int {
 	if n.magic {
-		w += copy(buf[w:], protobufMagic)
-		r += len(protobufMagic)
+		w += copy(buf[w:], wire.ProtobufMagic)
+		r += len(wire.ProtobufMagic)
 	}
 	for r < end {
 		num, typ, tagLen := protowire.ConsumeTag(buf[r:end])

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubetyped/informer/internal/prodpods"
+	"github.com/kubetyped/informer/internal/testkit"
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // wirePodDropFields are the paths the wire tests drop; wireClear clears
@@ -66,14 +68,10 @@ func wireTransport(tb testing.TB) *dropFieldsTransport {
 	return t
 }
 
-// encodeProtobuf is obj in Kubernetes' protobuf encoding (magic, envelope).
+// encodeProtobuf is testkit.EncodeProtobuf.
 func encodeProtobuf(tb testing.TB, obj runtime.Object) []byte {
 	tb.Helper()
-	var buf bytes.Buffer
-	if err := protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme).Encode(obj, &buf); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
+	return testkit.EncodeProtobuf(tb, obj)
 }
 
 // decodeProtobufPod decodes a pod in Kubernetes' protobuf encoding.
@@ -97,8 +95,8 @@ func FuzzDropProtobuf(f *testing.F) {
 	f.Add(pod)
 	f.Add(pod[:len(pod)/2])
 	f.Add(encodeProtobuf(f, &corev1.Pod{}))
-	f.Add([]byte(protobufMagic))
-	f.Add([]byte(protobufMagic + "\x12\x02\x0a\xff"))
+	f.Add([]byte(wire.ProtobufMagic))
+	f.Add([]byte(wire.ProtobufMagic + "\x12\x02\x0a\xff"))
 	tree := wireTransport(f).protoEvent.sub[0].sub[0] // one object: magic, envelope, pod
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := bytes.Clone(data)
@@ -281,7 +279,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 func TestDropFieldsTransportPassesAMalformedListOn(t *testing.T) {
-	body := []byte(protobufMagic + "\x12\x05\x12\x10")
+	body := []byte(wire.ProtobufMagic + "\x12\x05\x12\x10")
 	tr := wireTransport(t)
 	client := tr.wrap(&http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{

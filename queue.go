@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // queueOp says what a queued record asks the informer to do.
@@ -147,9 +149,9 @@ type eventQueue[T Object] struct {
 
 	transform TransformFunc[T]
 	// interns and intern, when set, intern the strings of every object
-	// queued for the cache, after the transform (see intern.go).
-	interns         *internTable
-	intern          internFunc[T]
+	// queued for the cache, after the transform (see internal/wire).
+	interns         *wire.InternTable
+	intern          wire.InternFunc[T]
 	logger          klog.Logger
 	transformErrors atomic.Int64
 	// store prepares the cache's part of each event (nil: no preparation).
@@ -223,7 +225,7 @@ func (q *eventQueue[T]) prepareEvent(op queueOp, obj T, buf [][]string) (queueRe
 		return queueRecord[T]{}, nil, false
 	}
 	if q.intern != nil && op != opDelete {
-		internObject(q.interns, q.intern, obj)
+		wire.InternObject(q.interns, q.intern, obj)
 	}
 	rec := queueRecord[T]{op: op, obj: obj}
 	values := buf
@@ -323,7 +325,7 @@ func (q *eventQueue[T]) prepareListed(items, reused []T) []T {
 			continue
 		}
 		if q.intern != nil {
-			internObject(q.interns, q.intern, obj)
+			wire.InternObject(q.interns, q.intern, obj)
 		}
 		kept = append(kept, obj)
 	}
@@ -504,7 +506,7 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 
 // releaseIdleChunks lets the emptied chunks kept for reuse go if none was
 // reused since its previous call: an informer calls it after each garbage
-// collection (afterEachGC). The chunks are there for the speed of steady
+// collection (gcwork.AfterEachGC). The chunks are there for the speed of steady
 // traffic, which reuses them between two collections; an idle queue would
 // hold them (about 400 KB) for nothing, until traffic resumes and allocates
 // new ones. It runs on the runtime's cleanup goroutine, so it does not wait

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubetyped/informer/internal/gcwork"
 )
 
 // queueText renders records as "op key@rv" strings for cmp.Diff; a replace
@@ -386,7 +388,7 @@ func TestEventQueuePrepareListedKeepsReusedObjects(t *testing.T) {
 // kept until the queue closed before.
 func TestIdleQueueReleasesItsFreeChunks(t *testing.T) {
 	q := newTestQueue(t, nil)
-	afterEachGC(q, (*eventQueue[*corev1.Pod]).releaseIdleChunks)
+	gcwork.AfterEachGC(q, (*eventQueue[*corev1.Pod]).releaseIdleChunks)
 	for i := range 2*queueChunkSize + 10 {
 		plMust(t, q.Add(NewPod("", "p", strconv.Itoa(i))))
 	}

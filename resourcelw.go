@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // metadataListerWatcher lists and watches the metadata of a resource (see
@@ -141,11 +143,11 @@ func (lw *metadataListerWatcher) list(ctx context.Context, options metav1.ListOp
 	defer putListBody(buf)
 	body := buf.Bytes()
 	var slots []*metav1.PartialObjectMetadata
-	isProtobuf := bytes.HasPrefix(body, []byte(protobufMagic))
+	isProtobuf := bytes.HasPrefix(body, []byte(wire.ProtobufMagic))
 	if lookup := cachedLookupFrom[*metav1.PartialObjectMetadata](ctx); lookup != nil {
 		if !isProtobuf {
 			body, slots = cutCachedJSONItems(body, "PartialObjectMetadataList", lookup)
-		} else if gvk, msg, ok := parseProtobufEnvelope(body[len(protobufMagic):]); ok && gvk.Kind == "PartialObjectMetadataList" {
+		} else if gvk, msg, ok := wire.ParseProtobufEnvelope(body[len(wire.ProtobufMagic):]); ok && gvk.Kind == "PartialObjectMetadataList" {
 			if msg, slots := cutCachedItems(msg, metadataItemsLayout, lookup); slots != nil {
 				// What the protobuf decoder does with the list message.
 				list := &metav1.PartialObjectMetadataList{}

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // ContentType is the wire format a ListerWatcher built from a *rest.Config
@@ -125,10 +127,10 @@ type restListerWatcher[T Object] struct {
 	decoders runtime.ClientNegotiator
 	// interns, if not nil, holds the strings of the objects decoded from
 	// protobuf (see unmarshal); an informer deduplicating them uses it too.
-	interns *internTable
+	interns *wire.InternTable
 	// newClient makes a REST client decoding with a table (see
 	// decodeWith).
-	newClient func(interns *internTable) (*rest.RESTClient, error)
+	newClient func(interns *wire.InternTable) (*rest.RESTClient, error)
 	// cachedItems is where protobuf list bodies hold their items' metadata,
 	// for skipping those the cache holds (restlw_cached.go); zero for JSON.
 	cachedItems cachedItemsLayout
@@ -215,13 +217,13 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 		namespace: opts.Namespace,
 		tweak:     opts.TweakListOptions,
 		drop:      drop,
-		newClient: func(interns *internTable) (*rest.RESTClient, error) {
+		newClient: func(interns *wire.InternTable) (*rest.RESTClient, error) {
 			return newTypedRESTClient(config, gvk.GroupVersion(), scheme, interns, contentType, httpClient)
 		},
 	}
-	var interns *internTable
-	if contentType == ContentTypeProtobuf && decodesInterned[T]() {
-		interns = newInternTable()
+	var interns *wire.InternTable
+	if contentType == ContentTypeProtobuf && wire.DecodesInterned(*new(T)) {
+		interns = wire.NewInternTable()
 	}
 	if err := lw.decodeWith(interns); err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
@@ -235,28 +237,27 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 }
 
 // decodeWith makes lw's REST client and list decoders decode with interns
-// (see newRESTCodecs).
-func (lw *restListerWatcher[T]) decodeWith(interns *internTable) error {
+// (see wire.NewRESTCodecs).
+func (lw *restListerWatcher[T]) decodeWith(interns *wire.InternTable) error {
 	client, err := lw.newClient(interns)
 	if err != nil {
 		return err
 	}
 	gv := lw.listKind.GroupVersion()
 	lw.client, lw.interns = client, interns
-	lw.decoders = runtime.NewClientNegotiator(newRESTCodecs(lw.scheme, interns), gv)
+	lw.decoders = runtime.NewClientNegotiator(wire.NewRESTCodecs(lw.scheme, interns), gv)
 	return nil
 }
 
 // sharingSubObjects returns a copy of lw whose decoder also shares
 // sub-objects and bytes between the objects it decodes (see
-// internTable.shareSubObjects), with a table of its own: for one informer
+// wire.NewSubObjectSharingTable), with a table of its own: for one informer
 // deduplicating without a transform, so that lw itself, which others may
 // use, keeps decoding objects that share only strings. lw must intern on
 // decode (lw.interns not nil).
 func (lw *restListerWatcher[T]) sharingSubObjects() (*restListerWatcher[T], error) {
 	shared := *lw
-	interns := newInternTable()
-	interns.shareSubObjects = true
+	interns := wire.NewSubObjectSharingTable()
 	if err := shared.decodeWith(interns); err != nil {
 		return nil, err
 	}
@@ -394,14 +395,14 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 	if err != nil {
 		return nil, nil, err
 	}
-	isProtobuf := bytes.HasPrefix(body, []byte(protobufMagic))
+	isProtobuf := bytes.HasPrefix(body, []byte(wire.ProtobufMagic))
 	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok {
 		if lookup != nil {
 			msg, slots = cutCachedItems(msg, lw.cachedItems, lookup)
 		}
 		if slots != nil || lw.interns != nil {
 			// What the protobuf decoder does with the list message.
-			if err := unmarshal(lw.interns, msg, list.(protobufMessage)); err != nil {
+			if err := wire.Unmarshal(lw.interns, msg, list.(wire.ProtobufMessage)); err != nil {
 				return nil, nil, err
 			}
 			return list, slots, nil
@@ -507,22 +508,22 @@ func typedContentType(requested ContentType, gvk schema.GroupVersionKind, list r
 // decodesProtobuf tells whether apimachinery's protobuf serializer can
 // decode into obj: it needs the generated Reset and Unmarshal methods.
 func decodesProtobuf(obj runtime.Object) bool {
-	_, ok := obj.(protobufMessage)
+	_, ok := obj.(wire.ProtobufMessage)
 	return ok
 }
 
 // newTypedRESTClient returns a REST client for one group version that
-// decodes with scheme (interning strings in interns, see newRESTCodecs),
+// decodes with scheme (interning strings in interns, see wire.NewRESTCodecs),
 // negotiates contentType and sends its requests
 // through httpClient.
-func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, interns *internTable, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
+func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, interns *wire.InternTable, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.GroupVersion = &gv
 	cfg.APIPath = "/apis"
 	if gv.Group == "" {
 		cfg.APIPath = "/api"
 	}
-	cfg.NegotiatedSerializer = newRESTCodecs(scheme, interns)
+	cfg.NegotiatedSerializer = wire.NewRESTCodecs(scheme, interns)
 	cfg.ContentType = string(contentType)
 	cfg.AcceptContentTypes = string(contentType)
 	if contentType == ContentTypeProtobuf {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // This file lets the REST ListerWatcher skip decoding the items of a
@@ -50,10 +52,10 @@ func cachedItemsLayoutOf(listType, itemType reflect.Type) cachedItemsLayout {
 // no kind (the decoder then takes the list type it is asked for); its
 // bytes are body's.
 func protobufListMessage(body []byte, listKind string) ([]byte, bool) {
-	if !bytes.HasPrefix(body, []byte(protobufMagic)) {
+	if !bytes.HasPrefix(body, []byte(wire.ProtobufMagic)) {
 		return nil, false
 	}
-	gvk, raw, ok := parseProtobufEnvelope(body[len(protobufMagic):])
+	gvk, raw, ok := wire.ParseProtobufEnvelope(body[len(wire.ProtobufMagic):])
 	return raw, ok && (gvk.Kind == listKind || gvk.Kind == "")
 }
 

@@ -1,9 +1,9 @@
-// Command pbdecode writes restdecode_gen.go, the informer's protobuf
+// Command pbdecode writes internal/wire/decode_gen.go, the informer's protobuf
 // decoder of the built-in types of internal/pbdecode.roots, which decodes
 // strings straight into interned copies (see
-// internal/pbdecode). Run by go generate in the repository's root:
+// internal/pbdecode). Run by go generate in internal/wire:
 //
-//	go run ./hack/pbdecode -o restdecode_gen.go
+//	go run github.com/kubetyped/informer/hack/pbdecode -o decode_gen.go
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "restdecode_gen.go", "the file to write")
+	out := flag.String("o", "internal/wire/decode_gen.go", "the file to write")
 	flag.Parse()
 	src, err := pbdecode.Generate()
 	if err != nil {

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 // merges into the value, so the decoder first copies a value it did not
 // create in that call (it may be canonical) before writing to it. An object
 // decoded this way must not go through the deduplication pass as well
-// (internObject): that pass writes the strings it interns into the
+// (InternObject): that pass writes the strings it interns into the
 // sub-objects it does not share itself, which may be shared here.
 
 // rawRun is the place in the message being decoded of a sub-object to
@@ -36,7 +36,7 @@ type rawRun struct {
 
 // sharedRaw returns the canonical value decoded from raw, if any, the
 // length of a canonical list, and raw's hash.
-func sharedRaw[T any](t *internTable, set *shareSet[T], raw []byte) (*T, int, uint64) {
+func sharedRaw[T any](t *InternTable, set *shareSet[T], raw []byte) (*T, int, uint64) {
 	h := maphash.Bytes(t.seed, raw)
 	if slot, c := set.live(h); c != nil && bytes.Equal(slot.enc, raw) {
 		return c, slot.n, h
@@ -47,7 +47,7 @@ func sharedRaw[T any](t *internTable, set *shareSet[T], raw []byte) (*T, int, ui
 // keepRaw makes v, decoded from the bytes run in data (n elements if a
 // list), the canonical value for them if they were seen before and, if
 // within is not nil, within says decoding them depends on them alone.
-func keepRaw[T any](t *internTable, set *shareSet[T], data []byte, run rawRun, v *T, n int, within func([]byte) bool) {
+func keepRaw[T any](t *InternTable, set *shareSet[T], data []byte, run rawRun, v *T, n int, within func([]byte) bool) {
 	if t.seenBefore(run.h) && (within == nil || within(data[run.s:run.e])) {
 		set.put(run.h, shareSlot[T]{p: weak.Make(v), n: n, enc: bytes.Clone(data[run.s:run.e])})
 	}

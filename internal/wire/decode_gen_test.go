@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"bytes"
@@ -22,21 +22,22 @@ import (
 
 	"github.com/kubetyped/informer/internal/benchkit"
 	"github.com/kubetyped/informer/internal/pbdecode"
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
-// TestUnmarshalGeneratedIsCurrent regenerates restdecode_gen.go in memory
+// TestUnmarshalGeneratedIsCurrent regenerates decode_gen.go in memory
 // and fails if the checked-in file differs: run go generate.
 func TestUnmarshalGeneratedIsCurrent(t *testing.T) {
 	want, err := pbdecode.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("restdecode_gen.go")
+	got, err := os.ReadFile("decode_gen.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("restdecode_gen.go is stale: run go generate")
+		t.Fatal("decode_gen.go is stale: run go generate")
 	}
 }
 
@@ -44,7 +45,7 @@ func TestUnmarshalGeneratedIsCurrent(t *testing.T) {
 // *corev1.Pod: what the generated decoder's roots are.
 type pbMessage[T any] interface {
 	*T
-	protobufMessage
+	ProtobufMessage
 	Marshal() ([]byte, error)
 }
 
@@ -52,7 +53,7 @@ type pbMessage[T any] interface {
 // with the generated decoder (unmarshalInterned) through table, and fails
 // unless both fail or both succeed with equal objects. It returns the
 // generated decoder's object.
-func decodeBoth[T any, P pbMessage[T]](t testing.TB, table *internTable, data []byte) P {
+func decodeBoth[T any, P pbMessage[T]](t testing.TB, table *InternTable, data []byte) P {
 	t.Helper()
 	want := P(new(T))
 	wantErr := want.Unmarshal(bytes.Clone(data))
@@ -67,13 +68,13 @@ func decodeBoth[T any, P pbMessage[T]](t testing.TB, table *internTable, data []
 	// reflect.DeepEqual, not cmp alone: cmp calls FieldsV1's Equal
 	// method, which does not tell nil from empty bytes.
 	if wantErr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("the generated decoder differs from %T.Unmarshal (-Unmarshal +generated; none shown: nil against empty bytes):\n%s", got, diffLarge(want, got))
+		t.Fatalf("the generated decoder differs from %T.Unmarshal (-Unmarshal +generated; none shown: nil against empty bytes):\n%s", got, testkit.DiffLarge(want, got))
 	}
 	return got
 }
 
 // newSharingTable returns an empty table whose decoder shares sub-objects.
-func newSharingTable() *internTable {
+func newSharingTable() *InternTable {
 	t := newBareInternTable()
 	t.shareSubObjects = true
 	return t
@@ -81,8 +82,8 @@ func newSharingTable() *internTable {
 
 // decoderTables returns an empty table of each kind: one interning strings
 // only (the default), one sharing sub-objects too (Deduplicate).
-func decoderTables() []*internTable {
-	return []*internTable{newBareInternTable(), newSharingTable()}
+func decoderTables() []*InternTable {
+	return []*InternTable{newBareInternTable(), newSharingTable()}
 }
 
 // randomObjects returns the encodings of n random objects of type T.
@@ -324,8 +325,8 @@ func fuzzDecode[T any, P pbMessage[T]](f *testing.F, seeds ...[][]byte) {
 // cache uses. cpu-ns/op is as in BenchmarkDecodePod.
 func BenchmarkDecodeNode(b *testing.B) {
 	benchDecode(b, encodedRealisticNodes(b, 100), []decodeBenchCase[corev1.Node]{
-		{"Unmarshal", false, func(_ *internTable, data []byte, n *corev1.Node) error { return n.Unmarshal(data) }},
-		{"unmarshalNode", false, func(table *internTable, data []byte, n *corev1.Node) error {
+		{"Unmarshal", false, func(_ *InternTable, data []byte, n *corev1.Node) error { return n.Unmarshal(data) }},
+		{"unmarshalNode", false, func(table *InternTable, data []byte, n *corev1.Node) error {
 			table.mu.Lock()
 			defer table.mu.Unlock()
 			return unmarshalNode(table, data, n)
@@ -338,7 +339,7 @@ type decodeBenchCase[T any] struct {
 	name string
 	// share is the table's shareSubObjects.
 	share  bool
-	decode func(table *internTable, data []byte, obj *T) error
+	decode func(table *InternTable, data []byte, obj *T) error
 }
 
 // benchDecode decodes the objects encoded, in turn, with each case, through
@@ -349,7 +350,7 @@ type decodeBenchCase[T any] struct {
 func benchDecode[T any](b *testing.B, encoded [][]byte, cases []decodeBenchCase[T]) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			table := newInternTable() // with its sweeps after garbage collections, as an informer's
+			table := NewInternTable() // with its sweeps after garbage collections, as an informer's
 			table.shareSubObjects = c.share
 			cache := make([]*T, len(encoded))
 			for range 2 {

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"bytes"
@@ -144,7 +144,7 @@ func encodeString(b []byte, s *string) ([]byte, bool) {
 // changes it. The pass never writes into a canonical value found in the
 // table (cached objects hold it and handlers read it), only into the object
 // passed, which the informer owns until it caches it.
-func sharePtr[T any, P message[T]](t *internTable, set *shareSet[T], field **T, ok func(*T) bool) bool {
+func sharePtr[T any, P message[T]](t *InternTable, set *shareSet[T], field **T, ok func(*T) bool) bool {
 	v := *field
 	if v == nil || (ok != nil && !ok(v)) {
 		return false
@@ -172,7 +172,7 @@ func sharePtr[T any, P message[T]](t *internTable, set *shareSet[T], field **T, 
 
 // shareSlice is sharePtr for a slice, whose elements enc encodes. The
 // shared slice's capacity is its length, so that appending to it copies.
-func shareSlice[E any](t *internTable, set *shareSet[E], field *[]E, enc func([]byte, *E) ([]byte, bool), ok func(*E) bool) bool {
+func shareSlice[E any](t *InternTable, set *shareSet[E], field *[]E, enc func([]byte, *E) ([]byte, bool), ok func(*E) bool) bool {
 	s := *field
 	if len(s) == 0 {
 		return false
@@ -225,7 +225,7 @@ func mapAt[M ~map[K]V, K comparable, V any](p *mapObject) M {
 // shareMap is sharePtr for a map, whose entries hash hashes and which
 // equal compares with the canonical (which it must only read). Empty maps
 // are not shared: there would be nothing to save.
-func shareMap[M ~map[K]V, K comparable, V any](t *internTable, set *shareSet[mapObject], field *M, hash func(*internTable, M) uint64, equal func(m, canonical M) bool) bool {
+func shareMap[M ~map[K]V, K comparable, V any](t *InternTable, set *shareSet[mapObject], field *M, hash func(*InternTable, M) uint64, equal func(m, canonical M) bool) bool {
 	m := *field
 	if len(m) == 0 {
 		return false
@@ -254,7 +254,7 @@ func combine(sum, key, value uint64) uint64 {
 }
 
 // hashStringMap hashes a map of strings.
-func hashStringMap(t *internTable, m map[string]string) uint64 {
+func hashStringMap(t *InternTable, m map[string]string) uint64 {
 	var sum uint64
 	for k, v := range m {
 		sum = combine(sum, maphash.String(t.seed, k), maphash.String(t.seed, v))

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"slices"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
 
-//go:generate go run ./hack/pbdecode -o restdecode_gen.go
+//go:generate go run github.com/kubetyped/informer/hack/pbdecode -o decode_gen.go
 
 // This file holds the protobuf decoders of the typed REST ListerWatcher.
 // apimachinery's decoders copy each object's bytes twice before decoding
@@ -30,10 +30,10 @@ type restCodecs struct {
 	mediaTypes []runtime.SerializerInfo
 }
 
-// newRESTCodecs returns the codecs of a typed REST client over scheme. If
+// NewRESTCodecs returns the codecs of a typed REST client over scheme. If
 // interns is not nil, objects of the types unmarshalInterned knows are
 // decoded with their strings interned in it.
-func newRESTCodecs(scheme *runtime.Scheme, interns *internTable) runtime.NegotiatedSerializer {
+func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable) runtime.NegotiatedSerializer {
 	base := serializer.NewCodecFactory(scheme).WithoutConversion()
 	mediaTypes := slices.Clone(base.SupportedMediaTypes())
 	for i := range mediaTypes {
@@ -74,12 +74,12 @@ type protobufDecoder struct {
 	creater            runtime.ObjectCreater
 	// interns, if not nil, is the table of the objects' strings (see
 	// unmarshalInterned).
-	interns *internTable
+	interns *InternTable
 }
 
-// protobufMessage is what apimachinery's protobuf serializer requires of
+// ProtobufMessage is what apimachinery's protobuf serializer requires of
 // an object to decode into.
-type protobufMessage interface {
+type ProtobufMessage interface {
 	Reset()
 	Unmarshal(data []byte) error
 }
@@ -89,7 +89,7 @@ type protobufMessage interface {
 // interns is not nil: those are decoded straight into the table's strings,
 // so that a string the table holds costs a lookup instead of an
 // allocation. The objects are equal either way.
-func unmarshal(interns *internTable, data []byte, msg protobufMessage) error {
+func Unmarshal(interns *InternTable, data []byte, msg ProtobufMessage) error {
 	if interns != nil {
 		if handled, err := unmarshalInterned(interns, data, msg); handled {
 			return err
@@ -99,18 +99,24 @@ func unmarshal(interns *internTable, data []byte, msg protobufMessage) error {
 	return msg.Unmarshal(data)
 }
 
-// decodesInterned reports whether objects of type T have an interning
-// decoder (see unmarshal): the REST ListerWatcher gives them a table.
-func decodesInterned[T Object]() bool {
-	return decodesInternedType(*new(T))
+// DecodesInterned reports whether objects of obj's type (a pointer to a
+// built-in type, such as *corev1.Pod) have an interning decoder (see
+// Unmarshal): the REST ListerWatcher gives them a table. obj's value is
+// not looked at; a nil pointer of the type will do.
+func DecodesInterned(obj any) bool {
+	return decodesInternedType(obj)
 }
+
+// ProtobufMagic starts Kubernetes' protobuf encoding of an object (the
+// runtime.Unknown envelope follows).
+const ProtobufMagic = "k8s\x00"
 
 // Decode implements runtime.Decoder.
 func (d *protobufDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if _, isUnknown := into.(*runtime.Unknown); isUnknown || len(data) <= len(protobufMagic) || string(data[:len(protobufMagic)]) != protobufMagic {
+	if _, isUnknown := into.(*runtime.Unknown); isUnknown || len(data) <= len(ProtobufMagic) || string(data[:len(ProtobufMagic)]) != ProtobufMagic {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	actual, raw, ok := parseProtobufEnvelope(data[len(protobufMagic):])
+	actual, raw, ok := ParseProtobufEnvelope(data[len(ProtobufMagic):])
 	if !ok {
 		return d.Serializer.Decode(data, defaults, into)
 	}
@@ -142,22 +148,22 @@ func (d *protobufDecoder) Decode(data []byte, defaults *schema.GroupVersionKind,
 	if err != nil {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	msg, ok := obj.(protobufMessage)
+	msg, ok := obj.(ProtobufMessage)
 	if !ok {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	if err := unmarshal(d.interns, raw, msg); err != nil {
+	if err := Unmarshal(d.interns, raw, msg); err != nil {
 		return nil, &actual, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(actual)
 	return obj, &actual, nil
 }
 
-// parseProtobufEnvelope returns the kind and the bytes of the object in
+// ParseProtobufEnvelope returns the kind and the bytes of the object in
 // msg, a runtime.Unknown (after the magic prefix); raw shares msg's bytes.
 // It reports false for anything but one of each of the fields
 // runtime.Unknown has.
-func parseProtobufEnvelope(msg []byte) (gvk schema.GroupVersionKind, raw []byte, ok bool) {
+func ParseProtobufEnvelope(msg []byte) (gvk schema.GroupVersionKind, raw []byte, ok bool) {
 	var seen [5]bool
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -14,13 +14,13 @@ import (
 // cost a table slot each. The strings of a sub-object found shared are not
 // interned: it may be cached already, and must not be written to.
 
-func (t *internTable) pod(p *corev1.Pod) {
+func (t *InternTable) pod(p *corev1.Pod) {
 	t.objectMeta(&p.ObjectMeta)
 	t.podSpec(&p.Spec)
 	t.podStatus(&p.Status)
 }
 
-func (t *internTable) podSpec(s *corev1.PodSpec) {
+func (t *InternTable) podSpec(s *corev1.PodSpec) {
 	for i := range s.Volumes {
 		t.volume(&s.Volumes[i])
 	}
@@ -63,7 +63,7 @@ func (t *internTable) podSpec(s *corev1.PodSpec) {
 	}
 }
 
-func (t *internTable) volume(v *corev1.Volume) {
+func (t *InternTable) volume(v *corev1.Volume) {
 	set(t, &v.Name)
 	src := &v.VolumeSource
 	if !sharePtr(t, &t.shared.configMapVols, &src.ConfigMap, configMapVolShareable) && src.ConfigMap != nil {
@@ -109,14 +109,14 @@ func (t *internTable) volume(v *corev1.Volume) {
 	}
 }
 
-func (t *internTable) keyToPaths(items []corev1.KeyToPath) {
+func (t *InternTable) keyToPaths(items []corev1.KeyToPath) {
 	for i := range items {
 		set(t, &items[i].Key)
 		set(t, &items[i].Path)
 	}
 }
 
-func (t *internTable) downwardAPIFiles(items []corev1.DownwardAPIVolumeFile) {
+func (t *InternTable) downwardAPIFiles(items []corev1.DownwardAPIVolumeFile) {
 	for i := range items {
 		f := &items[i]
 		set(t, &f.Path)
@@ -127,7 +127,7 @@ func (t *internTable) downwardAPIFiles(items []corev1.DownwardAPIVolumeFile) {
 	}
 }
 
-func (t *internTable) container(c *corev1.Container) {
+func (t *InternTable) container(c *corev1.Container) {
 	set(t, &c.Name)
 	set(t, &c.Image)
 	set(t, &c.WorkingDir)
@@ -189,7 +189,7 @@ func (t *internTable) container(c *corev1.Container) {
 	}
 }
 
-func (t *internTable) envVar(e *corev1.EnvVar) {
+func (t *InternTable) envVar(e *corev1.EnvVar) {
 	set(t, &e.Name)
 	set(t, &e.Value)
 	src := e.ValueFrom
@@ -214,7 +214,7 @@ func (t *internTable) envVar(e *corev1.EnvVar) {
 	}
 }
 
-func (t *internTable) probe(field **corev1.Probe) {
+func (t *InternTable) probe(field **corev1.Probe) {
 	if sharePtr(t, &t.shared.probes, field, probeShareable) {
 		return
 	}
@@ -243,13 +243,13 @@ func (t *internTable) probe(field **corev1.Probe) {
 	}
 }
 
-func (t *internTable) intOrString(v *intstr.IntOrString) {
+func (t *InternTable) intOrString(v *intstr.IntOrString) {
 	if v.Type == intstr.String {
 		set(t, &v.StrVal)
 	}
 }
 
-func (t *internTable) podStatus(s *corev1.PodStatus) {
+func (t *InternTable) podStatus(s *corev1.PodStatus) {
 	set(t, &s.Phase)
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
@@ -270,7 +270,7 @@ func (t *internTable) podStatus(s *corev1.PodStatus) {
 	t.containerStatuses(s.ContainerStatuses)
 }
 
-func (t *internTable) containerStatuses(statuses []corev1.ContainerStatus) {
+func (t *InternTable) containerStatuses(statuses []corev1.ContainerStatus) {
 	for i := range statuses {
 		cs := &statuses[i]
 		set(t, &cs.Name)

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubetyped/informer/internal/gcwork"
 )
 
 // Interning, the string half of deduplication (InformerOptions.Deduplicate;
@@ -101,10 +103,13 @@ type frontEntry struct {
 // set (shareSet.put), so that a small set is not swept on every insertion.
 const minSweepInserts = 1024
 
-// internTable maps strings to their one shared copy, and sub-objects to
-// their canonical value (see share.go). Its methods must be called with mu
-// held (internObject takes it once per object).
-type internTable struct {
+// InternTable maps strings to their one shared copy, and sub-objects to
+// their canonical value (see share.go). It is safe for concurrent use
+// through the package's functions (InternObject, Unmarshal and the
+// decoders of NewRESTCodecs take its lock once per object); its methods
+// must be called with mu held. It holds what it shares through weak
+// pointers, so it keeps no object alive.
+type InternTable struct {
 	mu   sync.Mutex
 	seed maphash.Seed
 	// strings holds the shared copy of each string: a weak pointer to its
@@ -135,22 +140,41 @@ type internTable struct {
 	idleSweeps     int
 }
 
-// newInternTable returns an empty table that also sweeps after garbage
-// collections (sweepAfterGC).
-func newInternTable() *internTable {
+// NewInternTable returns an empty table that also sweeps after garbage
+// collections (sweepAfterGC), for as long as it is reachable. Objects
+// decoded or interned through it share strings, and nothing mutable.
+func NewInternTable() *InternTable {
 	t := newBareInternTable()
-	afterEachGC(t, (*internTable).sweepAfterGC)
+	gcwork.AfterEachGC(t, (*InternTable).sweepAfterGC)
 	return t
+}
+
+// NewSubObjectSharingTable returns an empty table, sweeping as
+// NewInternTable's does, whose decoder also shares sub-objects and bytes
+// between the objects it decodes, not only strings (shareSubObjects): for
+// one informer deduplicating without a transform, whose decoded objects
+// nobody else sees.
+func NewSubObjectSharingTable() *InternTable {
+	t := NewInternTable()
+	t.shareSubObjects = true
+	return t
+}
+
+// SharesSubObjects reports whether the table's decoder shares sub-objects
+// and bytes between the objects it decodes (NewSubObjectSharingTable), not
+// only strings.
+func (t *InternTable) SharesSubObjects() bool {
+	return t.shareSubObjects
 }
 
 // newBareInternTable returns an empty table that only sweeps on
 // insertions: for tests that read its fields without holding mu.
-func newBareInternTable() *internTable {
-	return &internTable{seed: maphash.MakeSeed()}
+func newBareInternTable() *InternTable {
+	return &InternTable{seed: maphash.MakeSeed()}
 }
 
 // lock takes mu for one object's pass or decode, and counts the use.
-func (t *internTable) lock() {
+func (t *InternTable) lock() {
 	t.mu.Lock()
 	t.uses++
 }
@@ -176,7 +200,7 @@ func (t *internTable) lock() {
 // alone: nothing died in it that the sweeps after its last use did not
 // see, bar what the front cache held, which the first of them empties and
 // the second drops.
-func (t *internTable) sweepAfterGC() {
+func (t *InternTable) sweepAfterGC() {
 	if !t.mu.TryLock() {
 		return
 	}
@@ -199,7 +223,7 @@ func (t *internTable) sweepAfterGC() {
 // there is none. The shared copy is always a fresh heap allocation, never
 // s itself, so that the table never points into a larger buffer (or into
 // read-only memory, where weak pointers cannot point) that s may share.
-func (t *internTable) str(s string) string {
+func (t *InternTable) str(s string) string {
 	return t.intern(s, true)
 }
 
@@ -208,7 +232,7 @@ func (t *internTable) str(s string) string {
 // shared one if the string was seen before (as in str). The result never
 // points into b, so b may be a buffer reused afterwards: the protobuf
 // decoder (restdecode_gen.go) takes every string of an object from it.
-func (t *internTable) strFrom(b []byte) string {
+func (t *InternTable) strFrom(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
@@ -221,7 +245,7 @@ func (t *internTable) strFrom(b []byte) string {
 // bytes' results are, with the same capacity rule; otherwise it is a copy
 // of its own: the bytes of objects decoded with strings interned only are
 // not shared, since bytes, unlike strings, can be written to.
-func (t *internTable) bytesFrom(b []byte) []byte {
+func (t *InternTable) bytesFrom(b []byte) []byte {
 	if len(b) == 0 {
 		return []byte{}
 	}
@@ -234,7 +258,7 @@ func (t *internTable) bytesFrom(b []byte) []byte {
 
 // intern is str and strFrom: it returns the shared copy of s, or s itself
 // if keep and s is not to be shared, or else a fresh copy of s.
-func (t *internTable) intern(s string, keep bool) string {
+func (t *InternTable) intern(s string, keep bool) string {
 	if len(s) == 0 {
 		return s
 	}
@@ -304,7 +328,7 @@ func frontKey(s string) uint64 {
 }
 
 // forget empties the front cache.
-func (t *internTable) forget() {
+func (t *InternTable) forget() {
 	if t.front != nil {
 		clear(t.front[:])
 	}
@@ -321,7 +345,7 @@ func remember(front *[frontWays]frontEntry, k uint64, c string) {
 
 // seenBefore reports whether a value with hash h was seen before, and
 // records it if not.
-func (t *internTable) seenBefore(h uint64) bool {
+func (t *InternTable) seenBefore(h uint64) bool {
 	if t.seen == nil {
 		t.seen = make([]uint64, seenSlots)
 	}
@@ -340,7 +364,7 @@ func (t *internTable) seenBefore(h uint64) bool {
 // with other objects. The result's capacity is its length, so appending to
 // it copies; writing to it in place changes every object sharing it, which
 // the no-mutation rule forbids and the mutation detector reports.
-func (t *internTable) bytes(b []byte) []byte {
+func (t *InternTable) bytes(b []byte) []byte {
 	if len(b) == 0 {
 		return b
 	}
@@ -353,7 +377,7 @@ func (t *internTable) bytes(b []byte) []byte {
 
 // set interns the string *p, writing to *p only if that changes where its
 // bytes are.
-func set[S ~string](t *internTable, p *S) {
+func set[S ~string](t *InternTable, p *S) {
 	if c := t.str(string(*p)); unsafe.StringData(c) != unsafe.StringData(string(*p)) {
 		*p = S(c)
 	}
@@ -361,48 +385,48 @@ func set[S ~string](t *internTable, p *S) {
 
 // len returns the number of strings and sub-objects held, live or not yet
 // swept.
-func (t *internTable) len() int {
+func (t *InternTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.strings.slots) + t.shared.len() + t.raw.len()
 }
 
-// internFunc interns the strings of one object in place.
-type internFunc[T Object] func(t *internTable, obj T)
+// InternFunc interns the strings of one object in place.
+type InternFunc[T metav1.Object] func(t *InternTable, obj T)
 
-// internFuncFor returns the intern function for T, chosen once: a walk of
+// InternFuncFor returns the intern function for T, chosen once: a walk of
 // the fields worth interning for the core types that dominate caches
 // (pods), the object's content for unstructured objects, and its metadata
 // for every other type. Type-specific code is what keeps this free of
 // reflection, which would cost more than the decoding it follows.
-func internFuncFor[T Object]() internFunc[T] {
+func InternFuncFor[T metav1.Object]() InternFunc[T] {
 	var f any
 	switch any(*new(T)).(type) {
 	case *corev1.Pod:
-		f = internFunc[*corev1.Pod](func(t *internTable, p *corev1.Pod) { t.pod(p) })
+		f = InternFunc[*corev1.Pod](func(t *InternTable, p *corev1.Pod) { t.pod(p) })
 	case *unstructured.Unstructured:
-		f = internFunc[*unstructured.Unstructured](func(t *internTable, u *unstructured.Unstructured) {
+		f = InternFunc[*unstructured.Unstructured](func(t *InternTable, u *unstructured.Unstructured) {
 			t.content(u.Object)
 		})
 	case *metav1.PartialObjectMetadata:
-		f = internFunc[*metav1.PartialObjectMetadata](func(t *internTable, m *metav1.PartialObjectMetadata) {
+		f = InternFunc[*metav1.PartialObjectMetadata](func(t *InternTable, m *metav1.PartialObjectMetadata) {
 			t.objectMeta(&m.ObjectMeta)
 		})
 	default:
-		return func(t *internTable, obj T) { t.meta(obj) }
+		return func(t *InternTable, obj T) { t.meta(obj) }
 	}
-	return f.(internFunc[T])
+	return f.(InternFunc[T])
 }
 
-// internObject interns obj's strings with f under t's lock.
-func internObject[T Object](t *internTable, f internFunc[T], obj T) {
+// InternObject interns obj's strings with f under t's lock.
+func InternObject[T metav1.Object](t *InternTable, f InternFunc[T], obj T) {
 	t.lock()
 	f(t, obj)
 	t.mu.Unlock()
 }
 
 // meta interns the metadata of an object through its accessors.
-func (t *internTable) meta(obj metav1.Object) {
+func (t *InternTable) meta(obj metav1.Object) {
 	if ns := obj.GetNamespace(); ns != "" {
 		if c := t.str(ns); unsafe.StringData(c) != unsafe.StringData(ns) {
 			obj.SetNamespace(c)
@@ -431,7 +455,7 @@ func (t *internTable) meta(obj metav1.Object) {
 
 // objectMeta interns the fields of m that repeat across objects: not the
 // name, UID or resource version.
-func (t *internTable) objectMeta(m *metav1.ObjectMeta) {
+func (t *InternTable) objectMeta(m *metav1.ObjectMeta) {
 	set(t, &m.Namespace)
 	set(t, &m.GenerateName)
 	t.shareStringMap(&m.Labels)
@@ -445,7 +469,7 @@ func (t *internTable) objectMeta(m *metav1.ObjectMeta) {
 
 // stringMap interns m's keys and values in place. Assigning to an existing
 // key also stores the key given, so the map keeps the shared copy of it.
-func (t *internTable) stringMap(m map[string]string) {
+func (t *InternTable) stringMap(m map[string]string) {
 	for k, v := range m {
 		if ck, cv := t.str(k), t.str(v); !sameBytes(ck, k) || !sameBytes(cv, v) {
 			m[ck] = cv
@@ -459,13 +483,13 @@ func sameBytes(a, b string) bool {
 }
 
 // strs interns the elements of s in place.
-func (t *internTable) strs(s []string) {
+func (t *InternTable) strs(s []string) {
 	for i := range s {
 		set(t, &s[i])
 	}
 }
 
-func (t *internTable) ownerRefs(refs []metav1.OwnerReference) {
+func (t *InternTable) ownerRefs(refs []metav1.OwnerReference) {
 	for i := range refs {
 		r := &refs[i]
 		set(t, &r.APIVersion)
@@ -475,7 +499,7 @@ func (t *internTable) ownerRefs(refs []metav1.OwnerReference) {
 	}
 }
 
-func (t *internTable) managedFields(entries []metav1.ManagedFieldsEntry) {
+func (t *InternTable) managedFields(entries []metav1.ManagedFieldsEntry) {
 	for i := range entries {
 		e := &entries[i]
 		set(t, &e.Manager)
@@ -493,7 +517,7 @@ func (t *internTable) managedFields(entries []metav1.ManagedFieldsEntry) {
 
 // content interns the keys and string values of an unstructured object,
 // except metadata's name, uid and resourceVersion.
-func (t *internTable) content(m map[string]any) {
+func (t *InternTable) content(m map[string]any) {
 	for k, v := range m {
 		switch v := v.(type) {
 		case string:
@@ -518,7 +542,7 @@ func (t *internTable) content(m map[string]any) {
 
 // unstructuredMeta interns metadata, leaving the strings unique to one
 // object alone.
-func (t *internTable) unstructuredMeta(m map[string]any) {
+func (t *InternTable) unstructuredMeta(m map[string]any) {
 	for k, v := range m {
 		switch k {
 		case "name", "uid", "resourceVersion", "creationTimestamp":
@@ -537,7 +561,7 @@ func (t *internTable) unstructuredMeta(m map[string]any) {
 	}
 }
 
-func (t *internTable) contentSlice(s []any) {
+func (t *InternTable) contentSlice(s []any) {
 	for i, v := range s {
 		switch v := v.(type) {
 		case string:

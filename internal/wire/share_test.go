@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"maps"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/kubetyped/informer/internal/prodpods"
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // decodedProdPods returns n production-like pods (internal/prodpods), each
@@ -51,10 +52,10 @@ func encodedProdPods(t testing.TB, n int) [][]byte {
 }
 
 // internAll deduplicates pods in place, in order.
-func internAll(table *internTable, pods []*corev1.Pod) {
-	intern := internFuncFor[*corev1.Pod]()
+func internAll(table *InternTable, pods []*corev1.Pod) {
+	intern := InternFuncFor[*corev1.Pod]()
 	for _, p := range pods {
-		internObject(table, intern, p)
+		InternObject(table, intern, p)
 	}
 }
 
@@ -64,7 +65,7 @@ func TestShareChangesNoValueOfProdPods(t *testing.T) {
 	table := newBareInternTable()
 	plain := decodedProdPods(t, 400)
 	for i, p := range plain {
-		if diff := diffLarge(p, internedCopy(table, p)); diff != "" {
+		if diff := testkit.DiffLarge(p, internedCopy(table, p)); diff != "" {
 			t.Fatalf("pod %d changed by deduplication (-plain +deduplicated):\n%s", i, diff)
 		}
 	}
@@ -85,7 +86,7 @@ func TestShareChangesNoValueOfRandomPods(t *testing.T) {
 		variant := pod.DeepCopy()
 		flipEmpty(reflect.ValueOf(variant).Elem(), r)
 		for round, p := range []*corev1.Pod{&pod, &pod, variant, &pod, variant} {
-			if diff := diffLarge(p, internedCopy(table, p)); diff != "" {
+			if diff := testkit.DiffLarge(p, internedCopy(table, p)); diff != "" {
 				t.Fatalf("pod %d, round %d: changed by deduplication (-plain +deduplicated):\n%s", i, round, diff)
 			}
 		}
@@ -211,7 +212,7 @@ func TestShareDoesNotWriteSharedObjects(t *testing.T) {
 	for range 2 {
 		readers.Go(func() {
 			for i, p := range cached {
-				if diff := diffLarge(snapshot[i], p); diff != "" {
+				if diff := testkit.DiffLarge(snapshot[i], p); diff != "" {
 					t.Errorf("pod %d changed:\n%s", i, diff)
 				}
 			}
@@ -222,7 +223,7 @@ func TestShareDoesNotWriteSharedObjects(t *testing.T) {
 	}
 	readers.Wait()
 	for i, p := range fresh[1] {
-		if diff := diffLarge(snapshot[i], p); diff != "" {
+		if diff := testkit.DiffLarge(snapshot[i], p); diff != "" {
 			t.Errorf("fresh pod %d differs from its first decode (-first +fresh):\n%s", i, diff)
 		}
 	}
@@ -240,7 +241,7 @@ func TestShareTableShrinks(t *testing.T) {
 // checkSharesShrink checks that shares, sets of table's, hold sub-objects
 // of pods, then lets the pods go (the caller must not use them after) and
 // waits for the sets to forget every sub-object, swept through put.
-func checkSharesShrink(t *testing.T, table *internTable, shares *podShares, pods []*corev1.Pod) {
+func checkSharesShrink(t *testing.T, table *InternTable, shares *podShares, pods []*corev1.Pod) {
 	t.Helper()
 	if n := len(shares.env.slots) + len(shares.stringMaps.slots); n < 50 {
 		t.Fatalf("table holds %d env lists and string maps, want at least 50", n)
@@ -312,13 +313,13 @@ func (s *podShares) sets() []shareSetForTest {
 // caller lets go of the objects using their values, and sweep makes each
 // set sweep through put, as insertions do in production, reporting false
 // if one did not.
-func eventuallyForgets(t *testing.T, table *internTable, what string, sets []shareSetForTest, sweep func() bool) {
+func eventuallyForgets(t *testing.T, table *InternTable, what string, sets []shareSetForTest, sweep func() bool) {
 	t.Helper()
 	held := make([][]uint64, len(sets))
 	for i, set := range sets {
 		held[i] = set.hashes()
 	}
-	Eventually(t, "the table to forget every "+what, func() bool {
+	testkit.Eventually(t, "the table to forget every "+what, func() bool {
 		runtime.GC()
 		table.mu.Lock()
 		defer table.mu.Unlock()
@@ -346,8 +347,8 @@ func BenchmarkDeduplicate(b *testing.B) {
 	encoded := encodedProdPods(b, 3000)
 	for _, dedup := range []bool{false, true} {
 		b.Run(map[bool]string{false: "off", true: "on"}[dedup], func(b *testing.B) {
-			table := newInternTable() // with its sweeps after garbage collections, as an informer's
-			intern := internFuncFor[*corev1.Pod]()
+			table := NewInternTable() // with its sweeps after garbage collections, as an informer's
+			intern := InternFuncFor[*corev1.Pod]()
 			// The cache: each pod decoded replaces the previous one of
 			// its name, so the table sees what a cache holds.
 			cache := make([]*corev1.Pod, len(encoded))
@@ -361,7 +362,7 @@ func BenchmarkDeduplicate(b *testing.B) {
 				}
 				if dedup {
 					start := time.Now()
-					internObject(table, intern, p)
+					InternObject(table, intern, p)
 					pass += time.Since(start)
 				}
 				cache[i] = p

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"fmt"
@@ -13,16 +13,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/randfill"
+
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // internedCopy interns a deep copy of obj with T's intern function and
 // returns it; obj is left as it was.
 func internedCopy[T interface {
-	Object
+	metav1.Object
 	DeepCopy() T
-}](t *internTable, obj T) T {
+}](t *InternTable, obj T) T {
 	c := obj.DeepCopy()
-	internObject(t, internFuncFor[T](), c)
+	InternObject(t, InternFuncFor[T](), c)
 	return c
 }
 
@@ -34,17 +36,17 @@ func TestInternChangesNoValue(t *testing.T) {
 	for i := range 100 {
 		var pod corev1.Pod
 		f.Fill(&pod)
-		if diff := diffLarge(&pod, internedCopy(table, &pod)); diff != "" {
+		if diff := testkit.DiffLarge(&pod, internedCopy(table, &pod)); diff != "" {
 			t.Fatalf("pod %d changed by interning (-before +after):\n%s", i, diff)
 		}
 		var meta metav1.PartialObjectMetadata
 		f.Fill(&meta.ObjectMeta)
-		if diff := diffLarge(&meta, internedCopy(table, &meta)); diff != "" {
+		if diff := testkit.DiffLarge(&meta, internedCopy(table, &meta)); diff != "" {
 			t.Fatalf("metadata %d changed by interning (-before +after):\n%s", i, diff)
 		}
 		var cm corev1.ConfigMap // a type without a walk of its own: metadata only
 		f.Fill(&cm)
-		if diff := diffLarge(&cm, internedCopy(table, &cm)); diff != "" {
+		if diff := testkit.DiffLarge(&cm, internedCopy(table, &cm)); diff != "" {
 			t.Fatalf("config map %d changed by interning (-before +after):\n%s", i, diff)
 		}
 	}
@@ -53,7 +55,7 @@ func TestInternChangesNoValue(t *testing.T) {
 		"metadata": map[string]any{"name": "w", "namespace": "ns", "labels": map[string]any{"app": "a"}},
 		"spec":     map[string]any{"list": []any{"x", int64(1), map[string]any{"k": "v"}, []any{"y"}}, "flag": true},
 	}}
-	if diff := diffLarge(u, internedCopy(table, u)); diff != "" {
+	if diff := testkit.DiffLarge(u, internedCopy(table, u)); diff != "" {
 		t.Fatalf("unstructured object changed by interning (-before +after):\n%s", diff)
 	}
 }
@@ -63,7 +65,7 @@ func TestInternChangesNoValue(t *testing.T) {
 func TestInternShares(t *testing.T) {
 	table := newBareInternTable()
 	mk := func(name string) *corev1.Pod {
-		p := NewPod("ns-"+strings.Repeat("x", 1), name, "1", PodLabels(map[string]string{"app": "web"}), PodNode("node-1"))
+		p := testkit.NewPod("ns-"+strings.Repeat("x", 1), name, "1", testkit.PodLabels(map[string]string{"app": "web"}), testkit.PodNode("node-1"))
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}
 		p.Spec.Containers = []corev1.Container{{Name: "c", Image: "registry/app:1"}}
 		return p
@@ -107,9 +109,9 @@ func TestInternTableShrinks(t *testing.T) {
 		// Strings longer than 16 bytes: tiny ones may share an allocation
 		// with a live object and outlive their own (see weak.Pointer).
 		// Twice: a string enters the table when seen a second time.
-		node := PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))
-		_ = internedCopy(table, NewPod("ns", "p", "1", node))
-		pods[i] = internedCopy(table, NewPod("ns", "p", "1", node))
+		node := testkit.PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))
+		_ = internedCopy(table, testkit.NewPod("ns", "p", "1", node))
+		pods[i] = internedCopy(table, testkit.NewPod("ns", "p", "1", node))
 	}
 	if n := table.len(); n < len(pods) {
 		t.Fatalf("table holds %d strings, want at least %d", n, len(pods))
@@ -122,7 +124,7 @@ func TestInternTableShrinks(t *testing.T) {
 // they hold now, once the objects using them are let go (the caller's
 // part) and the garbage collector has freed them, the sweeps coming from
 // insertions, as in production.
-func eventuallyForgetsAll(t *testing.T, table *internTable) {
+func eventuallyForgetsAll(t *testing.T, table *InternTable) {
 	t.Helper()
 	eventuallyForgets(t, table, "string", []shareSetForTest{&table.strings}, func() bool { return sweepStringsThroughPut(table) })
 }
@@ -137,7 +139,7 @@ var freshStrings atomic.Int64
 // insertions the sweep rule allows (shareSet.put). The strings are longer
 // than frontMaxLen, so that the front cache does not keep them. Call with
 // table.mu held.
-func sweepStringsThroughPut(table *internTable) bool {
+func sweepStringsThroughPut(table *InternTable) bool {
 	for range len(table.strings.slots) + minSweepInserts {
 		s := fmt.Sprintf("fresh-%0*d", frontMaxLen, freshStrings.Add(1))
 		table.str(s)
@@ -225,7 +227,7 @@ func TestInternFrontCacheBounded(t *testing.T) {
 	if !sweepStringsThroughPut(table) {
 		t.Fatal("the strings' set was not swept within the insertions its rule allows")
 	}
-	Eventually(t, "no string alive", func() bool {
+	testkit.Eventually(t, "no string alive", func() bool {
 		runtime.GC()
 		return live() == 0
 	})
@@ -236,13 +238,13 @@ func TestInternFrontCacheBounded(t *testing.T) {
 // collections alone must empty it (sweepAfterGC), where insertions were
 // the only trigger of a sweep before.
 func TestInternTableSweepsAfterGCOnceIdle(t *testing.T) {
-	table := newInternTable()
+	table := NewInternTable()
 	pods := make([]*corev1.Pod, 3000)
 	for i := range pods {
 		// Long strings, not tiny allocations (see TestInternTableShrinks);
 		// each pod twice, for its values to enter the table.
-		node := PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))
-		p := NewPod("ns", "p", "1", node)
+		node := testkit.PodNode(fmt.Sprintf("a-node-name-long-enough-%d", i))
+		p := testkit.NewPod("ns", "p", "1", node)
 		p.Labels = map[string]string{"app": fmt.Sprintf("an-app-name-long-enough-%d", i)}
 		_ = internedCopy(table, p)
 		pods[i] = internedCopy(table, p)
@@ -252,7 +254,7 @@ func TestInternTableSweepsAfterGCOnceIdle(t *testing.T) {
 	}
 	runtime.KeepAlive(pods)
 	pods = nil
-	Eventually(t, "garbage collections to empty the idle table", func() bool {
+	testkit.Eventually(t, "garbage collections to empty the idle table", func() bool {
 		runtime.GC()
 		return table.len() == 0
 	})
@@ -261,8 +263,8 @@ func TestInternTableSweepsAfterGCOnceIdle(t *testing.T) {
 // TestSweepAfterGCLetsTheTableGo checks that the sweeps after garbage
 // collections do not keep a table alive, so that they stop with it.
 func TestSweepAfterGCLetsTheTableGo(t *testing.T) {
-	w := weak.Make(newInternTable())
-	Eventually(t, "the table to be collected", func() bool {
+	w := weak.Make(NewInternTable())
+	testkit.Eventually(t, "the table to be collected", func() bool {
 		runtime.GC()
 		return w.Value() == nil
 	})

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // TestUnmarshalPodEqualsUnmarshal decodes production-like and random pods
@@ -39,7 +41,7 @@ func TestUnmarshalPodEqualsUnmarshal(t *testing.T) {
 
 // decodeReplicas decodes, through table, 5 production-like pods: replicas of
 // one Deployment (decodeBoth checks each against Pod.Unmarshal).
-func decodeReplicas(t *testing.T, table *internTable) []*corev1.Pod {
+func decodeReplicas(t *testing.T, table *InternTable) []*corev1.Pod {
 	t.Helper()
 	var pods []*corev1.Pod
 	for _, data := range encodedProdPods(t, 5) {
@@ -108,7 +110,7 @@ func TestUnmarshalPodDoesNotAliasData(t *testing.T) {
 				if err := want.Unmarshal(data); err != nil {
 					t.Fatal(err)
 				}
-				if diff := diffLarge(want, got); diff != "" {
+				if diff := testkit.DiffLarge(want, got); diff != "" {
 					t.Fatalf("sharing sub-objects %v, round %d, pod %d changed with the buffer (-want +got):\n%s", table.shareSubObjects, round, i, diff)
 				}
 			}
@@ -309,31 +311,31 @@ func TestInternTableShrinksFromBytes(t *testing.T) {
 // collection included), less disturbed than ns/op on a shared machine.
 func BenchmarkDecodePod(b *testing.B) {
 	encoded := encodedProdPods(b, 1000)
-	interned := func(table *internTable, data []byte, p *corev1.Pod) error {
+	interned := func(table *InternTable, data []byte, p *corev1.Pod) error {
 		table.lock()
 		defer table.mu.Unlock()
 		return unmarshalPod(table, data, p)
 	}
 	benchDecode(b, encoded, []decodeBenchCase[corev1.Pod]{
-		{"Unmarshal", false, func(_ *internTable, data []byte, p *corev1.Pod) error { return p.Unmarshal(data) }},
+		{"Unmarshal", false, func(_ *InternTable, data []byte, p *corev1.Pod) error { return p.Unmarshal(data) }},
 		// The default: strings interned on decode.
 		{"unmarshalPod", false, interned},
 		// Deduplicate without a transform: sub-objects shared on decode.
 		{"unmarshalPod sharing", true, interned},
 		// Deduplicate with a transform: the pass after decoding.
-		{"unmarshalPod+Deduplicate", false, func(table *internTable, data []byte, p *corev1.Pod) error {
+		{"unmarshalPod+Deduplicate", false, func(table *InternTable, data []byte, p *corev1.Pod) error {
 			if err := interned(table, data, p); err != nil {
 				return err
 			}
-			internObject(table, internFuncFor[*corev1.Pod](), p)
+			InternObject(table, InternFuncFor[*corev1.Pod](), p)
 			return nil
 		}},
 		// Deduplicate before decoding pods straight into the table.
-		{"Unmarshal+Deduplicate", false, func(table *internTable, data []byte, p *corev1.Pod) error {
+		{"Unmarshal+Deduplicate", false, func(table *InternTable, data []byte, p *corev1.Pod) error {
 			if err := p.Unmarshal(data); err != nil {
 				return err
 			}
-			internObject(table, internFuncFor[*corev1.Pod](), p)
+			InternObject(table, InternFuncFor[*corev1.Pod](), p)
 			return nil
 		}},
 	})
@@ -384,7 +386,7 @@ func TestUnmarshalPodDoesNotWriteShared(t *testing.T) {
 	}
 	for i, p := range cached {
 		if !reflect.DeepEqual(snapshot[i], p) {
-			t.Fatalf("cached pod %d changed (-before +after):\n%s", i, diffLarge(snapshot[i], p))
+			t.Fatalf("cached pod %d changed (-before +after):\n%s", i, testkit.DiffLarge(snapshot[i], p))
 		}
 	}
 }

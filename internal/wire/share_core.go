@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"hash/maphash"
@@ -77,7 +77,7 @@ func (s *podShares) sweep() {
 
 // shareStringMap shares a map of strings, or interns its strings if it is
 // not shared.
-func (t *internTable) shareStringMap(m *map[string]string) {
+func (t *InternTable) shareStringMap(m *map[string]string) {
 	if !shareMap(t, &t.shared.stringMaps, m, hashStringMap, equalStringMaps) {
 		t.stringMap(*m)
 	}
@@ -85,7 +85,7 @@ func (t *internTable) shareStringMap(m *map[string]string) {
 
 // shareStrings shares a list of strings, or interns them if it is not
 // shared.
-func shareStrings[S ~string](t *internTable, s *[]S) {
+func shareStrings[S ~string](t *InternTable, s *[]S) {
 	if len(*s) == 0 {
 		return
 	}
@@ -103,13 +103,13 @@ func shareStrings[S ~string](t *internTable, s *[]S) {
 // and formats are: then they print the same too (a quantity caches only
 // its canonical string). String is not called, since it allocates for a
 // quantity parsed from a string that was not canonical.
-func (t *internTable) shareResourceList(l *corev1.ResourceList) {
+func (t *InternTable) shareResourceList(l *corev1.ResourceList) {
 	shareMap(t, &t.shared.resourceLists, l, hashResourceList, equalResourceLists)
 }
 
 // hashResourceList hashes a resource list by its keys, formats and values
 // in thousandths (equal quantities have equal ones).
-func hashResourceList(t *internTable, l corev1.ResourceList) uint64 {
+func hashResourceList(t *InternTable, l corev1.ResourceList) uint64 {
 	var sum uint64
 	for k, q := range l {
 		sum = combine(sum, maphash.String(t.seed, string(k)), uint64(q.MilliValue())^maphash.String(t.seed, string(q.Format)))

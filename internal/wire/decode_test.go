@@ -1,14 +1,11 @@
-package informer
+package wire
 
 import (
 	"bytes"
 	"io"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/kubetyped/informer/internal/prodpods"
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // protobufCodecs returns apimachinery's protobuf serializers over
@@ -34,7 +31,7 @@ func protobufCodecs(t testing.TB) (theirs, ours runtime.SerializerInfo) {
 		}
 		return info
 	}
-	return find(serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()), find(newRESTCodecs(clientgoscheme.Scheme, nil))
+	return find(serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()), find(NewRESTCodecs(clientgoscheme.Scheme, nil))
 }
 
 // encodeProtobufWithKind is obj in Kubernetes' protobuf encoding with its
@@ -47,7 +44,7 @@ func encodeProtobufWithKind(t testing.TB, obj runtime.Object) []byte {
 	}
 	obj = obj.DeepCopyObject()
 	obj.GetObjectKind().SetGroupVersionKind(kinds[0])
-	return encodeProtobuf(t, obj)
+	return testkit.EncodeProtobuf(t, obj)
 }
 
 // decoded is what a Decode call returned, comparable with cmp.
@@ -86,12 +83,12 @@ func TestProtobufDecoderDecodesAsAPIMachinery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inputs = append(inputs, append([]byte(protobufMagic), b...))
+		inputs = append(inputs, append([]byte(ProtobufMagic), b...))
 	}
 	inputs = append(inputs,
-		nil, []byte(protobufMagic), []byte("not protobuf"),
-		append([]byte(protobufMagic), 0x0a, 0x7f), // a field longer than the data
-		append([]byte(protobufMagic), 0x2a, 0x00), // a field runtime.Unknown does not have
+		nil, []byte(ProtobufMagic), []byte("not protobuf"),
+		append([]byte(ProtobufMagic), 0x0a, 0x7f), // a field longer than the data
+		append([]byte(ProtobufMagic), 0x2a, 0x00), // a field runtime.Unknown does not have
 	)
 	podGVK := corev1.SchemeGroupVersion.WithKind("Pod")
 	for i, data := range inputs {
@@ -104,7 +101,7 @@ func TestProtobufDecoderDecodesAsAPIMachinery(t *testing.T) {
 			} {
 				want := decodeWith(theirs.Serializer, data, defaults, into())
 				got := decodeWith(ours.Serializer, data, defaults, into())
-				if diff := diffLarge(want, got); diff != "" {
+				if diff := testkit.DiffLarge(want, got); diff != "" {
 					t.Errorf("input %d, defaults %v, into %T (-apimachinery +ours):\n%s", i, defaults, into(), diff)
 				}
 			}
@@ -147,7 +144,7 @@ func TestWatchEventDecoderKeepsEarlierObjects(t *testing.T) {
 		ns   runtime.NegotiatedSerializer
 	}{
 		{"apimachinery", serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()},
-		{"ours", newRESTCodecs(clientgoscheme.Scheme, nil)},
+		{"ours", NewRESTCodecs(clientgoscheme.Scheme, nil)},
 	} {
 		objects, streaming, framer, err := runtime.NewClientNegotiator(codecs.ns, corev1.SchemeGroupVersion).StreamDecoder(runtime.ContentTypeProtobuf, nil)
 		if err != nil {
@@ -168,7 +165,7 @@ func TestWatchEventDecoderKeepsEarlierObjects(t *testing.T) {
 			}
 			got = append(got, watch.Event{Type: eventType, Object: obj})
 		}
-		if diff := diffLarge(want, got); diff != "" {
+		if diff := testkit.DiffLarge(want, got); diff != "" {
 			t.Errorf("%s: events (-want +got):\n%s", codecs.name, diff)
 		}
 	}
@@ -209,7 +206,7 @@ func FuzzProtobufDecoder(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(event.Bytes())
-	f.Add([]byte(protobufMagic + "\x12\x02\x0a\xff"))
+	f.Add([]byte(ProtobufMagic + "\x12\x02\x0a\xff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, into := range []func() runtime.Object{
 			func() runtime.Object { return nil },
@@ -217,63 +214,14 @@ func FuzzProtobufDecoder(f *testing.F) {
 		} {
 			want := decodeWith(theirs.Serializer, data, nil, into())
 			got := decodeWith(ours.Serializer, data, nil, into())
-			if diff := diffLarge(want, got); diff != "" {
+			if diff := testkit.DiffLarge(want, got); diff != "" {
 				t.Fatalf("object into %T (-apimachinery +ours):\n%s", into(), diff)
 			}
 		}
 		want := decodeWith(theirs.StreamSerializer.Serializer, data, nil, &metav1.WatchEvent{})
 		got := decodeWith(ours.StreamSerializer.Serializer, data, nil, &metav1.WatchEvent{})
-		if diff := diffLarge(want, got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := testkit.DiffLarge(want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("watch event (-apimachinery +ours):\n%s", diff)
 		}
 	})
-}
-
-// TestDeduplicateOnDecode checks where an informer deduplicating the
-// objects of a REST ListerWatcher does it, for pods and for the other
-// types with an interning decoder: without a transform, in the decoder of
-// a copy of the ListerWatcher sharing sub-objects (the queue's pass off,
-// so never run on what the decoder shared; the ListerWatcher given left
-// as it was); with one, in the queue's pass, after the transform, with the
-// decoder's table.
-func TestDeduplicateOnDecode(t *testing.T) {
-	t.Run("Pod", checkDeduplicateOnDecode[*corev1.Pod])
-	t.Run("Node", checkDeduplicateOnDecode[*corev1.Node])
-	t.Run("Deployment", checkDeduplicateOnDecode[*appsv1.Deployment])
-	t.Run("Job", checkDeduplicateOnDecode[*batchv1.Job])
-}
-
-func checkDeduplicateOnDecode[T Object](t *testing.T) {
-	for _, withTransform := range []bool{false, true} {
-		lw, err := newRESTListerWatcher[T](&rest.Config{Host: "http://server"}, RESTOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lw.interns == nil || lw.interns.shareSubObjects {
-			t.Fatalf("the table of a REST ListerWatcher of %T over protobuf is %+v, want one sharing strings only", *new(T), lw.interns)
-		}
-		opts := InformerOptions[T]{Deduplicate: true}
-		if withTransform {
-			opts.Transform = StripManagedFields[T]
-		}
-		inf, err := NewInformer(ListerWatcher[T](lw), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		type where struct{ OwnLW, DecoderShares, Pass, PassWithDecodersTable bool }
-		got := where{OwnLW: inf.lw != ListerWatcher[T](lw), Pass: inf.queue.intern != nil, PassWithDecodersTable: inf.queue.interns == lw.interns}
-		if own, ok := inf.lw.(*restListerWatcher[T]); ok {
-			got.DecoderShares = own.interns.shareSubObjects
-		}
-		want := where{OwnLW: true, DecoderShares: true}
-		if withTransform {
-			want = where{Pass: true, PassWithDecodersTable: true}
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("with a transform: %v (-want +got):\n%s", withTransform, diff)
-		}
-		if lw.interns.shareSubObjects {
-			t.Error("the ListerWatcher given now shares sub-objects")
-		}
-	}
 }
