@@ -3,11 +3,11 @@ package informer
 import (
 	"testing"
 
-	"github.com/kubetyped/informer/informertest"
-
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubetyped/informer/informertest"
 )
 
 func TestSharedIndexInformerAdapterRemoveEventHandler(t *testing.T) {

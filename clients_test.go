@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubetyped/informer/informertest"
-
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +19,8 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubetyped/informer/informertest"
 )
 
 func copyPods(l *corev1.PodList) ([]*corev1.Pod, error) { return CopyListItems(l.Items), nil }

@@ -8,13 +8,13 @@ import (
 	"context"
 	"sync"
 
-	"github.com/kubetyped/informer/informertest"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubetyped/informer/informertest"
 )
 
 // diffListerWatcher serves one side from an informertest.FakeListerWatcher. Like an API

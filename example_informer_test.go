@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kubetyped/informer/informertest"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/informertest"
 )
 
 func examplePod(namespace, name, app, resourceVersion string) *corev1.Pod {

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kubetyped/informer/informertest"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/informertest"
 )
 
 // Use 1: a shared informer factory and a pod informer.

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // FactoryOptions configures a [Factory]. The zero value is valid: all
@@ -188,7 +190,7 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 	}
 	// The names are checked against each informer's type in For; the
 	// syntax and the fields never to drop, at once.
-	if err := validateDropFields(opts.DropFields); err != nil {
+	if err := wire.ValidateDropFields(opts.DropFields); err != nil {
 		return nil, fmt.Errorf("informer factory: FactoryOptions.DropFields: %w", err)
 	}
 	f := &Factory{

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubetyped/informer/informertest"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/informertest"
 )
 
 // Helpers of the metrics tests: a fake MetricsProvider, handlers and

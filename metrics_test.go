@@ -11,8 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kubetyped/informer/informertest"
-
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/informertest"
 )
 
 func TestMetricsCountListsAndWatchRestarts(t *testing.T) {

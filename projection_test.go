@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubetyped/informer"
 	"github.com/kubetyped/informer/informertest"
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // podDropFields are the paths the projection tests drop from pods: one of
@@ -532,5 +533,33 @@ func TestDropFieldsWatchRecoversFromACutJSONEvent(t *testing.T) {
 				t.Errorf("Stats().DropFieldsFailures = %d, want 1", n)
 			}
 		})
+	}
+}
+
+// TestDropFieldsFailuresAreCounted lists a malformed protobuf body through
+// DropFields: the list fails, and the informer's stats count it.
+func TestDropFieldsFailuresAreCounted(t *testing.T) {
+	body := []byte("k8s\x00\x12\x05\x12\x10") // a list field longer than the body
+	client := &http.Client{Transport: testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{
+			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {string(informer.ContentTypeProtobuf)}},
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		}, nil
+	})}
+	lw, err := informer.NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server.invalid"}, informer.RESTOptions{
+		HTTPClient: client, DropFields: []string{informer.ManagedFields},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lw.List(t.Context(), metav1.ListOptions{}); err == nil {
+		t.Error("List of a malformed body: no error")
+	}
+	inf, err := informer.NewInformer(lw, informer.InformerOptions[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(informer.InformerStats{DropFieldsFailures: 1}, inf.Stats()); diff != "" {
+		t.Errorf("Stats (-want +got):\n%s", diff)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubetyped/informer/informertest"
-
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +18,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubetyped/informer/informertest"
 )
 
 // storeCall is one call received by a recordingStore.

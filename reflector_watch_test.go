@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubetyped/informer/informertest"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubetyped/informer/informertest"
 )
 
 func TestReflectorDropsBadWatchEvents(t *testing.T) {

@@ -32,7 +32,7 @@ type metadataListerWatcher struct {
 	listPath []string
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
-	drop     *dropFieldsTransport // nil without DropFields
+	drop     *wire.DropFieldsTransport // nil without DropFields
 }
 
 // NewMetadataListerWatcher returns a ListerWatcher of only the metadata of
@@ -57,12 +57,12 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 	if err != nil {
 		return nil, fmt.Errorf("list/watch metadata of %s: %w", resourcePath(resource), err)
 	}
-	drop, err := newDropFieldsTransport(opts.DropFields, reflect.TypeFor[*metav1.PartialObjectMetadata](), reflect.TypeFor[*metav1.PartialObjectMetadataList](), true, resourcePath(resource))
+	drop, err := wire.NewDropFieldsTransport(opts.DropFields, reflect.TypeFor[*metav1.PartialObjectMetadata](), reflect.TypeFor[*metav1.PartialObjectMetadataList](), true, resourcePath(resource))
 	if err != nil {
 		return nil, fmt.Errorf("list/watch metadata of %s: DropFields: %w", resourcePath(resource), err)
 	}
 	if drop != nil {
-		httpClient = drop.wrap(httpClient)
+		httpClient = drop.Wrap(httpClient)
 	}
 	client, err := metadata.NewForConfigAndClient(config, httpClient)
 	if err != nil {
@@ -88,7 +88,7 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
-func (lw *metadataListerWatcher) dropFields() *dropFieldsTransport {
+func (lw *metadataListerWatcher) dropFields() *wire.DropFieldsTransport {
 	return lw.drop
 }
 
@@ -117,7 +117,7 @@ func (lw *metadataListerWatcher) List(ctx context.Context, options metav1.ListOp
 		list.Items[i].TypeMeta = metav1.TypeMeta{}
 		items[i] = &list.Items[i]
 	}
-	if items, err = withCachedItems(items, slots); err != nil {
+	if items, err = wire.WithCachedItems(items, slots); err != nil {
 		return nil, fmt.Errorf("list metadata of %s: %w", lw.resource.GroupResource(), err)
 	}
 	return &ListResult[*metav1.PartialObjectMetadata]{Items: items, ResourceVersion: list.ResourceVersion, Continue: list.Continue}, nil
@@ -128,7 +128,7 @@ const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObject
 
 // metadataItemsLayout is where a protobuf PartialObjectMetadataList holds
 // its items' metadata.
-var metadataItemsLayout = cachedItemsLayoutOf(reflect.TypeFor[*metav1.PartialObjectMetadataList](), reflect.TypeFor[*metav1.PartialObjectMetadata]())
+var metadataItemsLayout = wire.CachedItemsLayoutOf(reflect.TypeFor[*metav1.PartialObjectMetadataList](), reflect.TypeFor[*metav1.PartialObjectMetadata]())
 
 // list sends a list request as the metadata client's List does and decodes
 // the response as it does, but for the items the calling informer's cache
@@ -146,9 +146,9 @@ func (lw *metadataListerWatcher) list(ctx context.Context, options metav1.ListOp
 	isProtobuf := bytes.HasPrefix(body, []byte(wire.ProtobufMagic))
 	if lookup := cachedLookupFrom[*metav1.PartialObjectMetadata](ctx); lookup != nil {
 		if !isProtobuf {
-			body, slots = cutCachedJSONItems(body, "PartialObjectMetadataList", lookup)
+			body, slots = wire.CutCachedJSONItems(body, "PartialObjectMetadataList", lookup)
 		} else if gvk, msg, ok := wire.ParseProtobufEnvelope(body[len(wire.ProtobufMagic):]); ok && gvk.Kind == "PartialObjectMetadataList" {
-			if msg, slots := cutCachedItems(msg, metadataItemsLayout, lookup); slots != nil {
+			if msg, slots := wire.CutCachedItems(msg, metadataItemsLayout, lookup); slots != nil {
 				// What the protobuf decoder does with the list message.
 				list := &metav1.PartialObjectMetadataList{}
 				if err := list.Unmarshal(msg); err != nil {
@@ -215,7 +215,7 @@ type dynamicListerWatcher struct {
 	listPath []string
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
-	drop     *dropFieldsTransport // nil without DropFields
+	drop     *wire.DropFieldsTransport // nil without DropFields
 }
 
 // NewDynamicListerWatcher returns a ListerWatcher of opts.Resource as
@@ -240,12 +240,12 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", resourcePath(resource), err)
 	}
-	drop, err := newDropFieldsTransport(opts.DropFields, nil, nil, false, resourcePath(resource))
+	drop, err := wire.NewDropFieldsTransport(opts.DropFields, nil, nil, false, resourcePath(resource))
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: DropFields: %w", resourcePath(resource), err)
 	}
 	if drop != nil {
-		httpClient = drop.wrap(httpClient)
+		httpClient = drop.Wrap(httpClient)
 	}
 	client, err := dynamic.NewForConfigAndClient(config, httpClient)
 	if err != nil {
@@ -288,7 +288,7 @@ func resourceListPath(resource schema.GroupVersionResource, namespace string) []
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
-func (lw *dynamicListerWatcher) dropFields() *dropFieldsTransport {
+func (lw *dynamicListerWatcher) dropFields() *wire.DropFieldsTransport {
 	return lw.drop
 }
 
@@ -314,7 +314,7 @@ func (lw *dynamicListerWatcher) List(ctx context.Context, options metav1.ListOpt
 	for i := range list.Items {
 		items[i] = &list.Items[i]
 	}
-	if items, err = withCachedItems(items, slots); err != nil {
+	if items, err = wire.WithCachedItems(items, slots); err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
 	selector, _, _ := unstructured.NestedString(list.Object, "metadata", "shardInfo", "selector")
@@ -339,7 +339,7 @@ func (lw *dynamicListerWatcher) list(ctx context.Context, options metav1.ListOpt
 	}
 	var slots []*unstructured.Unstructured
 	if lookup := cachedLookupFrom[*unstructured.Unstructured](ctx); lookup != nil {
-		body, slots = cutCachedJSONItems(body, "", lookup)
+		body, slots = wire.CutCachedJSONItems(body, "", lookup)
 	}
 	list := &unstructured.UnstructuredList{}
 	if _, _, err := lw.decoder.Decode(body, nil, list); err != nil {

@@ -122,7 +122,7 @@ type restListerWatcher[T Object] struct {
 	resource  schema.GroupVersionResource
 	namespace string
 	tweak     func(*metav1.ListOptions)
-	drop      *dropFieldsTransport // nil without DropFields
+	drop      *wire.DropFieldsTransport // nil without DropFields
 	// decoders decode list bodies, as the REST client's would.
 	decoders runtime.ClientNegotiator
 	// interns, if not nil, holds the strings of the objects decoded from
@@ -132,10 +132,10 @@ type restListerWatcher[T Object] struct {
 	// decodeWith).
 	newClient func(interns *wire.InternTable) (*rest.RESTClient, error)
 	// cachedItems is where protobuf list bodies hold their items' metadata,
-	// for skipping those the cache holds (restlw_cached.go); zero for JSON.
-	cachedItems cachedItemsLayout
+	// for skipping those the cache holds (internal/wire/cacheditems.go); zero for JSON.
+	cachedItems wire.CachedItemsLayout
 	// cachedJSON tells whether JSON list bodies are laid out so that the
-	// items the cache holds can be skipped (restlw_cached_json.go).
+	// items the cache holds can be skipped (internal/wire/cacheditems_json.go).
 	cachedJSON bool
 }
 
@@ -203,12 +203,12 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 	}
-	drop, err := newDropFieldsTransport(opts.DropFields, reflect.TypeFor[T](), reflect.TypeOf(list), contentType == ContentTypeProtobuf, resourcePath(resource))
+	drop, err := wire.NewDropFieldsTransport(opts.DropFields, reflect.TypeFor[T](), reflect.TypeOf(list), contentType == ContentTypeProtobuf, resourcePath(resource))
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: DropFields: %w", typeName, err)
 	}
 	if drop != nil {
-		httpClient = drop.wrap(httpClient)
+		httpClient = drop.Wrap(httpClient)
 	}
 	lw := &restListerWatcher[T]{
 		scheme:    scheme,
@@ -229,10 +229,10 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
 	}
 	if contentType == ContentTypeProtobuf {
-		lw.cachedItems = cachedItemsLayoutOf(reflect.TypeOf(list), reflect.TypeFor[T]())
+		lw.cachedItems = wire.CachedItemsLayoutOf(reflect.TypeOf(list), reflect.TypeFor[T]())
 	}
 	// A protobuf client may get JSON too (its fallback).
-	lw.cachedJSON = jsonItemsLayout(reflect.TypeOf(list), reflect.TypeFor[T]())
+	lw.cachedJSON = wire.JSONItemsLayout(reflect.TypeOf(list), reflect.TypeFor[T]())
 	return lw, nil
 }
 
@@ -265,7 +265,7 @@ func (lw *restListerWatcher[T]) sharingSubObjects() (*restListerWatcher[T], erro
 }
 
 // dropFields returns the filter of DropFields, for InformerStats.
-func (lw *restListerWatcher[T]) dropFields() *dropFieldsTransport {
+func (lw *restListerWatcher[T]) dropFields() *wire.DropFieldsTransport {
 	return lw.drop
 }
 
@@ -318,7 +318,7 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 		return nil
 	})
 	if err == nil {
-		items, err = withCachedItems(items, slots)
+		items, err = wire.WithCachedItems(items, slots)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
@@ -396,9 +396,9 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 		return nil, nil, err
 	}
 	isProtobuf := bytes.HasPrefix(body, []byte(wire.ProtobufMagic))
-	if msg, ok := protobufListMessage(body, lw.listKind.Kind); ok {
+	if msg, ok := wire.ProtobufListMessage(body, lw.listKind.Kind); ok {
 		if lookup != nil {
-			msg, slots = cutCachedItems(msg, lw.cachedItems, lookup)
+			msg, slots = wire.CutCachedItems(msg, lw.cachedItems, lookup)
 		}
 		if slots != nil || lw.interns != nil {
 			// What the protobuf decoder does with the list message.
@@ -409,7 +409,7 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 		}
 	}
 	if !isProtobuf && lw.cachedJSON && lookup != nil {
-		body, slots = cutCachedJSONItems(body, lw.listKind.Kind, lookup)
+		body, slots = wire.CutCachedJSONItems(body, lw.listKind.Kind, lookup)
 	}
 	mediaType := string(ContentTypeJSON)
 	if isProtobuf {
@@ -430,7 +430,7 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 	}
 	if out != list && slots != nil {
 		// Items were cut from a body that did not decode into the list.
-		return nil, nil, fmt.Errorf("%w: the body decoded as a %T", errCutItems, out)
+		return nil, nil, fmt.Errorf("%w: the body decoded as a %T", wire.ErrCutItems, out)
 	}
 	return list, slots, nil
 }

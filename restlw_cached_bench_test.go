@@ -20,6 +20,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // BenchmarkRelistUnchanged lists a page of 500 pods (or their metadata)
@@ -47,7 +49,7 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 	if err := protobuf.NewSerializer(metainternalversionscheme.Scheme, metainternalversionscheme.Scheme).Encode(metadataList, &metadataBody); err != nil {
 		b.Fatal(err)
 	}
-	protobufBody := encodeProtobuf(b, list)
+	protobufBody := testkit.EncodeProtobuf(b, list)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		accept := req.Header.Get("Accept")
 		body, contentType := jsonBody, ContentTypeJSON

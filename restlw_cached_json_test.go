@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer/internal/testkit"
 )
 
 // randomJSONList encodes list as a JSON list body in one of the ways a
@@ -144,7 +146,7 @@ func TestRESTListDecodesJSONItemsItCannotSkip(t *testing.T) {
 // FuzzRESTListSkipsCachedJSONItems is FuzzRESTListSkipsCachedItems for
 // JSON bodies.
 func FuzzRESTListSkipsCachedJSONItems(f *testing.F) {
-	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *wirePod()}
+	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *testkit.WirePod()}
 	rng := rand.New(rand.NewPCG(1, 15))
 	for range 4 {
 		f.Add(randomJSONList(f, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: pods}, true))
@@ -178,7 +180,7 @@ func FuzzRESTListSkipsCachedJSONItems(f *testing.F) {
 // FuzzDynamicListSkipsCachedItems is FuzzRESTListSkipsCachedJSONItems for
 // the dynamic ListerWatcher, against client-go's dynamic client.
 func FuzzDynamicListSkipsCachedItems(f *testing.F) {
-	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *wirePod()}
+	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *testkit.WirePod()}
 	rng := rand.New(rand.NewPCG(1, 16))
 	for range 4 {
 		f.Add(randomJSONList(f, rng, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: pods}, false))

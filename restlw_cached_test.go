@@ -24,6 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer/internal/testkit"
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // servedListLW is a REST ListerWatcher of pods asking for contentType
@@ -40,7 +43,7 @@ func servedListLW(t *testing.T, body []byte, contentType string) *restListerWatc
 // servingClient is an HTTP client whose every request gets body, of
 // contentType, with status.
 func servingClient(status int, contentType string, body []byte) *http.Client {
-	return &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return &http.Client{Transport: testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{
 			StatusCode: status, Header: http.Header{"Content-Type": {contentType}},
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
@@ -102,7 +105,7 @@ func checkFoundReused[T Object](t *testing.T, seed uint64, cached map[ObjectName
 func randomListedPods(rng *rand.Rand, n int) []corev1.Pod {
 	pods := make([]corev1.Pod, n)
 	for i := range pods {
-		pod := wirePod()
+		pod := testkit.WirePod()
 		pod.Namespace = fmt.Sprintf("ns%d", rng.IntN(3))
 		pod.Name = fmt.Sprintf("p%d", i)
 		pod.ResourceVersion = strconv.Itoa(10 + rng.IntN(5))
@@ -137,7 +140,7 @@ func TestRESTListSkipsCachedItems(t *testing.T) {
 				cached[NameOf(copy)] = copy
 			}
 		}
-		body := encodeProtobuf(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20", Continue: "next"}, Items: pods})
+		body := testkit.EncodeProtobuf(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20", Continue: "next"}, Items: pods})
 		lw := servedListLW(t, body, string(ContentTypeProtobuf))
 		var found []*corev1.Pod
 		got, err := lw.List(withCachedLookup(t.Context(), cacheLookup(cached, &found)), metav1.ListOptions{})
@@ -166,7 +169,7 @@ func TestRESTListDecodesWhatItCannotSkip(t *testing.T) {
 		cached[NameOf(&pods[i])] = pods[i].DeepCopy()
 	}
 	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20"}, Items: pods}
-	protoBody := encodeProtobuf(t, list)
+	protoBody := testkit.EncodeProtobuf(t, list)
 	for _, tc := range []struct {
 		name, contentType string
 		body              []byte
@@ -176,7 +179,7 @@ func TestRESTListDecodesWhatItCannotSkip(t *testing.T) {
 		{name: "cut short", contentType: string(ContentTypeProtobuf), body: protoBody[:len(protoBody)-3], wantErr: func(err error) bool { return err != nil }},
 		{
 			name: "a failure Status", contentType: string(ContentTypeProtobuf),
-			body:    encodeProtobuf(t, &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: 410, Message: "too old"}),
+			body:    testkit.EncodeProtobuf(t, &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: 410, Message: "too old"}),
 			wantErr: apierrors.IsResourceExpired,
 		},
 	} {
@@ -234,12 +237,12 @@ func withDoubledMetadata(t *testing.T, list *corev1.PodList) []byte {
 		items = protowire.AppendTag(items, 2, protowire.BytesType)
 		items = protowire.AppendBytes(items, data)
 	}
-	head := encodeProtobuf(t, &corev1.PodList{ListMeta: list.ListMeta})
-	msg, ok := protobufListMessage(head, "PodList")
+	head := testkit.EncodeProtobuf(t, &corev1.PodList{ListMeta: list.ListMeta})
+	msg, ok := wire.ProtobufListMessage(head, "PodList")
 	if !ok {
 		t.Fatal(errors.New("no list message"))
 	}
-	return encodeProtobuf(t, &runtime.Unknown{
+	return testkit.EncodeProtobuf(t, &runtime.Unknown{
 		TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"},
 		Raw:      append(bytes.Clone(msg), items...),
 	})
@@ -249,9 +252,9 @@ func withDoubledMetadata(t *testing.T, list *corev1.PodList) []byte {
 // once: the list is sent again, as the REST client's Do would, and
 // succeeds.
 func TestRESTListRetriesAResetConnection(t *testing.T) {
-	body := encodeProtobuf(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20"}, Items: []corev1.Pod{*NewPod("ns", "a", "3")}})
+	body := testkit.EncodeProtobuf(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "20"}, Items: []corev1.Pod{*NewPod("ns", "a", "3")}})
 	var calls atomic.Int32
-	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	client := &http.Client{Transport: testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if calls.Add(1) == 1 {
 			return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 		}
@@ -281,9 +284,9 @@ func TestRESTListRetriesAResetConnection(t *testing.T) {
 // decoder decodes as a PodList lists as the same items, but for those
 // listed as a or b at version 3, which are the cached objects.
 func FuzzRESTListSkipsCachedItems(f *testing.F) {
-	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *wirePod()}
-	f.Add(encodeProtobuf(f, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: pods}))
-	f.Add(encodeProtobuf(f, &corev1.PodList{Items: pods[:1]}))
+	pods := []corev1.Pod{*NewPod("ns", "a", "3"), *NewPod("ns", "b", "4"), *NewPod("ns", "c", "3"), *testkit.WirePod()}
+	f.Add(testkit.EncodeProtobuf(f, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: pods}))
+	f.Add(testkit.EncodeProtobuf(f, &corev1.PodList{Items: pods[:1]}))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		cached := map[ObjectName]*corev1.Pod{}
 		for _, name := range []string{"a", "b"} {

@@ -21,8 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/kubetyped/informer/informertest"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubetyped/informer/informertest"
 )
 
 // shardServer is an in-memory API server for one resource that serves

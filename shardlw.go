@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // shardMode is what a shardListerWatcher learned of the server.
@@ -180,6 +182,6 @@ func appliedShardSelector(list any) string {
 
 // dropFields passes on the counter of inner's DropFields failures, for
 // InformerStats.
-func (lw *shardListerWatcher[T]) dropFields() *dropFieldsTransport {
+func (lw *shardListerWatcher[T]) dropFields() *wire.DropFieldsTransport {
 	return dropFieldsOf(lw.inner)
 }

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubetyped/informer/informertest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer/informertest"
 )
 
 // Invalid input is rejected by the call that receives it, with an error

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubetyped/informer/informertest"
-
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/informertest"
 )
 
 // wqTake gets n items from q, marking each done, and returns them sorted:

@@ -5,6 +5,7 @@ package testkit
 
 import (
 	"bytes"
+	"net/http"
 	"reflect"
 	"testing"
 	"time"
@@ -90,3 +91,30 @@ func EncodeProtobuf(tb testing.TB, obj runtime.Object) []byte {
 	}
 	return buf.Bytes()
 }
+
+// WirePod returns the pod of the wire tests: metadata, spec and status
+// with a field of each kind DropFields drops (managed fields, an
+// annotation, container env, conditions), and an annotation holding what a
+// JSON splitter must skip in a string: brackets, an escaped quote,
+// backslash and newline.
+func WirePod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "p", ResourceVersion: "7",
+			Annotations:   map[string]string{"drop.example.com/a": "x", "keep": "y \"}]{[\\\n"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}},
+		},
+		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{
+			{Name: "a", Env: []corev1.EnvVar{{Name: "E", Value: "v"}}},
+			{Name: "b"},
+		}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+// RoundTripFunc is an http.RoundTripper that calls itself: a scripted
+// server for tests of clients and transports.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f RoundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 )
 
 // This file reads JSON documents in place, for the wire filters that work
-// on response bytes before they are decoded (projection_wire.go,
-// restlw_cached_json.go): a jsonScanner moves through members and values
+// on response bytes before they are decoded (drop.go,
+// cacheditems_json.go): a jsonScanner moves through members and values
 // without decoding them, and cutRanges removes byte ranges found so.
 
 // jsonScanner reads a JSON document, buf, from pos. Its errors wrap

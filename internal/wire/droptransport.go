@@ -1,10 +1,11 @@
-package informer
+package wire
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/runtime"
 	"mime"
 	"net/http"
 	"reflect"
@@ -15,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// dropFieldsTransport drops the fields of DropFields from the bodies of a
+// DropFieldsTransport drops the fields of DropFields from the bodies of a
 // ListerWatcher's list responses and from each event of its watch
 // responses, before the REST client decodes them: the decoder, and so the
 // heap, never see the dropped fields. It sits between the REST client and
@@ -26,7 +27,7 @@ import (
 // lists and events) are passed on whole, for the client to decode or
 // reject as it would without it; it logs each such response or event and
 // counts them in malformed.
-type dropFieldsTransport struct {
+type DropFieldsTransport struct {
 	base     http.RoundTripper
 	resource string // for logs
 	// The trees of a protobuf list body, a protobuf watch event, a JSON list
@@ -36,28 +37,13 @@ type dropFieldsTransport struct {
 	malformed                                  atomic.Int64
 }
 
-// failures returns the number of responses and watch events passed on
-// whole; 0 for a nil t.
-func (t *dropFieldsTransport) failures() int64 {
+// Failures returns the number of responses and watch events passed on
+// whole (malformed, or not shaped as the resource's); 0 for a nil t.
+func (t *DropFieldsTransport) Failures() int64 {
 	if t == nil {
 		return 0
 	}
 	return t.malformed.Load()
-}
-
-// dropFieldsFailures returns what lw's dropFieldsTransport counted, or 0
-// for a ListerWatcher without one.
-func dropFieldsFailures(lw any) int64 {
-	return dropFieldsOf(lw).failures()
-}
-
-// dropFieldsOf returns the DropFields transport of lw, nil if it has none.
-func dropFieldsOf(lw any) *dropFieldsTransport {
-	counter, ok := lw.(interface{ dropFields() *dropFieldsTransport })
-	if !ok {
-		return nil
-	}
-	return counter.dropFields()
 }
 
 // maxWatchFrame bounds the watch event the transport buffers to filter; a
@@ -65,11 +51,11 @@ func dropFieldsOf(lw any) *dropFieldsTransport {
 // rest of the watch into a pass-through.
 const maxWatchFrame = 64 << 20
 
-// newDropFieldsTransport compiles paths for the objects of type typ (nil
+// NewDropFieldsTransport compiles paths for the objects of type typ (nil
 // for unstructured objects, which only JSON carries) whose list type is
 // listType. withProtobuf requires protobuf field numbers for every path. It
 // returns nil for no paths.
-func newDropFieldsTransport(paths []string, typ, listType reflect.Type, withProtobuf bool, resource string) (*dropFieldsTransport, error) {
+func NewDropFieldsTransport(paths []string, typ, listType reflect.Type, withProtobuf bool, resource string) (*DropFieldsTransport, error) {
 	var structType reflect.Type
 	if typ != nil {
 		structType = typ.Elem()
@@ -78,7 +64,7 @@ func newDropFieldsTransport(paths []string, typ, listType reflect.Type, withProt
 	if err != nil || obj == nil {
 		return nil, err
 	}
-	t := &dropFieldsTransport{
+	t := &DropFieldsTransport{
 		resource:  resource,
 		jsonList:  &dropNode{sub: []*dropNode{{name: "items", sub: obj.sub}}},
 		jsonEvent: &dropNode{sub: []*dropNode{{name: "object", sub: obj.sub}}},
@@ -112,9 +98,9 @@ func allNumbered(n *dropNode) bool {
 	return true
 }
 
-// wrap returns a copy of client whose requests go through t. The copy
+// Wrap returns a copy of client whose requests go through t. The copy
 // shares client's transport, and so its connections.
-func (t *dropFieldsTransport) wrap(client *http.Client) *http.Client {
+func (t *DropFieldsTransport) Wrap(client *http.Client) *http.Client {
 	wrapped := *client
 	t.base = client.Transport
 	if t.base == nil {
@@ -126,14 +112,14 @@ func (t *dropFieldsTransport) wrap(client *http.Client) *http.Client {
 
 // CloseIdleConnections closes the idle connections of the wrapped
 // transport, for http.Client.CloseIdleConnections.
-func (t *dropFieldsTransport) CloseIdleConnections() {
+func (t *DropFieldsTransport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
 
 // RoundTrip implements http.RoundTripper.
-func (t *dropFieldsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *DropFieldsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK || resp.Body == nil || resp.Header.Get("Content-Encoding") != "" {
 		return resp, err
@@ -142,8 +128,8 @@ func (t *dropFieldsTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	if err != nil {
 		return resp, nil
 	}
-	protobuf := mediaType == string(ContentTypeProtobuf)
-	if !protobuf && mediaType != string(ContentTypeJSON) {
+	protobuf := mediaType == runtime.ContentTypeProtobuf
+	if !protobuf && mediaType != runtime.ContentTypeJSON {
 		return resp, nil
 	}
 	logger := klog.FromContext(req.Context())
@@ -211,7 +197,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 // unchanged (see passedWhole).
 type dropFieldsWatchBody struct {
 	src      io.ReadCloser
-	t        *dropFieldsTransport
+	t        *DropFieldsTransport
 	tree     *dropNode
 	protobuf bool
 	logger   klog.Logger

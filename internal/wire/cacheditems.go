@@ -1,13 +1,12 @@
-package informer
+package wire
 
 import (
 	"bytes"
 	"fmt"
+	"k8s.io/client-go/tools/cache"
 	"reflect"
 
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/kubetyped/informer/internal/wire"
 )
 
 // This file lets the REST ListerWatcher skip decoding the items of a
@@ -19,6 +18,12 @@ import (
 // beyond the response body, instead of a copy of every object that the
 // cache would let go at once.
 
+// CachedLookup returns the object an informer's cache holds under name at
+// resourceVersion (a non-empty one), if any: the root package's
+// cachedLookup, which the REST, dynamic and metadata ListerWatchers pass to
+// CutCachedItems and CutCachedJSONItems.
+type CachedLookup[T any] = func(name cache.ObjectName, resourceVersion string) (T, bool)
+
 // Protobuf field numbers of metav1.ObjectMeta.
 const (
 	objectMetaName      protowire.Number = 1
@@ -26,46 +31,46 @@ const (
 	objectMetaRV        protowire.Number = 6
 )
 
-// cachedItemsLayout is where the items of a list type and their metadata
+// CachedItemsLayout is where the items of a list type and their metadata
 // are in protobuf: the field numbers of the list's Items and of the item
 // type's ObjectMeta. The zero value means the type has none (not protobuf).
-type cachedItemsLayout struct {
+type CachedItemsLayout struct {
 	items, metadata protowire.Number
 }
 
-// cachedItemsLayoutOf returns the layout of listType, whose items are of
+// CachedItemsLayoutOf returns the layout of listType, whose items are of
 // type itemType (a pointer to a struct embedding metav1.ObjectMeta).
-func cachedItemsLayoutOf(listType, itemType reflect.Type) cachedItemsLayout {
+func CachedItemsLayoutOf(listType, itemType reflect.Type) CachedItemsLayout {
 	items := protobufItemsNumber(listType)
 	for itemType.Kind() == reflect.Pointer {
 		itemType = itemType.Elem()
 	}
 	f, ok := itemType.FieldByName("ObjectMeta")
 	if items == 0 || !ok {
-		return cachedItemsLayout{}
+		return CachedItemsLayout{}
 	}
-	return cachedItemsLayout{items: items, metadata: protobufNumber(f)}
+	return CachedItemsLayout{items: items, metadata: protobufNumber(f)}
 }
 
-// protobufListMessage returns the list message of body, if body is a
+// ProtobufListMessage returns the list message of body, if body is a
 // protobuf response holding a list of kind listKind (not a Status), or of
 // no kind (the decoder then takes the list type it is asked for); its
 // bytes are body's.
-func protobufListMessage(body []byte, listKind string) ([]byte, bool) {
-	if !bytes.HasPrefix(body, []byte(wire.ProtobufMagic)) {
+func ProtobufListMessage(body []byte, listKind string) ([]byte, bool) {
+	if !bytes.HasPrefix(body, []byte(ProtobufMagic)) {
 		return nil, false
 	}
-	gvk, raw, ok := wire.ParseProtobufEnvelope(body[len(wire.ProtobufMagic):])
+	gvk, raw, ok := ParseProtobufEnvelope(body[len(ProtobufMagic):])
 	return raw, ok && (gvk.Kind == listKind || gvk.Kind == "")
 }
 
-// cutCachedItems looks up the namespace, name and resource version of
+// CutCachedItems looks up the namespace, name and resource version of
 // each item of msg, a list message laid out as layout says, with lookup,
 // and cuts the items found out of msg, in place. It returns what is left
 // of msg and, if an item was found, slots: for each item in list order,
 // the cached object, or the zero T for an item left in msg. msg is left
 // whole if it cannot be parsed: decoding it reports what is wrong.
-func cutCachedItems[T Object](msg []byte, layout cachedItemsLayout, lookup cachedLookup[T]) ([]byte, []T) {
+func CutCachedItems[T comparable](msg []byte, layout CachedItemsLayout, lookup CachedLookup[T]) ([]byte, []T) {
 	if layout.items == 0 || layout.metadata == 0 {
 		return msg, nil
 	}
@@ -115,7 +120,7 @@ func cutCachedItems[T Object](msg []byte, layout cachedItemsLayout, lookup cache
 
 // cachedItem looks up the item whose message is item by the namespace, name
 // and resource version of its metadata (the field numbered metadata).
-func cachedItem[T Object](item []byte, metadata protowire.Number, lookup cachedLookup[T]) (T, bool) {
+func cachedItem[T comparable](item []byte, metadata protowire.Number, lookup CachedLookup[T]) (T, bool) {
 	var zero T
 	var meta []byte
 	seen := false
@@ -155,7 +160,7 @@ func cachedItem[T Object](item []byte, metadata protowire.Number, lookup cachedL
 	if len(name) == 0 || len(rv) == 0 {
 		return zero, false
 	}
-	return lookup(ObjectName{Namespace: string(namespace), Name: string(name)}, string(rv))
+	return lookup(cache.ObjectName{Namespace: string(namespace), Name: string(name)}, string(rv))
 }
 
 // consumeField parses the field at the start of msg: its number, wire type,
@@ -177,11 +182,11 @@ func consumeField(msg []byte) (protowire.Number, protowire.Type, []byte, int) {
 	return num, typ, content, tagLen + valLen
 }
 
-// withCachedItems returns the items of a list of which cutCachedItems or
-// cutCachedJSONItems cut those in slots: decoded, the items decoded from
+// WithCachedItems returns the items of a list of which CutCachedItems or
+// CutCachedJSONItems cut those in slots: decoded, the items decoded from
 // what was left, in order, put in the zero slots. Without slots it returns
 // decoded.
-func withCachedItems[T Object](decoded, slots []T) ([]T, error) {
+func WithCachedItems[T comparable](decoded, slots []T) ([]T, error) {
 	if slots == nil {
 		return decoded, nil
 	}
@@ -192,17 +197,17 @@ func withCachedItems[T Object](decoded, slots []T) ([]T, error) {
 			continue
 		}
 		if next == len(decoded) {
-			return nil, errCutItems
+			return nil, ErrCutItems
 		}
 		slots[i] = decoded[next]
 		next++
 	}
 	if next != len(decoded) {
-		return nil, errCutItems
+		return nil, ErrCutItems
 	}
 	return slots, nil
 }
 
-// errCutItems reports a list whose decoded items do not match the items
+// ErrCutItems reports a list whose decoded items do not match the items
 // left after cutting the cached ones.
-var errCutItems = fmt.Errorf("%w list: the decoded items do not match those left after cutting the cached ones", errMalformed)
+var ErrCutItems = fmt.Errorf("%w list: the decoded items do not match those left after cutting the cached ones", errMalformed)

@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"bytes"
@@ -7,11 +7,9 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/kubetyped/informer/internal/wire"
 )
 
-// This file drops the fields of a projection tree (projection.go) from
+// This file drops the fields of a projection tree (dropfields.go) from
 // encoded objects, lists and watch events, in place: the result is never
 // longer than the input, so it is written over the input from its start.
 // A first pass checks the bytes and computes sizes, so malformed input is
@@ -63,11 +61,11 @@ func (p *protoRewriter) drop(msg []byte, tree *dropNode) ([]byte, error) {
 // (or a whole body), once n's fields are dropped.
 func (p *protoRewriter) contentSize(content []byte, n *dropNode) (int, error) {
 	if n.magic {
-		if !bytes.HasPrefix(content, []byte(wire.ProtobufMagic)) {
-			return 0, fmt.Errorf("%w protobuf: no %q prefix", errMalformed, wire.ProtobufMagic)
+		if !bytes.HasPrefix(content, []byte(ProtobufMagic)) {
+			return 0, fmt.Errorf("%w protobuf: no %q prefix", errMalformed, ProtobufMagic)
 		}
-		size, err := p.messageSize(content[len(wire.ProtobufMagic):], n)
-		return len(wire.ProtobufMagic) + size, err
+		size, err := p.messageSize(content[len(ProtobufMagic):], n)
+		return len(ProtobufMagic) + size, err
 	}
 	return p.messageSize(content, n)
 }
@@ -192,8 +190,8 @@ func protoBytesField(msg []byte, num protowire.Number) ([]byte, bool, error) {
 // never grows, so the writes never overtake the reads.
 func (p *protoRewriter) contentWrite(buf []byte, w, r, end int, n *dropNode) int {
 	if n.magic {
-		w += copy(buf[w:], wire.ProtobufMagic)
-		r += len(wire.ProtobufMagic)
+		w += copy(buf[w:], ProtobufMagic)
+		r += len(ProtobufMagic)
 	}
 	for r < end {
 		num, typ, tagLen := protowire.ConsumeTag(buf[r:end])

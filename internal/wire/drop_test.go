@@ -1,4 +1,4 @@
-package informer
+package wire
 
 import (
 	"bytes"
@@ -22,16 +22,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubetyped/informer/internal/prodpods"
 	"github.com/kubetyped/informer/internal/testkit"
-	"github.com/kubetyped/informer/internal/wire"
 )
 
 // wirePodDropFields are the paths the wire tests drop; wireClear clears
 // them from a decoded pod.
-var wirePodDropFields = []string{ManagedFields, "metadata.annotations[drop.example.com/a]", "spec.containers.env", "status.conditions"}
+var wirePodDropFields = []string{"metadata.managedFields", "metadata.annotations[drop.example.com/a]", "spec.containers.env", "status.conditions"}
 
 func wireClear(pod *corev1.Pod) {
 	pod.ManagedFields = nil
@@ -42,36 +40,13 @@ func wireClear(pod *corev1.Pod) {
 	pod.Status.Conditions = nil
 }
 
-func wirePod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "ns", Name: "p", ResourceVersion: "7",
-			// The kept value holds what the JSON splitter must skip in a
-			// string: brackets, an escaped quote, backslash and newline.
-			Annotations:   map[string]string{"drop.example.com/a": "x", "keep": "y \"}]{[\\\n"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}},
-		},
-		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{
-			{Name: "a", Env: []corev1.EnvVar{{Name: "E", Value: "v"}}},
-			{Name: "b"},
-		}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-	}
-}
-
-func wireTransport(tb testing.TB) *dropFieldsTransport {
+func wireTransport(tb testing.TB) *DropFieldsTransport {
 	tb.Helper()
-	t, err := newDropFieldsTransport(wirePodDropFields, reflect.TypeFor[*corev1.Pod](), reflect.TypeFor[*corev1.PodList](), true, "v1/pods")
+	t, err := NewDropFieldsTransport(wirePodDropFields, reflect.TypeFor[*corev1.Pod](), reflect.TypeFor[*corev1.PodList](), true, "v1/pods")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return t
-}
-
-// encodeProtobuf is testkit.EncodeProtobuf.
-func encodeProtobuf(tb testing.TB, obj runtime.Object) []byte {
-	tb.Helper()
-	return testkit.EncodeProtobuf(tb, obj)
 }
 
 // decodeProtobufPod decodes a pod in Kubernetes' protobuf encoding.
@@ -91,12 +66,12 @@ func decodeProtobufPod(data []byte) (*corev1.Pod, error) {
 // panics, leaves bytes it rejects unchanged, and that whatever decodes as a
 // pod decodes after dropping as the same pod without the dropped fields.
 func FuzzDropProtobuf(f *testing.F) {
-	pod := encodeProtobuf(f, wirePod())
+	pod := testkit.EncodeProtobuf(f, testkit.WirePod())
 	f.Add(pod)
 	f.Add(pod[:len(pod)/2])
-	f.Add(encodeProtobuf(f, &corev1.Pod{}))
-	f.Add([]byte(wire.ProtobufMagic))
-	f.Add([]byte(wire.ProtobufMagic + "\x12\x02\x0a\xff"))
+	f.Add(testkit.EncodeProtobuf(f, &corev1.Pod{}))
+	f.Add([]byte(ProtobufMagic))
+	f.Add([]byte(ProtobufMagic + "\x12\x02\x0a\xff"))
 	tree := wireTransport(f).protoEvent.sub[0].sub[0] // one object: magic, envelope, pod
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := bytes.Clone(data)
@@ -126,7 +101,7 @@ func FuzzDropProtobuf(f *testing.F) {
 // FuzzDropJSON is FuzzDropProtobuf for JSON, decoded case-sensitively as
 // client-go does.
 func FuzzDropJSON(f *testing.F) {
-	pod, err := utiljson.Marshal(wirePod())
+	pod, err := utiljson.Marshal(testkit.WirePod())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -167,7 +142,7 @@ func FuzzDropJSON(f *testing.F) {
 // protobufWatchFrame is one event of a protobuf watch stream.
 func protobufWatchFrame(tb testing.TB, eventType string, obj runtime.Object) []byte {
 	tb.Helper()
-	event := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: encodeProtobuf(tb, obj)}}
+	event := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: testkit.EncodeProtobuf(tb, obj)}}
 	data, err := event.Marshal()
 	if err != nil {
 		tb.Fatal(err)
@@ -176,7 +151,7 @@ func protobufWatchFrame(tb testing.TB, eventType string, obj runtime.Object) []b
 }
 
 func TestDropFieldsWatchBody(t *testing.T) {
-	pod := wirePod()
+	pod := testkit.WirePod()
 	status := &metav1.Status{Status: metav1.StatusFailure, Message: "gone", Code: 410}
 	// A bookmark's annotations may say that a streaming list's initial
 	// events end: it is passed on whole, as errors are.
@@ -189,7 +164,7 @@ func TestDropFieldsWatchBody(t *testing.T) {
 		`{"type":"ERROR","object":` + string(jsonStatus) + "}\n" +
 		`{"type":"BOOKMARK","object":` + string(jsonBookmark) + "}\n" +
 		`{"object":` + string(jsonPod) + `,"type":"MODIFIED"}` + "\n")
-	projected := wirePod()
+	projected := testkit.WirePod()
 	wireClear(projected)
 	projectedJSON, _ := utiljson.Marshal(projected)
 	wantJSON := `{"type":"ADDED","object":` + string(projectedJSON) + "}\n" +
@@ -238,11 +213,11 @@ func TestDropFieldsWatchBody(t *testing.T) {
 }
 
 func TestDropFieldsWatchBodyPassesMalformedEventsOn(t *testing.T) {
-	good := protobufWatchFrame(t, "ADDED", wirePod())
+	good := protobufWatchFrame(t, "ADDED", testkit.WirePod())
 	bad := binary.BigEndian.AppendUint32(nil, 3)
 	bad = append(bad, 0x12, 0x05, 0x0a) // an object field longer than the event
 	truncated := good[:len(good)-3]
-	projected := wirePod()
+	projected := testkit.WirePod()
 	wireClear(projected)
 	want := slices.Concat(bad, protobufWatchFrame(t, "ADDED", projected), truncated)
 	tr := wireTransport(t)
@@ -274,14 +249,10 @@ func TestDropFieldsWatchBodyPassesMalformedEventsOn(t *testing.T) {
 	}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
 func TestDropFieldsTransportPassesAMalformedListOn(t *testing.T) {
-	body := []byte(wire.ProtobufMagic + "\x12\x05\x12\x10")
+	body := []byte(ProtobufMagic + "\x12\x05\x12\x10")
 	tr := wireTransport(t)
-	client := tr.wrap(&http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	client := tr.Wrap(&http.Client{Transport: testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{
 			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf"}},
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
@@ -306,7 +277,7 @@ func TestDropFieldsTransportPassesAMalformedListOn(t *testing.T) {
 // BenchmarkDropProtobuf drops wirePodDropFields from a pod's watch event,
 // in place, as the watch body does with each event.
 func BenchmarkDropProtobuf(b *testing.B) {
-	frame := protobufWatchFrame(b, "ADDED", wirePod())[4:]
+	frame := protobufWatchFrame(b, "ADDED", testkit.WirePod())[4:]
 	tree := wireTransport(b).protoEvent
 	buf := make([]byte, len(frame))
 	var p protoRewriter
@@ -321,7 +292,7 @@ func BenchmarkDropProtobuf(b *testing.B) {
 
 // BenchmarkDropJSON is BenchmarkDropProtobuf for a JSON watch event.
 func BenchmarkDropJSON(b *testing.B) {
-	pod, err := utiljson.Marshal(wirePod())
+	pod, err := utiljson.Marshal(testkit.WirePod())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -338,32 +309,6 @@ func BenchmarkDropJSON(b *testing.B) {
 	}
 }
 
-func TestDropFieldsFailuresAreCounted(t *testing.T) {
-	body := []byte("k8s\x00\x12\x05\x12\x10") // a list field longer than the body
-	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		return &http.Response{
-			StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {string(ContentTypeProtobuf)}},
-			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-		}, nil
-	})}
-	lw, err := NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: "http://server.invalid"}, RESTOptions{
-		HTTPClient: client, DropFields: []string{ManagedFields},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lw.List(t.Context(), metav1.ListOptions{}); err == nil {
-		t.Error("List of a malformed body: no error")
-	}
-	inf, err := NewInformer(lw, InformerOptions[*corev1.Pod]{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(InformerStats{DropFieldsFailures: 1}, inf.Stats()); diff != "" {
-		t.Errorf("Stats (-want +got):\n%s", diff)
-	}
-}
-
 // TestDropFieldsWatchBodyPassesACutJSONEventOnAtOnce feeds JSON watch
 // streams whose first event was cut short before the newline that ends
 // every event (the API server writes one event a line), followed by whole
@@ -373,7 +318,7 @@ func TestDropFieldsFailuresAreCounted(t *testing.T) {
 // them back, waiting for braces that never closed, until 64 MiB came or the
 // server ended the watch minutes later.
 func TestDropFieldsWatchBodyPassesACutJSONEventOnAtOnce(t *testing.T) {
-	pod, err := utiljson.Marshal(wirePod())
+	pod, err := utiljson.Marshal(testkit.WirePod())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +347,7 @@ func TestDropFieldsWatchBodyPassesACutJSONEventOnAtOnce(t *testing.T) {
 			var got []byte
 			select {
 			case got = <-read:
-			case <-time.After(plTimeout):
+			case <-time.After(testkit.Timeout):
 				t.Fatal("the body still holds the cut event back")
 			}
 			if diff := cmp.Diff(in, string(got)); diff != "" {
@@ -430,7 +375,7 @@ func TestDropFieldsWatchBodyPassesACutJSONEventOnAtOnce(t *testing.T) {
 // writes but client-go's decoder accepts, is passed on whole rather than
 // rejected.
 func TestDropFieldsWatchBodyPassesPrettyJSONOn(t *testing.T) {
-	event := metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Object: wirePod()}}
+	event := metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Object: testkit.WirePod()}}
 	pretty, err := json.MarshalIndent(event, "", "  ")
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,14 @@
-package informer
+package wire
 
 import (
 	"bytes"
+	"k8s.io/client-go/tools/cache"
 	"reflect"
 	"strings"
 	"sync"
 )
 
-// This file is restlw_cached.go for JSON list bodies (custom resources
+// This file is cacheditems.go for JSON list bodies (custom resources
 // through the REST ListerWatcher, the dynamic ListerWatcher's unstructured
 // objects, the metadata ListerWatcher's JSON fallback): it finds each
 // element of the list's "items" in the bytes and its metadata's namespace,
@@ -25,10 +26,10 @@ type jsonListedItem struct {
 	known                            bool
 }
 
-// jsonItemsLayout tells whether listType, whose items are of type
-// itemType, is laid out in JSON as cutCachedJSONItems reads it: items
+// JSONItemsLayout tells whether listType, whose items are of type
+// itemType, is laid out in JSON as CutCachedJSONItems reads it: items
 // under "items", and each item's metav1.ObjectMeta under "metadata".
-func jsonItemsLayout(listType, itemType reflect.Type) bool {
+func JSONItemsLayout(listType, itemType reflect.Type) bool {
 	for listType.Kind() == reflect.Pointer {
 		listType = listType.Elem()
 	}
@@ -49,7 +50,7 @@ func jsonName(f reflect.StructField) string {
 	return name
 }
 
-// cutCachedJSONItems looks up the namespace, name and resource version of
+// CutCachedJSONItems looks up the namespace, name and resource version of
 // each element of the items of body, a JSON list, with lookup, and cuts
 // the elements found out of body, in place. It returns what is left of
 // body and, if an element was found, slots: for each element in list
@@ -65,7 +66,7 @@ func jsonName(f reflect.StructField) string {
 // reads the same way. What is inside the elements cut is not checked
 // further, as in protobuf bodies: a body that a decoder would reject only
 // for what is inside them is listed.
-func cutCachedJSONItems[T Object](body []byte, listKind string, lookup cachedLookup[T]) ([]byte, []T) {
+func CutCachedJSONItems[T comparable](body []byte, listKind string, lookup CachedLookup[T]) ([]byte, []T) {
 	scratch := jsonListScratches.Get().(*jsonListScratch)
 	defer scratch.put()
 	listed, ok := scratch.scanJSONList(body, listKind)
@@ -79,7 +80,7 @@ func cutCachedJSONItems[T Object](body []byte, listKind string, lookup cachedLoo
 		var obj T
 		found := false
 		if item.known {
-			obj, found = lookup(ObjectName{Namespace: string(item.namespace), Name: string(item.name)}, string(item.resourceVersion))
+			obj, found = lookup(cache.ObjectName{Namespace: string(item.namespace), Name: string(item.name)}, string(item.resourceVersion))
 		}
 		if !found {
 			kept = true
@@ -105,7 +106,7 @@ func cutCachedJSONItems[T Object](body []byte, listKind string, lookup cachedLoo
 	return cutRanges(body, cuts), slots
 }
 
-// jsonListScratch is what cutCachedJSONItems works in, kept between lists
+// jsonListScratch is what CutCachedJSONItems works in, kept between lists
 // in jsonListScratches: for a page of 500 pods, a list of an unchanged
 // cache allocated 170 KB with new ones, 21 KB with kept ones
 // (BenchmarkRelistUnchanged, path=typed-json/cache=all, load 4.8).
