@@ -132,7 +132,7 @@ var metadataItemsLayout = wire.CachedItemsLayoutOf(reflect.TypeFor[*metav1.Parti
 
 // list sends a list request as the metadata client's List does and decodes
 // the response as it does, but for the items the calling informer's cache
-// holds (see cutCachedItems, cutCachedJSONItems and withCachedItems).
+// holds (see wire.CutCachedItems, wire.CutCachedJSONItems and wire.WithCachedItems).
 func (lw *metadataListerWatcher) list(ctx context.Context, options metav1.ListOptions) (*metav1.PartialObjectMetadataList, []*metav1.PartialObjectMetadata, error) {
 	buf, err := readList(ctx, func() *rest.Request {
 		return lw.lists.Get().AbsPath(lw.listPath...).SetHeader("Accept", metadataListAccept).SpecificallyVersionedParams(&options, restParameterCodec, metaV1)
@@ -323,7 +323,7 @@ func (lw *dynamicListerWatcher) List(ctx context.Context, options metav1.ListOpt
 
 // list sends a list request as the dynamic client's List does and decodes
 // the response as it does, but for the items the calling informer's cache
-// holds (see cutCachedJSONItems and withCachedItems).
+// holds (see wire.CutCachedJSONItems and wire.WithCachedItems).
 func (lw *dynamicListerWatcher) list(ctx context.Context, options metav1.ListOptions) (*unstructured.UnstructuredList, []*unstructured.Unstructured, error) {
 	buf, err := readList(ctx, func() *rest.Request {
 		return lw.lists.Get().AbsPath(lw.listPath...).SpecificallyVersionedParams(&options, restParameterCodec, metaV1)

@@ -126,7 +126,7 @@ type restListerWatcher[T Object] struct {
 	// decoders decode list bodies, as the REST client's would.
 	decoders runtime.ClientNegotiator
 	// interns, if not nil, holds the strings of the objects decoded from
-	// protobuf (see unmarshal); an informer deduplicating them uses it too.
+	// protobuf (see wire.Unmarshal); an informer deduplicating them uses it too.
 	interns *wire.InternTable
 	// newClient makes a REST client decoding with a table (see
 	// decodeWith).

@@ -211,7 +211,7 @@ func Generate() ([]byte, error) {
 // choose the decoder of roots by an object's type.
 func (g *generator) dispatch() {
 	g.p("// unmarshalInterned decodes data into msg through t, holding t.mu, if")
-	g.p("// msg's type has an interning decoder (see unmarshal), and reports")
+	g.p("// msg's type has an interning decoder (see Unmarshal), and reports")
 	g.p("// whether it did.")
 	g.p("func unmarshalInterned(t *InternTable, data []byte, msg ProtobufMessage) (handled bool, err error) {")
 	g.p("switch m := msg.(type) {")

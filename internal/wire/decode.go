@@ -84,7 +84,7 @@ type ProtobufMessage interface {
 	Unmarshal(data []byte) error
 }
 
-// unmarshal does msg.Reset and msg.Unmarshal(data), except for the types
+// Unmarshal does msg.Reset and msg.Unmarshal(data), except for the types
 // with an interning decoder (restdecode_gen.go, unmarshalInterned) when
 // interns is not nil: those are decoded straight into the table's strings,
 // so that a string the table holds costs a lookup instead of an

@@ -18,7 +18,7 @@ import (
 )
 
 // unmarshalInterned decodes data into msg through t, holding t.mu, if
-// msg's type has an interning decoder (see unmarshal), and reports
+// msg's type has an interning decoder (see Unmarshal), and reports
 // whether it did.
 func unmarshalInterned(t *InternTable, data []byte, msg ProtobufMessage) (handled bool, err error) {
 	switch m := msg.(type) {
