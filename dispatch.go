@@ -61,7 +61,9 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			i.publishApplied()
 		case opReplace:
 			i.applyReplace(logger, rec.bulk, initial)
-			i.publishApplied()
+			if !rec.firstList {
+				i.publishApplied()
+			}
 			k++
 		case opResync:
 			for _, obj := range i.indexer.List() {
@@ -86,6 +88,10 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 			i.flush()
 			i.queue.markSynced()
 			initial = false
+			// Published after the sync, so that a caller whose
+			// WaitForResourceVersion returned on the first list also sees
+			// HasSynced (CheckConsistency relies on it).
+			i.publishApplied()
 		}
 		if rec.bulk != nil && rec.bulk.applied != nil {
 			i.flush()
