@@ -166,15 +166,39 @@ func NewRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (List
 	return newRESTListerWatcher[T](config, opts)
 }
 
+// NewRESTListerWatcherOf is [NewRESTListerWatcher] for a Go type chosen at
+// run time, for code that handles many types through one interface (as
+// controller-runtime's client.Object): T may be an interface type, and
+// example, a pointer to a struct implementing T (its value is not read),
+// is the type listed and watched. Listed items and watched objects are of
+// example's type, handed out as T. Everything else is as
+// NewRESTListerWatcher: the same errors, interning on decode for the same
+// types, and an informer over it with [InformerOptions].Deduplicate and no
+// Transform shares sub-objects as it decodes. It fails if example is nil
+// or not a pointer to a struct.
+func NewRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, example T) (ListerWatcher[T], error) {
+	typ := reflect.TypeOf(example)
+	if typ == nil || typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("list/watch %s: the example object must be a pointer to a struct, got %T", reflect.TypeFor[T](), example)
+	}
+	return newRESTListerWatcherOf[T](config, opts, typ)
+}
+
 func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*restListerWatcher[T], error) {
-	typeName := reflect.TypeFor[T]().String()
+	return newRESTListerWatcherOf[T](config, opts, reflect.TypeFor[T]())
+}
+
+// newRESTListerWatcherOf builds the REST ListerWatcher of itemType, a type
+// implementing T (T itself unless T is an interface type).
+func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, itemType reflect.Type) (*restListerWatcher[T], error) {
+	typeName := itemType.String()
 	if config == nil {
 		return nil, fmt.Errorf("list/watch %s: rest config is nil", typeName)
 	}
 	if err := validateNamespace(opts.Namespace); err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 	}
-	scheme, gvk, err := kindOf[T](opts.Scheme)
+	scheme, gvk, err := kindOfType[T](itemType, opts.Scheme)
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 	}
@@ -203,7 +227,7 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 	}
-	drop, err := wire.NewDropFieldsTransport(opts.DropFields, reflect.TypeFor[T](), reflect.TypeOf(list), contentType == ContentTypeProtobuf, resourcePath(resource))
+	drop, err := wire.NewDropFieldsTransport(opts.DropFields, itemType, reflect.TypeOf(list), contentType == ContentTypeProtobuf, resourcePath(resource))
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: DropFields: %w", typeName, err)
 	}
@@ -222,17 +246,17 @@ func newRESTListerWatcher[T Object](config *rest.Config, opts RESTOptions) (*res
 		},
 	}
 	var interns *wire.InternTable
-	if contentType == ContentTypeProtobuf && wire.DecodesInterned(*new(T)) {
+	if contentType == ContentTypeProtobuf && wire.DecodesInterned(reflect.New(itemType.Elem()).Interface()) {
 		interns = wire.NewInternTable()
 	}
 	if err := lw.decodeWith(interns); err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
 	}
 	if contentType == ContentTypeProtobuf {
-		lw.cachedItems = wire.CachedItemsLayoutOf(reflect.TypeOf(list), reflect.TypeFor[T]())
+		lw.cachedItems = wire.CachedItemsLayoutOf(reflect.TypeOf(list), itemType)
 	}
 	// A protobuf client may get JSON too (its fallback).
-	lw.cachedJSON = wire.JSONItemsLayout(reflect.TypeOf(list), reflect.TypeFor[T]())
+	lw.cachedJSON = wire.JSONItemsLayout(reflect.TypeOf(list), itemType)
 	return lw, nil
 }
 
@@ -456,11 +480,18 @@ func (lw *restListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOp
 // kindOf finds the group, version and kind of T in userScheme, then in
 // client-go's scheme, and returns the scheme that knows it.
 func kindOf[T Object](userScheme *runtime.Scheme) (*runtime.Scheme, schema.GroupVersionKind, error) {
-	typ := reflect.TypeFor[T]()
+	return kindOfType[T](reflect.TypeFor[T](), userScheme)
+}
+
+// kindOfType is kindOf for typ, a type that must implement T.
+func kindOfType[T Object](typ reflect.Type, userScheme *runtime.Scheme) (*runtime.Scheme, schema.GroupVersionKind, error) {
 	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("the type must be a pointer to a struct")
 	}
-	obj, _ := reflect.New(typ.Elem()).Interface().(T)
+	obj, ok := reflect.New(typ.Elem()).Interface().(T)
+	if !ok {
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s does not implement %s", typ, reflect.TypeFor[T]())
+	}
 	switch any(obj).(type) {
 	case *metav1.PartialObjectMetadata:
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("metadata-only objects need a GroupVersionResource: use NewMetadataListerWatcher, or For with InformerOptions.Resource")

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"reflect"
 	"strings"
 	"sync"
 	"unsafe"
@@ -413,9 +414,29 @@ func InternFuncFor[T metav1.Object]() InternFunc[T] {
 			t.objectMeta(&m.ObjectMeta)
 		})
 	default:
+		if reflect.TypeFor[T]().Kind() == reflect.Interface {
+			// T names many types (controller-runtime's client.Object):
+			// choose by each object's own type.
+			return func(t *InternTable, obj T) { internAny(t, obj) }
+		}
 		return func(t *InternTable, obj T) { t.meta(obj) }
 	}
 	return f.(InternFunc[T])
+}
+
+// internAny interns obj's strings as InternFuncFor's function for obj's
+// own type does.
+func internAny(t *InternTable, obj metav1.Object) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		t.pod(o)
+	case *unstructured.Unstructured:
+		t.content(o.Object)
+	case *metav1.PartialObjectMetadata:
+		t.objectMeta(&o.ObjectMeta)
+	default:
+		t.meta(obj)
+	}
 }
 
 // InternObject interns obj's strings with f under t's lock.
