@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -50,12 +49,12 @@ var _ cache.NewCacheFunc = New
 // Objects returned with UnsafeDisableDeepCopy, and those handed to event
 // handlers, are shared with the cache and must not be modified.
 func New(config *rest.Config, opts cache.Options) (cache.Cache, error) {
-	return newCache(config, opts, nil)
+	return newCache(config, opts, Options{}, nil)
 }
 
-// newCache is New with the informers' ListerWatchers built by newSource
-// instead of from config (nil: from config).
-func newCache(config *rest.Config, opts cache.Options, newSource func(listWatchRequest) (source, error)) (cache.Cache, error) {
+// newCache is NewWith(lean) with the informers' ListerWatchers built by
+// newSource instead of from config (nil: from config).
+func newCache(config *rest.Config, opts cache.Options, lean Options, newSource func(listWatchRequest) (source, error)) (cache.Cache, error) {
 	if config == nil {
 		return nil, fmt.Errorf("crcache: rest config is nil")
 	}
@@ -66,13 +65,16 @@ func newCache(config *rest.Config, opts cache.Options, newSource func(listWatchR
 	if err != nil {
 		return nil, fmt.Errorf("crcache: %w", err)
 	}
+	resolved, err := resolveLean(config, opts, lean)
+	if err != nil {
+		return nil, fmt.Errorf("crcache: %w", err)
+	}
 	s := &shared{
 		config:                      rest.CopyConfig(config),
 		httpClient:                  opts.HTTPClient,
 		scheme:                      opts.Scheme,
 		mapper:                      opts.Mapper,
-		codecs:                      serializer.NewCodecFactory(opts.Scheme),
-		paramCodec:                  runtime.NewParameterCodec(opts.Scheme),
+		lean:                        resolved,
 		readerFailOnMissingInformer: opts.ReaderFailOnMissingInformer,
 		watchErrorHandler:           opts.DefaultWatchErrorHandler,
 		newSource:                   newSource,

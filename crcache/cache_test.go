@@ -302,7 +302,7 @@ func TestClusterScoped(t *testing.T) {
 
 func TestNotStartedAndMissingInformer(t *testing.T) {
 	cluster := newFakeCluster()
-	c, err := newCache(fakeConfig(), testOptions(t), cluster.newSource)
+	c, err := newCache(fakeConfig(), testOptions(t), Options{}, cluster.newSource)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestWaitForCacheSyncAndStart(t *testing.T) {
 	cluster := newFakeCluster()
 	testPods(cluster)
-	c, err := newCache(fakeConfig(), testOptions(t), cluster.newSource)
+	c, err := newCache(fakeConfig(), testOptions(t), Options{}, cluster.newSource)
 	if err != nil {
 		t.Fatal(err)
 	}

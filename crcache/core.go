@@ -6,10 +6,16 @@ package crcache
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +29,103 @@ type source = informer.ListerWatcher[client.Object]
 // sourceFromListWatch adapts a client-go ListerWatcher.
 func sourceFromListWatch(lw toolscache.ListerWatcher) source {
 	return informer.NewCacheListerWatcher[client.Object](lw)
+}
+
+// restSourceOptions configure the core's ListerWatchers of one informer.
+type restSourceOptions struct {
+	scheme     *runtime.Scheme
+	resource   schema.GroupVersionResource
+	namespace  string
+	httpClient *http.Client
+	tweak      func(*metav1.ListOptions)
+	dropFields []string
+}
+
+func (o restSourceOptions) rest() informer.RESTOptions {
+	return informer.RESTOptions{
+		Scheme:           o.scheme,
+		Resource:         o.resource,
+		Namespace:        o.namespace,
+		HTTPClient:       o.httpClient,
+		TweakListOptions: o.tweak,
+		DropFields:       o.dropFields,
+	}
+}
+
+// newTypedSource returns the core's REST ListerWatcher of example's type,
+// unwrapped, so that an informer deduplicating over it shares sub-objects
+// as the ListerWatcher decodes them.
+func newTypedSource(config *rest.Config, o restSourceOptions, example client.Object) (source, error) {
+	return informer.NewRESTListerWatcherOf[client.Object](config, o.rest(), example)
+}
+
+// checkDropFields checks that example's type has the fields of paths, as
+// the REST ListerWatcher of that type would when created.
+func checkDropFields(config *rest.Config, scheme *runtime.Scheme, httpClient *http.Client, example client.Object, paths []string) error {
+	_, err := informer.NewRESTListerWatcherOf[client.Object](config, informer.RESTOptions{Scheme: scheme, HTTPClient: httpClient, DropFields: paths}, example)
+	return err
+}
+
+// newDynamicSource returns the core's dynamic ListerWatcher.
+func newDynamicSource(config *rest.Config, o restSourceOptions) (source, error) {
+	lw, err := informer.NewDynamicListerWatcher(config, o.rest())
+	if err != nil {
+		return nil, err
+	}
+	return objectSource[*unstructured.Unstructured]{lw: lw}, nil
+}
+
+// newMetadataSource returns the core's metadata ListerWatcher, whose
+// objects get gvk as their kind: the server answers with kind
+// PartialObjectMetadata, and readers and handlers expect the resource's
+// own kind, as controller-runtime sets it.
+func newMetadataSource(config *rest.Config, o restSourceOptions, gvk schema.GroupVersionKind) (source, error) {
+	lw, err := informer.NewMetadataListerWatcher(config, o.rest())
+	if err != nil {
+		return nil, err
+	}
+	return objectSource[*metav1.PartialObjectMetadata]{lw: lw, kind: &gvk}, nil
+}
+
+// objectSource hands out the objects of a ListerWatcher of a concrete type
+// as client.Object values, setting their kind if kind is not nil.
+type objectSource[T interface {
+	informer.Object
+	client.Object
+}] struct {
+	lw   informer.ListerWatcher[T]
+	kind *schema.GroupVersionKind
+}
+
+// List lists through the wrapped ListerWatcher.
+func (s objectSource[T]) List(ctx context.Context, opts metav1.ListOptions) (*informer.ListResult[client.Object], error) {
+	r, err := s.lw.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]client.Object, len(r.Items))
+	for i, obj := range r.Items {
+		if s.kind != nil {
+			obj.GetObjectKind().SetGroupVersionKind(*s.kind)
+		}
+		items[i] = obj
+	}
+	return &informer.ListResult[client.Object]{Items: items, ResourceVersion: r.ResourceVersion, Continue: r.Continue, ShardSelector: r.ShardSelector}, nil
+}
+
+// Watch watches through the wrapped ListerWatcher.
+func (s objectSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := s.lw.Watch(ctx, opts)
+	if err != nil || s.kind == nil {
+		return w, err
+	}
+	kind := *s.kind
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+		if obj, ok := e.Object.(T); ok {
+			obj.GetObjectKind().SetGroupVersionKind(kind)
+		}
+		return e, true
+	}), nil
 }
 
 // coreInformer is one informer of the core package over client.Object
@@ -40,6 +143,10 @@ type informerSettings struct {
 	transform toolscache.TransformFunc
 	// watchErrorHandler, if set, is called with every list or watch error.
 	watchErrorHandler toolscache.WatchErrorHandlerWithContext
+	// deduplicate and detectMutations are the core informer's options of
+	// those names.
+	deduplicate     bool
+	detectMutations bool
 }
 
 // newCoreInformer returns an informer that is not running yet.
@@ -60,10 +167,12 @@ func newCoreInformer(src source, s informerSettings) (*coreInformer, error) {
 		}
 	}
 	inf, err := informer.NewInformer(src, informer.InformerOptions[client.Object]{
-		ResyncPeriod: s.resync,
-		Transform:    transform,
-		Name:         s.name,
-		Resource:     s.resource,
+		ResyncPeriod:    s.resync,
+		Transform:       transform,
+		Name:            s.name,
+		Resource:        s.resource,
+		Deduplicate:     s.deduplicate,
+		DetectMutations: s.detectMutations,
 	})
 	if err != nil {
 		return nil, err

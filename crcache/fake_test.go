@@ -58,6 +58,9 @@ type fakeSource struct {
 	// selector is applied to every request, as the informer's selectors
 	// are by the cache's own ListerWatchers.
 	selector selectors
+	// dropFields are the paths the cache asked to drop (a fake drops
+	// nothing).
+	dropFields []string
 
 	mu       sync.Mutex
 	requests []metav1.ListOptions
@@ -145,6 +148,7 @@ func (c *fakeCluster) CreateAll(objs ...client.Object) {
 func (c *fakeCluster) newSource(req listWatchRequest) (source, error) {
 	s := c.source(req.gvk, req.form, req.namespace)
 	s.selector = req.selector
+	s.dropFields = req.dropFields
 	return sourceFromListWatch(s), nil
 }
 
@@ -317,7 +321,13 @@ func fakeConfig() *rest.Config {
 // stopped (and its goroutines waited for) when the test ends.
 func newTestCache(tb testing.TB, cluster *fakeCluster, opts cache.Options) cache.Cache {
 	tb.Helper()
-	c, err := newCache(fakeConfig(), opts, cluster.newSource)
+	return newTestCacheWith(tb, cluster, opts, Options{})
+}
+
+// newTestCacheWith is newTestCache with crcache's own options.
+func newTestCacheWith(tb testing.TB, cluster *fakeCluster, opts cache.Options, lean Options) cache.Cache {
+	tb.Helper()
+	c, err := newCache(fakeConfig(), opts, lean, cluster.newSource)
 	if err != nil {
 		tb.Fatal(err)
 	}

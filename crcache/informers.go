@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -36,10 +35,10 @@ type shared struct {
 	httpClient                  *http.Client
 	scheme                      *runtime.Scheme
 	mapper                      meta.RESTMapper
-	codecs                      serializer.CodecFactory
-	paramCodec                  runtime.ParameterCodec
 	readerFailOnMissingInformer bool
 	watchErrorHandler           toolscache.WatchErrorHandlerWithContext
+	// lean is crcache's own Options, resolved.
+	lean leanOptions
 	// newSource builds the ListerWatcher of an informer: newRESTSource,
 	// or a fake in tests and benchmarks.
 	newSource func(listWatchRequest) (source, error)
@@ -275,12 +274,14 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		return nil, fmt.Errorf("type %v has no DeepCopyInto(%v) method", itemType, itemType)
 	}
 
+	disableDeepCopy := ptr.Deref(s.config.UnsafeDisableDeepCopy, false)
+	lean := s.lean.resolve(key.gvk, disableDeepCopy)
 	req := listWatchRequest{
-		gvk:       key.gvk,
-		form:      key.form,
-		resource:  mapping.Resource.Resource,
-		selector:  selectors{label: s.config.LabelSelector, field: s.config.FieldSelector},
-		bookmarks: ptr.Deref(s.config.EnableWatchBookmarks, true),
+		gvk:        key.gvk,
+		form:       key.form,
+		resource:   mapping.Resource.Resource,
+		selector:   selectors{label: s.config.LabelSelector, field: s.config.FieldSelector},
+		dropFields: lean.dropFields,
 	}
 	if namespaced {
 		req.namespace = restrictNamespaceBySelector(s.namespace, s.config.FieldSelector)
@@ -302,6 +303,8 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		resync:            jitter(ptr.Deref(s.config.SyncPeriod, defaultSyncPeriod)),
 		transform:         s.config.Transform,
 		watchErrorHandler: s.watchErrorHandler,
+		deduplicate:       lean.deduplicate,
+		detectMutations:   s.lean.detectMutations,
 	})
 	if err != nil {
 		return nil, err
@@ -312,7 +315,7 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		namespaced:      namespaced,
 		itemType:        itemType,
 		copyInto:        method.Func,
-		disableDeepCopy: ptr.Deref(s.config.UnsafeDisableDeepCopy, false),
+		disableDeepCopy: disableDeepCopy,
 		fields:          map[string]client.IndexerFunc{},
 	}, nil
 }
