@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kubetyped/informer"
 	"github.com/kubetyped/informer/internal/benchkit"
@@ -113,6 +114,11 @@ func runChild(c childSpec) error {
 		hasSynced, err = startClientGo(ctx, config, c.DropManagedFields, onAdd, onUpdate)
 	case implOurs:
 		hasSynced, err = startOurs(ctx, config, c.DropManagedFields, c.Deduplicate, onAdd, onUpdate)
+	case implControllerRuntime, implCRCache:
+		var newCache ctrlcache.NewCacheFunc
+		if newCache, err = cacheConstructor(impl); err == nil {
+			hasSynced, err = startCache(ctx, config, newCache, nil, podObject(), onAdd, onUpdate)
+		}
 	default:
 		err = fmt.Errorf("unknown implementation %q", impl)
 	}

@@ -93,44 +93,62 @@ func runE1(ctx context.Context, cfg config, kubeconfig string) ([]benchkit.Row, 
 			dedup.Deduplicate = true
 			children = append(children, dedup)
 		}
-		if _, err := syncOnce(ctx, children[0]); err != nil {
+		results, err := syncRuns(ctx, cfg, "E1 "+name, children)
+		if err != nil {
 			return nil, err
-		}
-		results := make([][]syncResult, len(children))
-		for run := range cfg.runs {
-			for i, c := range children {
-				if cfg.profileDir != "" {
-					c.Profile = filepath.Join(cfg.profileDir, fmt.Sprintf("%s-run%d", c.name(), run+1))
-				}
-				res, err := syncOnce(ctx, c)
-				if err != nil {
-					return nil, err
-				}
-				logf("E1 %s, run %d, %s: %.2f CPU s, %.2f s wall, peak heap %.1f MB (%d GC cycles), retained %.1f MB",
-					name, run+1, c.name(), res.CPUSeconds, res.WallSeconds, mb(res.PeakHeap), res.PeakGCCycles, mb(res.RetainedHeap))
-				results[i] = append(results[i], res)
-			}
 		}
 		for i := 1; i < len(children); i++ {
 			kase := name
 			if children[i].Deduplicate {
 				kase += ", ours with Deduplicate"
 			}
-			metric := func(label string, f func(syncResult) float64) benchkit.Row {
-				return newRow("E1", kase, label, benchkit.MedianOf(results[0], f), benchkit.MedianOf(results[i], f))
-			}
-			rows = append(rows,
-				metric("client CPU s until synced", func(r syncResult) float64 { return r.CPUSeconds }),
-				metric(peakMetric(results[0], results[i]), func(r syncResult) float64 { return mb(r.PeakHeap) }),
-				metric("retained heap MB", func(r syncResult) float64 { return mb(r.RetainedHeap) }),
-				metric("retained B/pod above baseline", func(r syncResult) float64 {
-					return (float64(r.RetainedHeap) - float64(r.BaselineHeap)) / float64(cfg.pods)
-				}),
-				metric("wall s until synced", func(r syncResult) float64 { return r.WallSeconds }),
-			)
+			rows = append(rows, syncRows("E1", kase, "pod", cfg.pods, results[0], results[i])...)
 		}
 	}
 	return rows, nil
+}
+
+// syncRuns runs each of children cfg.runs times, interleaved (the first,
+// the second, …, the first again), after one untimed sync of the first
+// that warms the server up, and returns each child's results in the order
+// of children; label heads the progress lines.
+func syncRuns(ctx context.Context, cfg config, label string, children []childSpec) ([][]syncResult, error) {
+	if _, err := syncOnce(ctx, children[0]); err != nil {
+		return nil, err
+	}
+	results := make([][]syncResult, len(children))
+	for run := range cfg.runs {
+		for i, c := range children {
+			if cfg.profileDir != "" {
+				c.Profile = filepath.Join(cfg.profileDir, fmt.Sprintf("%s-run%d", c.name(), run+1))
+			}
+			res, err := syncOnce(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			logf("%s, run %d, %s: %.2f CPU s, %.2f s wall, peak heap %.1f MB (%d GC cycles), retained %.1f MB",
+				label, run+1, c.name(), res.CPUSeconds, res.WallSeconds, mb(res.PeakHeap), res.PeakGCCycles, mb(res.RetainedHeap))
+			results[i] = append(results[i], res)
+		}
+	}
+	return results, nil
+}
+
+// syncRows returns the rows of one comparison of syncs of n objects (each
+// a unit, as "pod"): the medians of theirs and ours, and their ratio.
+func syncRows(workload, kase, unit string, n int, theirs, ours []syncResult) []benchkit.Row {
+	metric := func(label string, f func(syncResult) float64) benchkit.Row {
+		return newRow(workload, kase, label, benchkit.MedianOf(theirs, f), benchkit.MedianOf(ours, f))
+	}
+	return []benchkit.Row{
+		metric("client CPU s until synced", func(r syncResult) float64 { return r.CPUSeconds }),
+		metric(peakMetric(theirs, ours), func(r syncResult) float64 { return mb(r.PeakHeap) }),
+		metric("retained heap MB", func(r syncResult) float64 { return mb(r.RetainedHeap) }),
+		metric("retained B/"+unit+" above baseline", func(r syncResult) float64 {
+			return (float64(r.RetainedHeap) - float64(r.BaselineHeap)) / float64(n)
+		}),
+		metric("wall s until synced", func(r syncResult) float64 { return r.WallSeconds }),
+	}
 }
 
 // peakMetric names the peak heap's row: "peak heap MB" when a GC cycle

@@ -51,6 +51,11 @@ type config struct {
 	assets      string
 	droppedCase bool
 	dedupCase   bool
+	// e1 and e2 run those workloads (both by default).
+	e1, e2 bool
+	// crcache adds "E1 through crcache": controller-runtime's cache
+	// against crcache, in a section of its own.
+	crcache bool
 	// profileDir, if set, is where each E1 sync child writes a CPU profile
 	// and an allocation profile of its sync.
 	profileDir string
@@ -66,11 +71,14 @@ func main() {
 	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
 	flag.BoolVar(&cfg.droppedCase, "dropped-case", true, "E1: also sync with managed fields dropped on both sides (client-go: a transform; ours: DropFields)")
 	flag.BoolVar(&cfg.dedupCase, "dedup-case", true, "E1: also sync ours with Deduplicate on, beside the same client-go runs")
+	flag.BoolVar(&cfg.e1, "e1", true, "run E1 (client-go against ours)")
+	flag.BoolVar(&cfg.e2, "e2", true, "run E2 (client-go against ours)")
+	flag.BoolVar(&cfg.crcache, "crcache", true, "E1 through crcache: also sync the pods with controller-runtime's cache and with crcache, default settings on both (off with -quick unless given)")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
 	var child childSpec
 	flag.StringVar(&child.Mode, "child", "", "internal: run as the informer process of one implementation (sync or watch)")
-	flag.StringVar(&child.Impl, "impl", "", "internal: the child's implementation (client-go or ours)")
+	flag.StringVar(&child.Impl, "impl", "", "internal: the child's implementation (client-go, ours, controller-runtime or crcache)")
 	flag.StringVar(&child.Kubeconfig, "kubeconfig", "", "internal: the child's kubeconfig")
 	flag.BoolVar(&child.DropManagedFields, "drop-managed-fields", false, "internal: the child drops managed fields")
 	flag.BoolVar(&child.Deduplicate, "deduplicate", false, "internal: the child (ours) deduplicates")
@@ -86,6 +94,7 @@ func main() {
 	}
 	if *quick {
 		setUnlessGiven("updates", &cfg.updates, 1000)
+		setBoolUnlessGiven("crcache", &cfg.crcache, false)
 		cfg.quick = true
 	}
 	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 {
@@ -100,11 +109,23 @@ func main() {
 
 // setUnlessGiven sets *v to quick unless flag name was given.
 func setUnlessGiven(name string, v *int, quick int) {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	if !given {
+	if !given(name) {
 		*v = quick
 	}
+}
+
+// setBoolUnlessGiven sets *v to quick unless flag name was given.
+func setBoolUnlessGiven(name string, v *bool, quick bool) {
+	if !given(name) {
+		*v = quick
+	}
+}
+
+// given reports whether flag name was given on the command line.
+func given(name string) bool {
+	found := false
+	flag.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 // defaultAssets is where hack/lib.sh puts the binaries: $KUBE_ASSETS, or the
@@ -167,33 +188,59 @@ func run(cfg config) (err error) {
 	logf("created %d pods in %s (3 writes each); %.0f B each as protobuf on the server", cfg.pods, time.Since(start).Round(time.Second), size)
 
 	var rows []benchkit.Row
-	e1, err := runE1(ctx, cfg, kubeconfig)
-	if err != nil {
-		return fmt.Errorf("E1: %w", err)
+	if cfg.e1 {
+		e1, err := runE1(ctx, cfg, kubeconfig)
+		if err != nil {
+			return fmt.Errorf("E1: %w", err)
+		}
+		rows = append(rows, e1...)
 	}
-	rows = append(rows, e1...)
-	e2, err := runE2(ctx, c, cfg, kubeconfig)
-	if err != nil {
-		return fmt.Errorf("E2: %w", err)
+	if cfg.e2 {
+		e2, err := runE2(ctx, c, cfg, kubeconfig)
+		if err != nil {
+			return fmt.Errorf("E2: %w", err)
+		}
+		rows = append(rows, e2...)
 	}
-	rows = append(rows, e2...)
+	var cacheRows []benchkit.Row
+	if cfg.crcache {
+		e1cr, err := runE1CRCache(ctx, cfg, kubeconfig)
+		if err != nil {
+			return fmt.Errorf("E1 through crcache: %w", err)
+		}
+		cacheRows = append(cacheRows, e1cr...)
+	}
 	info.Finish()
-	return report(os.Stdout, cfg, info, size, rows)
+	return report(os.Stdout, cfg, info, size, rows, cacheRows)
 }
 
 // report writes rows under info's header, with the notes that say what the
 // figures are: the pods (size, the server's protobuf bytes each), how many
 // runs and rounds the medians are of, and why E2's p50 from the response
-// is negative.
-func report(w io.Writer, cfg config, info benchkit.Run, size float64, rows []benchkit.Row) error {
-	info.Notes = append(info.Notes,
+// is negative. cacheRows, controller-runtime's cache against crcache, follow
+// in a section of their own (with -json, a second header line and its
+// rows), whose columns say which cache is which.
+func report(w io.Writer, cfg config, info benchkit.Run, size float64, rows, cacheRows []benchkit.Row) error {
+	notes := info.Notes
+	info.Notes = append(notes,
 		fmt.Sprintf("%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.",
 			cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers),
 		e2Note)
+	write := table.WriteMarkdown
 	if cfg.json {
-		return table.WriteJSONLines(w, info, rows)
+		write = table.WriteJSONLines
 	}
-	return table.WriteMarkdown(w, info, rows)
+	if err := write(w, info, rows); err != nil || len(cacheRows) == 0 {
+		return err
+	}
+	info.Notes = append(notes, fmt.Sprintf("E1 through crcache: the same %d pods synced by a cache.Cache built by controller-runtime's cache.New and by crcache.New with default options, each in its own process; medians of %d interleaved runs per side.", cfg.pods, cfg.runs))
+	write = cacheTable.WriteMarkdown
+	if cfg.json {
+		write = cacheTable.WriteJSONLines
+	} else if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return write(w, info, cacheRows)
 }
 
 // logf reports progress on stderr, so that stdout holds only the results.
@@ -229,6 +276,15 @@ var table = benchkit.Table{
 		return fmt.Sprintf("%.2f×", *r.Ratio)
 	},
 }
+
+// cacheTable is table for the rows comparing controller-runtime's cache
+// with crcache.
+var cacheTable = func() benchkit.Table {
+	t := table
+	t.Theirs, t.TheirsKey, t.Ours = "controller-runtime", "controllerruntime", "crcache"
+	t.Workloads = `docs/benchmarks.md, "The workloads" (E1 through crcache, E5)`
+	return t
+}()
 
 // format prints a figure with three significant digits at most.
 func format(v float64) string {

@@ -43,7 +43,7 @@ func TestRowsFollowTheOutputContract(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
 		cfg.json = asJSON
-		if err := report(&out, cfg, info, 9644, rows); err != nil {
+		if err := report(&out, cfg, info, 9644, rows, nil); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{
@@ -80,6 +80,57 @@ func TestRowsFollowTheOutputContract(t *testing.T) {
 		got := strings.Split(strings.TrimSpace(out.String()), "\n")
 		if asJSON {
 			// The header's keys in the order encoding/json sorts a map's.
+			got[0] = reencode(t, got[0])
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("output with json=%v (-want +got):\n%s", asJSON, diff)
+		}
+	}
+}
+
+// TestCacheRowsFollowInASectionOfTheirOwn checks that the rows comparing
+// controller-runtime's cache with crcache follow the client-go table in a
+// section whose columns and legend name the two caches, with a note saying
+// what was synced; in JSON, as a second header line and its rows.
+func TestCacheRowsFollowInASectionOfTheirOwn(t *testing.T) {
+	rows := []benchkit.Row{newRow("E1", "5000 pods", "client CPU s until synced", 3, 1.5)}
+	cacheRows := []benchkit.Row{newRow("E1 through crcache", "5000 pods, same data, default settings", "retained heap MB", 90, 40)}
+	cfg := config{pods: 5000, runs: 3, updates: 1000, writers: 4}
+	info := benchkit.Run{Command: "realbench", Commit: "1183cc1abcde", LoadStart: "1.00 2.00 3.00", Go: "go1.26.8 linux/amd64, GOMAXPROCS 2", Modules: []string{"k8s.io/client-go v0.37.2"}}
+	note := "E1 through crcache: the same 5000 pods synced by a cache.Cache built by controller-runtime's cache.New and by crcache.New with default options, each in its own process; medians of 3 interleaved runs per side."
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		cfg.json = asJSON
+		if err := report(&out, cfg, info, 9644, rows, cacheRows); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		want := []string{
+			"- ratio = controller-runtime ÷ crcache (> 1: crcache faster or smaller)",
+			`- workloads: defined in docs/benchmarks.md, "The workloads" (E1 through crcache, E5)`,
+			"- run: `realbench` at commit 1183cc1abcde, 0001-01-01 00:00:00 UTC; go1.26.8 linux/amd64, GOMAXPROCS 2, k8s.io/client-go v0.37.2; load average 1.00 2.00 3.00 at the start",
+			"",
+			"| workload | case | metric | controller-runtime | crcache | ratio |",
+			"|---|---|---|---:|---:|---:|",
+			"| E1 through crcache | 5000 pods, same data, default settings | retained heap MB | 90.0 | 40.0 | 2.25× |",
+			"",
+			note,
+		}
+		got := lines[max(0, len(lines)-len(want)):]
+		if asJSON {
+			header, err := json.Marshal(map[string]any{"run": map[string]any{
+				"legend":  []string{"ratio = controller-runtime ÷ crcache (> 1: crcache faster or smaller)", `workloads: defined in docs/benchmarks.md, "The workloads" (E1 through crcache, E5)`},
+				"command": "realbench", "commit": "1183cc1abcde", "start": "0001-01-01T00:00:00Z", "loadStart": "1.00 2.00 3.00",
+				"go": "go1.26.8 linux/amd64, GOMAXPROCS 2", "modules": []string{"k8s.io/client-go v0.37.2"}, "notes": []string{note},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = []string{
+				string(header),
+				`{"workload":"E1 through crcache","case":"5000 pods, same data, default settings","metric":"retained heap MB","controllerruntime":90,"ours":40,"ratio":2.25}`,
+			}
+			got = lines[len(lines)-2:]
 			got[0] = reencode(t, got[0])
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubetyped/informer/crcache"
+	"github.com/kubetyped/informer/internal/benchkit"
+)
+
+// The caches compared by "E1 through crcache" and E5, as -impl names them.
+const (
+	implControllerRuntime = "controller-runtime"
+	implCRCache           = "crcache"
+)
+
+// startCache builds a cache with newCache and default options (scheme
+// aside), gets its informer for obj's kind with a handler calling onAdd
+// and onUpdate, as a controller's source does, starts the cache and
+// returns the informer's HasSynced.
+func startCache(ctx context.Context, config *rest.Config, newCache cache.NewCacheFunc, scheme *runtime.Scheme, obj client.Object, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
+	c, err := newCache(config, cache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { onAdd() },
+		UpdateFunc: func(_, newObj any) {
+			if m, ok := newObj.(metav1.Object); ok {
+				onUpdate(m.GetResourceVersion())
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			logf("%T: Start: %v", c, err)
+		}
+	}()
+	return inf.HasSynced, nil
+}
+
+// cacheConstructor returns the constructor of a cache implementation.
+func cacheConstructor(impl string) (cache.NewCacheFunc, error) {
+	switch impl {
+	case implControllerRuntime:
+		return cache.New, nil
+	case implCRCache:
+		return crcache.New, nil
+	}
+	return nil, fmt.Errorf("unknown cache %q", impl)
+}
+
+// isCache reports whether impl is one of the caches.
+func isCache(impl string) bool {
+	return impl == implControllerRuntime || impl == implCRCache
+}
+
+// runE1CRCache is "E1 through crcache": the pods of E1 synced by
+// controller-runtime's cache and by crcache, default settings on both
+// (crcache's default shares sub-objects, as its reads deep-copy), each
+// in its own process, interleaved as E1.
+func runE1CRCache(ctx context.Context, cfg config, kubeconfig string) ([]benchkit.Row, error) {
+	name := strconv.Itoa(cfg.pods) + " pods, same data, default settings"
+	base := childSpec{Kubeconfig: kubeconfig, Pods: cfg.pods}
+	children := []childSpec{base, base}
+	children[0].Impl, children[1].Impl = implControllerRuntime, implCRCache
+	results, err := syncRuns(ctx, cfg, "E1 through crcache, "+name, children)
+	if err != nil {
+		return nil, err
+	}
+	return syncRows("E1 through crcache", name, "pod", cfg.pods, results[0], results[1]), nil
+}
+
+// podObject is the object whose informer E1's caches sync.
+func podObject() client.Object { return &corev1.Pod{} }
