@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kubetyped/informer"
 	"github.com/kubetyped/informer/internal/benchkit"
@@ -109,18 +108,13 @@ func runChild(c childSpec) error {
 	}
 	start := time.Now()
 	var hasSynced func() bool
-	switch impl {
-	case implClientGo:
-		hasSynced, err = startClientGo(ctx, config, c.DropManagedFields, onAdd, onUpdate)
-	case implOurs:
-		hasSynced, err = startOurs(ctx, config, c.DropManagedFields, c.Deduplicate, onAdd, onUpdate)
-	case implControllerRuntime, implCRCache:
-		var newCache ctrlcache.NewCacheFunc
-		if newCache, err = cacheConstructor(impl); err == nil {
-			hasSynced, err = startCache(ctx, config, newCache, nil, podObject(), onAdd, onUpdate)
-		}
+	switch {
+	case c.Kind == kindWorkloads:
+		hasSynced, err = startWorkloads(ctx, config, impl, c.Form, onAdd, onUpdate)
+	case c.Kind != "":
+		err = errNoE5
 	default:
-		err = fmt.Errorf("unknown implementation %q", impl)
+		hasSynced, err = startPods(ctx, config, c, onAdd, onUpdate)
 	}
 	if err != nil {
 		return err
@@ -182,6 +176,24 @@ func runChild(c childSpec) error {
 	default:
 		return fmt.Errorf("unknown child mode %q", mode)
 	}
+}
+
+// startPods starts the pod informer of c.Impl (E1, E2) and returns its
+// HasSynced.
+func startPods(ctx context.Context, config *rest.Config, c childSpec, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
+	switch c.Impl {
+	case implClientGo:
+		return startClientGo(ctx, config, c.DropManagedFields, onAdd, onUpdate)
+	case implOurs:
+		return startOurs(ctx, config, c.DropManagedFields, c.Deduplicate, onAdd, onUpdate)
+	case implControllerRuntime, implCRCache:
+		newCache, err := cacheConstructor(c.Impl)
+		if err != nil {
+			return nil, err
+		}
+		return startCache(ctx, config, newCache, nil, podObject(), onAdd, onUpdate)
+	}
+	return nil, fmt.Errorf("unknown implementation %q", c.Impl)
 }
 
 // startClientGo starts and returns the HasSynced of the pod informer of client-go's shared informer

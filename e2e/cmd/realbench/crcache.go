@@ -6,10 +6,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,14 +34,7 @@ func startCache(ctx context.Context, config *rest.Config, newCache cache.NewCach
 	if err != nil {
 		return nil, err
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { onAdd() },
-		UpdateFunc: func(_, newObj any) {
-			if m, ok := newObj.(metav1.Object); ok {
-				onUpdate(m.GetResourceVersion())
-			}
-		},
-	}); err != nil {
+	if _, err := inf.AddEventHandler(handlerFuncs(onAdd, onUpdate)); err != nil {
 		return nil, err
 	}
 	go func() {

@@ -22,11 +22,16 @@ type childSpec struct {
 	DropManagedFields bool
 	Deduplicate       bool   // ours only: InformerOptions.Deduplicate
 	Profile           string // path prefix of the sync's profiles; empty for none
+	Kind              string // "" for pods (E1, E2), kindWorkloads for E5
+	Form              string // E5: formTyped or formUnstructured
 }
 
 // name describes the child's configuration in logs and profile names.
 func (c childSpec) name() string {
 	name := c.Impl
+	if c.Kind != "" {
+		name += "-" + c.Kind + "-" + c.Form
+	}
 	if c.Deduplicate {
 		name += "-dedup"
 	}
@@ -44,7 +49,8 @@ func (c childSpec) command(ctx context.Context) (*exec.Cmd, error) {
 	}
 	cmd := exec.CommandContext(ctx, self, "-child="+c.Mode, "-impl="+c.Impl, "-kubeconfig="+c.Kubeconfig,
 		"-n="+strconv.Itoa(c.Pods), "-drop-managed-fields="+strconv.FormatBool(c.DropManagedFields),
-		"-deduplicate="+strconv.FormatBool(c.Deduplicate), "-profile-prefix="+c.Profile)
+		"-deduplicate="+strconv.FormatBool(c.Deduplicate), "-profile-prefix="+c.Profile,
+		"-kind="+c.Kind, "-form="+c.Form)
 	cmd.Stderr = os.Stderr
 	return cmd, nil
 }

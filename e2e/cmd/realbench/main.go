@@ -53,6 +53,9 @@ type config struct {
 	dedupCase   bool
 	// e1 and e2 run those workloads (both by default).
 	e1, e2 bool
+	// e5 runs E5 over e5Objects Workloads.
+	e5        bool
+	e5Objects int
 	// crcache adds "E1 through crcache": controller-runtime's cache
 	// against crcache, in a section of its own.
 	crcache bool
@@ -74,6 +77,8 @@ func main() {
 	flag.BoolVar(&cfg.e1, "e1", true, "run E1 (client-go against ours)")
 	flag.BoolVar(&cfg.e2, "e2", true, "run E2 (client-go against ours)")
 	flag.BoolVar(&cfg.crcache, "crcache", true, "E1 through crcache: also sync the pods with controller-runtime's cache and with crcache, default settings on both (off with -quick unless given)")
+	flag.BoolVar(&cfg.e5, "e5", true, "E5: sync Workloads of a real CRD with client-go's typed and dynamic informers, ours (typed and unstructured), controller-runtime's cache and crcache (off with -quick unless given)")
+	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
 	var child childSpec
@@ -83,9 +88,14 @@ func main() {
 	flag.BoolVar(&child.DropManagedFields, "drop-managed-fields", false, "internal: the child drops managed fields")
 	flag.BoolVar(&child.Deduplicate, "deduplicate", false, "internal: the child (ours) deduplicates")
 	flag.StringVar(&child.Profile, "profile-prefix", "", "internal: the path prefix of the child's profiles")
+	flag.StringVar(&child.Kind, "kind", "", "internal: what the child syncs: pods (empty) or workloads (E5)")
+	flag.StringVar(&child.Form, "form", "", "internal: E5: the child's form of Workloads (typed or unstructured)")
 	flag.Parse()
 	if child.Mode != "" {
 		child.Pods = cfg.pods
+		if child.Kind == kindWorkloads {
+			child.Pods = cfg.e5Objects
+		}
 		if err := runChild(child); err != nil {
 			fmt.Fprintln(os.Stderr, "realbench child:", err)
 			os.Exit(1)
@@ -95,10 +105,11 @@ func main() {
 	if *quick {
 		setUnlessGiven("updates", &cfg.updates, 1000)
 		setBoolUnlessGiven("crcache", &cfg.crcache, false)
+		setBoolUnlessGiven("e5", &cfg.e5, false)
 		cfg.quick = true
 	}
-	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 {
-		fmt.Fprintln(os.Stderr, "realbench: -n, -runs, -updates and -writers must be positive")
+	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 || cfg.e5Objects < 1 {
+		fmt.Fprintln(os.Stderr, "realbench: -n, -runs, -updates, -writers and -e5-n must be positive")
 		os.Exit(2)
 	}
 	if err := run(cfg); err != nil {
@@ -180,12 +191,22 @@ func run(cfg config) (err error) {
 		return err
 	}
 
-	start := time.Now()
-	size, err := seed(ctx, c, cfg.pods)
-	if err != nil {
-		return fmt.Errorf("creating %d pods: %w", cfg.pods, err)
+	var size float64
+	if cfg.e1 || cfg.e2 || cfg.crcache {
+		start := time.Now()
+		if size, err = seed(ctx, c, cfg.pods); err != nil {
+			return fmt.Errorf("creating %d pods: %w", cfg.pods, err)
+		}
+		logf("created %d pods in %s (3 writes each); %.0f B each as protobuf on the server", cfg.pods, time.Since(start).Round(time.Second), size)
 	}
-	logf("created %d pods in %s (3 writes each); %.0f B each as protobuf on the server", cfg.pods, time.Since(start).Round(time.Second), size)
+	var workloadSize float64
+	if cfg.e5 {
+		start := time.Now()
+		if workloadSize, err = seedE5(ctx, c, cfg.e5Objects); err != nil {
+			return fmt.Errorf("creating %d Workloads: %w", cfg.e5Objects, err)
+		}
+		logf("created %d Workloads in %s (3 writes each); %.0f B each as JSON on the server", cfg.e5Objects, time.Since(start).Round(time.Second), workloadSize)
+	}
 
 	var rows []benchkit.Row
 	if cfg.e1 {
@@ -210,8 +231,15 @@ func run(cfg config) (err error) {
 		}
 		cacheRows = append(cacheRows, e1cr...)
 	}
+	if cfg.e5 {
+		e5, e5Caches, err := runE5(ctx, cfg, kubeconfig)
+		if err != nil {
+			return fmt.Errorf("E5: %w", err)
+		}
+		rows, cacheRows = append(rows, e5...), append(cacheRows, e5Caches...)
+	}
 	info.Finish()
-	return report(os.Stdout, cfg, info, size, rows, cacheRows)
+	return report(os.Stdout, cfg, info, size, workloadSize, rows, cacheRows)
 }
 
 // report writes rows under info's header, with the notes that say what the
@@ -220,12 +248,16 @@ func run(cfg config) (err error) {
 // is negative. cacheRows, controller-runtime's cache against crcache, follow
 // in a section of their own (with -json, a second header line and its
 // rows), whose columns say which cache is which.
-func report(w io.Writer, cfg config, info benchkit.Run, size float64, rows, cacheRows []benchkit.Row) error {
+func report(w io.Writer, cfg config, info benchkit.Run, size, workloadSize float64, rows, cacheRows []benchkit.Row) error {
 	notes := info.Notes
 	info.Notes = append(notes,
 		fmt.Sprintf("%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.",
 			cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers),
 		e2Note)
+	e5Note := fmt.Sprintf("E5: %d Workloads of a real CRD (internal/crdtypes), %.0f B each as JSON on the server, synced by each implementation with its default settings in its own process; medians of %d interleaved runs per side.", cfg.e5Objects, workloadSize, cfg.runs)
+	if cfg.e5 {
+		info.Notes = append(info.Notes, e5Note)
+	}
 	write := table.WriteMarkdown
 	if cfg.json {
 		write = table.WriteJSONLines
@@ -233,7 +265,13 @@ func report(w io.Writer, cfg config, info benchkit.Run, size float64, rows, cach
 	if err := write(w, info, rows); err != nil || len(cacheRows) == 0 {
 		return err
 	}
-	info.Notes = append(notes, fmt.Sprintf("E1 through crcache: the same %d pods synced by a cache.Cache built by controller-runtime's cache.New and by crcache.New with default options, each in its own process; medians of %d interleaved runs per side.", cfg.pods, cfg.runs))
+	info.Notes = notes
+	if cfg.crcache {
+		info.Notes = append(info.Notes, fmt.Sprintf("E1 through crcache: the same %d pods synced by a cache.Cache built by controller-runtime's cache.New and by crcache.New with default options, each in its own process; medians of %d interleaved runs per side.", cfg.pods, cfg.runs))
+	}
+	if cfg.e5 {
+		info.Notes = append(info.Notes, e5Note)
+	}
 	write = cacheTable.WriteMarkdown
 	if cfg.json {
 		write = cacheTable.WriteJSONLines
@@ -267,7 +305,7 @@ var table = benchkit.Table{
 	Theirs:    "client-go",
 	TheirsKey: "clientgo",
 	Ours:      "ours",
-	Workloads: `docs/benchmarks.md, "The workloads" (E1, E2)`,
+	Workloads: `docs/benchmarks.md, "The workloads" (E1, E2, E5)`,
 	Value:     func(_ string, v float64) string { return format(v) },
 	Ratio: func(r benchkit.Row) string {
 		if r.Ratio == nil {

@@ -43,12 +43,12 @@ func TestRowsFollowTheOutputContract(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
 		cfg.json = asJSON
-		if err := report(&out, cfg, info, 9644, rows, nil); err != nil {
+		if err := report(&out, cfg, info, 9644, 0, rows, nil); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{
 			"- ratio = client-go ÷ ours (> 1: ours faster or smaller)",
-			`- workloads: defined in docs/benchmarks.md, "The workloads" (E1, E2)`,
+			`- workloads: defined in docs/benchmarks.md, "The workloads" (E1, E2, E5)`,
 			"- run: `realbench -quick` at commit 1183cc1abcde, 0001-01-01 00:00:00 UTC; go1.26.8 linux/amd64, GOMAXPROCS 2, k8s.io/client-go v0.37.2; load average 1.00 2.00 3.00 at the start",
 			"- -quick: CI mode: E2 makes rounds of 1,000 updates instead of 10,000, so its ratios are a smoke run, not the product's figures; E1 runs as in a full run",
 			"",
@@ -63,7 +63,7 @@ func TestRowsFollowTheOutputContract(t *testing.T) {
 		}
 		if asJSON {
 			header, err := json.Marshal(map[string]any{"run": map[string]any{
-				"legend":  []string{"ratio = client-go ÷ ours (> 1: ours faster or smaller)", `workloads: defined in docs/benchmarks.md, "The workloads" (E1, E2)`},
+				"legend":  []string{"ratio = client-go ÷ ours (> 1: ours faster or smaller)", `workloads: defined in docs/benchmarks.md, "The workloads" (E1, E2, E5)`},
 				"command": "realbench -quick", "commit": "1183cc1abcde", "start": "0001-01-01T00:00:00Z", "loadStart": "1.00 2.00 3.00",
 				"go": "go1.26.8 linux/amd64, GOMAXPROCS 2", "modules": []string{"k8s.io/client-go v0.37.2"}, "smoke": quickNote,
 				"notes": []string{pods, e2Note},
@@ -95,13 +95,13 @@ func TestRowsFollowTheOutputContract(t *testing.T) {
 func TestCacheRowsFollowInASectionOfTheirOwn(t *testing.T) {
 	rows := []benchkit.Row{newRow("E1", "5000 pods", "client CPU s until synced", 3, 1.5)}
 	cacheRows := []benchkit.Row{newRow("E1 through crcache", "5000 pods, same data, default settings", "retained heap MB", 90, 40)}
-	cfg := config{pods: 5000, runs: 3, updates: 1000, writers: 4}
+	cfg := config{pods: 5000, runs: 3, updates: 1000, writers: 4, crcache: true}
 	info := benchkit.Run{Command: "realbench", Commit: "1183cc1abcde", LoadStart: "1.00 2.00 3.00", Go: "go1.26.8 linux/amd64, GOMAXPROCS 2", Modules: []string{"k8s.io/client-go v0.37.2"}}
 	note := "E1 through crcache: the same 5000 pods synced by a cache.Cache built by controller-runtime's cache.New and by crcache.New with default options, each in its own process; medians of 3 interleaved runs per side."
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
 		cfg.json = asJSON
-		if err := report(&out, cfg, info, 9644, rows, cacheRows); err != nil {
+		if err := report(&out, cfg, info, 9644, 0, rows, cacheRows); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
