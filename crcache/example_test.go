@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kubetyped/informer"
 	"github.com/kubetyped/informer/crcache"
 )
 
@@ -35,4 +36,25 @@ func ExampleNew() {
 	}
 	pods, err := sandboxPods(context.Background(), mgr.GetClient(), "default", "0a1b2c3d")
 	_, _ = pods, err
+}
+
+// newLeanManager is a manager on crcache that drops every object's managed
+// fields on the wire, and turns the mutation detector on (for tests and
+// CI); sharing is on by default.
+func newLeanManager(config *rest.Config) (manager.Manager, error) {
+	newCache := crcache.NewWith(crcache.Options{
+		DropFields:      []string{informer.ManagedFields},
+		DetectMutations: true,
+	})
+	return manager.New(config, manager.Options{NewCache: newCache})
+}
+
+// crcache's own options: what the informers drop and share, beside
+// controller-runtime's cache.Options.
+func ExampleNewWith() {
+	mgr, err := newLeanManager(ctrl.GetConfigOrDie())
+	if err != nil {
+		panic(err)
+	}
+	_ = mgr
 }

@@ -76,8 +76,8 @@ func main() {
 	flag.BoolVar(&cfg.dedupCase, "dedup-case", true, "E1: also sync ours with Deduplicate on, beside the same client-go runs")
 	flag.BoolVar(&cfg.e1, "e1", true, "run E1 (client-go against ours)")
 	flag.BoolVar(&cfg.e2, "e2", true, "run E2 (client-go against ours)")
-	flag.BoolVar(&cfg.crcache, "crcache", true, "E1 through crcache: also sync the pods with controller-runtime's cache and with crcache, default settings on both (off with -quick unless given)")
-	flag.BoolVar(&cfg.e5, "e5", true, "E5: sync Workloads of a real CRD with client-go's typed and dynamic informers, ours (typed and unstructured), controller-runtime's cache and crcache (off with -quick unless given)")
+	flag.BoolVar(&cfg.crcache, "crcache", true, "E1 through crcache: also sync the pods with controller-runtime's cache and with crcache, default settings on both (about 20 s)")
+	flag.BoolVar(&cfg.e5, "e5", false, "E5: sync Workloads of a real CRD with client-go's typed and dynamic informers, ours (typed and unstructured), controller-runtime's cache and crcache (several minutes, most of it creating the Workloads)")
 	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
@@ -104,8 +104,6 @@ func main() {
 	}
 	if *quick {
 		setUnlessGiven("updates", &cfg.updates, 1000)
-		setBoolUnlessGiven("crcache", &cfg.crcache, false)
-		setBoolUnlessGiven("e5", &cfg.e5, false)
 		cfg.quick = true
 	}
 	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 || cfg.e5Objects < 1 {
@@ -120,13 +118,6 @@ func main() {
 
 // setUnlessGiven sets *v to quick unless flag name was given.
 func setUnlessGiven(name string, v *int, quick int) {
-	if !given(name) {
-		*v = quick
-	}
-}
-
-// setBoolUnlessGiven sets *v to quick unless flag name was given.
-func setBoolUnlessGiven(name string, v *bool, quick bool) {
 	if !given(name) {
 		*v = quick
 	}
@@ -262,8 +253,15 @@ func report(w io.Writer, cfg config, info benchkit.Run, size, workloadSize float
 	if cfg.json {
 		write = table.WriteJSONLines
 	}
-	if err := write(w, info, rows); err != nil || len(cacheRows) == 0 {
-		return err
+	if len(rows) > 0 || len(cacheRows) == 0 {
+		if err := write(w, info, rows); err != nil || len(cacheRows) == 0 {
+			return err
+		}
+		if !cfg.json {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
 	}
 	info.Notes = notes
 	if cfg.crcache {
@@ -275,8 +273,6 @@ func report(w io.Writer, cfg config, info benchkit.Run, size, workloadSize float
 	write = cacheTable.WriteMarkdown
 	if cfg.json {
 		write = cacheTable.WriteJSONLines
-	} else if _, err := io.WriteString(w, "\n"); err != nil {
-		return err
 	}
 	return write(w, info, cacheRows)
 }
