@@ -10,8 +10,13 @@
 // List with a label selector is answered by the informers' label index
 // instead of a scan of every cached object of the namespace (or of the
 // cluster), a Get looks the name up without building a key, and deep
-// copies go straight into the caller's list. docs/controller-runtime.md in
-// the repository lists the differences and the measurements.
+// copies go straight into the caller's list. And what the cache holds: its
+// informers list and watch through the core's own ListerWatchers (built-in
+// types in protobuf, decoded with their strings interned), and by default
+// the objects of every kind whose reads deep-copy share their equal parts
+// (see [Options] and [NewWith], which also drop fields on the wire).
+// docs/controller-runtime.md in the repository lists the differences and
+// the measurements.
 package crcache
 
 import (
@@ -47,7 +52,10 @@ var _ cache.NewCacheFunc = New
 // controller-runtime's, it creates an informer for a kind on its first use
 // and starts it with Start. All methods are safe for concurrent use.
 // Objects returned with UnsafeDisableDeepCopy, and those handed to event
-// handlers, are shared with the cache and must not be modified.
+// handlers, are shared with the cache and must not be modified: with
+// crcache's default sharing (see [Options].Deduplicate), cached objects
+// share equal parts with each other, so such a write would change many.
+// New is NewWith(Options{}).
 func New(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 	return newCache(config, opts, Options{}, nil)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -186,26 +185,9 @@ func writeWorkload(ctx context.Context, client *rest.RESTClient, w crdtypes.Work
 // jsonSize returns the mean size of workloads as the server sends them in
 // JSON, read back one by one.
 func jsonSize(ctx context.Context, client *rest.RESTClient, workloads []crdtypes.Workload) (float64, error) {
-	var mu sync.Mutex
-	total := 0
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(seedWriters)
-	for i := range workloads {
-		g.Go(func() error {
-			raw, err := client.Get().Namespace(workloads[i].Namespace).Resource("workloads").Name(workloads[i].Name).DoRaw(gctx)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			total += len(raw)
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return 0, err
-	}
-	return float64(total) / float64(len(workloads)), nil
+	return meanSize(ctx, len(workloads), func(ctx context.Context, i int) ([]byte, error) {
+		return client.Get().Namespace(workloads[i].Namespace).Resource("workloads").Name(workloads[i].Name).DoRaw(ctx)
+	})
 }
 
 // handlerFuncs is a client-go handler calling onAdd for each add and

@@ -120,14 +120,22 @@ func writePod(ctx context.Context, client kubernetes.Interface, pod corev1.Pod) 
 // protobufSize returns the mean size of pods as the server encodes them in
 // protobuf, read back one by one.
 func protobufSize(ctx context.Context, client *kubernetes.Clientset, pods []corev1.Pod) (float64, error) {
+	return meanSize(ctx, len(pods), func(ctx context.Context, i int) ([]byte, error) {
+		return client.CoreV1().RESTClient().Get().Namespace(pods[i].Namespace).Resource("pods").Name(pods[i].Name).
+			SetHeader("Accept", runtime.ContentTypeProtobuf).DoRaw(ctx)
+	})
+}
+
+// meanSize returns the mean length of what get returns for 0 to n-1, read
+// seedWriters at a time.
+func meanSize(ctx context.Context, n int, get func(ctx context.Context, i int) ([]byte, error)) (float64, error) {
 	var mu sync.Mutex
 	total := 0
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(seedWriters)
-	for i := range pods {
+	for i := range n {
 		g.Go(func() error {
-			raw, err := client.CoreV1().RESTClient().Get().Namespace(pods[i].Namespace).Resource("pods").Name(pods[i].Name).
-				SetHeader("Accept", runtime.ContentTypeProtobuf).DoRaw(gctx)
+			raw, err := get(gctx, i)
 			if err != nil {
 				return err
 			}
@@ -140,5 +148,5 @@ func protobufSize(ctx context.Context, client *kubernetes.Clientset, pods []core
 	if err := g.Wait(); err != nil {
 		return 0, err
 	}
-	return float64(total) / float64(len(pods)), nil
+	return float64(total) / float64(n), nil
 }
