@@ -241,10 +241,14 @@ func run(cfg config) (err error) {
 // rows), whose columns say which cache is which.
 func report(w io.Writer, cfg config, info benchkit.Run, size, workloadSize float64, rows, cacheRows []benchkit.Row) error {
 	notes := info.Notes
-	info.Notes = append(notes,
-		fmt.Sprintf("%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.",
-			cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers),
-		e2Note)
+	if cfg.e1 || cfg.e2 {
+		info.Notes = append(notes,
+			fmt.Sprintf("%d production-like pods, %.0f B each as protobuf on the server; E1 medians of %d interleaved runs per side; E2 medians of %d rounds of %d updates by %d writers.",
+				cfg.pods, size, cfg.runs, cfg.runs, cfg.updates, cfg.writers))
+	}
+	if cfg.e2 {
+		info.Notes = append(info.Notes, e2Note)
+	}
 	e5Note := fmt.Sprintf("E5: %d Workloads of a real CRD (internal/crdtypes), %.0f B each as JSON on the server, synced by each implementation with its default settings in its own process; medians of %d interleaved runs per side.", cfg.e5Objects, workloadSize, cfg.runs)
 	if cfg.e5 {
 		info.Notes = append(info.Notes, e5Note)

@@ -34,7 +34,7 @@ func TestRowsFollowTheOutputContract(t *testing.T) {
 		newRow("E1", "5000 pods", "client CPU s until synced", 3, 1.5),
 		newRow("E2", "1000 updates", "p50 latency ms from response", -2, 1),
 	}
-	cfg := config{pods: 5000, runs: 3, updates: 1000, writers: 4}
+	cfg := config{pods: 5000, runs: 3, updates: 1000, writers: 4, e1: true, e2: true}
 	info := benchkit.Run{
 		Command: "realbench -quick", Commit: "1183cc1abcde", LoadStart: "1.00 2.00 3.00", Go: "go1.26.8 linux/amd64, GOMAXPROCS 2",
 		Modules: []string{"k8s.io/client-go v0.37.2"}, Smoke: quickNote,
