@@ -285,7 +285,7 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 }
 
 // deduplicate turns deduplication on (see InformerOptions.Deduplicate).
-// Objects decoded by a REST ListerWatcher that interns on decode are
+// Objects decoded by a REST or dynamic ListerWatcher that interns on decode are
 // deduplicated by its decoder, as they are decoded, when there is no
 // transform (which might write into what the decoder shares): the informer
 // then lists and watches through a copy of the ListerWatcher that shares
@@ -294,6 +294,17 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 // the strings it interned are the ones the pass finds.
 func (i *Informer[T]) deduplicate(transform TransformFunc[T]) error {
 	interns := wire.NewInternTable()
+	if lw, ok := any(i.lw).(*dynamicListerWatcher); ok {
+		if transform == nil {
+			shared, err := lw.sharingSubObjects()
+			if err != nil {
+				return fmt.Errorf("deduplicating on decode: %w", err)
+			}
+			i.lw = any(shared).(ListerWatcher[T])
+			return nil
+		}
+		interns = lw.interns
+	}
 	if lw, ok := i.lw.(*restListerWatcher[T]); ok && lw.interns != nil {
 		if transform == nil {
 			shared, err := lw.sharingSubObjects()

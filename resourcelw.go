@@ -207,23 +207,29 @@ func (lw *metadataListerWatcher) Watch(ctx context.Context, options metav1.ListO
 // dynamicListerWatcher lists and watches a resource as unstructured objects
 // (see NewDynamicListerWatcher).
 type dynamicListerWatcher struct {
-	client dynamic.ResourceInterface // for watches
-	// lists and decoder are the REST client lists are sent through and
-	// the dynamic client's JSON decoder, and listPath their URL path.
+	// lists and decoder are the REST client lists and watches are sent
+	// through and its JSON decoder, and listPath their URL path.
 	lists    *rest.RESTClient
 	decoder  runtime.Decoder
 	listPath []string
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
 	drop     *wire.DropFieldsTransport // nil without DropFields
+	// interns is the table the decoder reads strings into (and shares
+	// sub-trees with, if it shares sub-objects); newClient makes lists and
+	// decoder decode with a table.
+	interns   *wire.InternTable
+	newClient func(interns *wire.InternTable) (*rest.RESTClient, runtime.Decoder, error)
 }
 
 // NewDynamicListerWatcher returns a ListerWatcher of opts.Resource as
-// *unstructured.Unstructured, in JSON: lists as client-go's dynamic client
-// sends and decodes them, watches through that client. It suits custom
-// resources without a Go type. opts.Scheme is ignored; opts.ContentType
-// must be the default or JSON. It is safe for concurrent use. No request
-// is made.
+// *unstructured.Unstructured, in JSON: lists and watches as client-go's
+// dynamic client sends them, their objects decoded into what it decodes,
+// but with member names and string values interned (shared between the
+// objects decoded; see docs/semantics.md, "Strings interned on decode").
+// It suits custom resources without a Go type. opts.Scheme is ignored;
+// opts.ContentType must be the default or JSON. It is safe for concurrent
+// use. No request is made.
 func NewDynamicListerWatcher(config *rest.Config, opts RESTOptions) (ListerWatcher[*unstructured.Unstructured], error) {
 	return newDynamicListerWatcher(config, opts)
 }
@@ -247,30 +253,66 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	if drop != nil {
 		httpClient = drop.Wrap(httpClient)
 	}
-	client, err := dynamic.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("list/watch %s: dynamic client: %w", resourcePath(resource), err)
-	}
-	getter := client.Resource(resource)
-	var scoped dynamic.ResourceInterface = getter
-	if opts.Namespace != "" {
-		scoped = getter.Namespace(opts.Namespace)
-	}
-	lw := &dynamicListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}
-	// The dynamic client's configuration, accepting only JSON, whose list
-	// bodies List reads (even if client-go's CBOR feature gates are on).
+	lw := &dynamicListerWatcher{resource: resource, tweak: opts.TweakListOptions, drop: drop}
+	// The dynamic client's configuration, accepting only JSON (even if
+	// client-go's CBOR feature gates are on), with its JSON serializer's
+	// decoding of unstructured objects done by wire.UnstructuredDecoder.
 	cfg := dynamic.ConfigFor(config)
 	cfg.AcceptContentTypes = runtime.ContentTypeJSON
-	info, ok := runtime.SerializerInfoForMediaType(cfg.NegotiatedSerializer.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	codecs := cfg.NegotiatedSerializer
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {
 		return nil, fmt.Errorf("list/watch %s: the dynamic client has no JSON decoder", resourcePath(resource))
 	}
-	lw.decoder = info.Serializer
-	if lw.lists, err = rest.UnversionedRESTClientForConfigAndClient(cfg, httpClient); err != nil {
+	lw.newClient = func(interns *wire.InternTable) (*rest.RESTClient, runtime.Decoder, error) {
+		decoder := wire.NewUnstructuredDecoder(interns)
+		json := info
+		json.Serializer = wire.NewUnstructuredSerializer(decoder, info.Serializer)
+		cfg := rest.CopyConfig(cfg)
+		cfg.NegotiatedSerializer = unstructuredCodecs{NegotiatedSerializer: codecs, json: json}
+		client, err := rest.UnversionedRESTClientForConfigAndClient(cfg, httpClient)
+		return client, json.Serializer, err
+	}
+	if err := lw.decodeWith(wire.NewInternTable()); err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", resourcePath(resource), err)
 	}
 	lw.listPath = resourceListPath(resource, opts.Namespace)
 	return lw, nil
+}
+
+// decodeWith makes lw list, watch and decode with interns.
+func (lw *dynamicListerWatcher) decodeWith(interns *wire.InternTable) error {
+	client, decoder, err := lw.newClient(interns)
+	if err != nil {
+		return err
+	}
+	lw.lists, lw.decoder, lw.interns = client, decoder, interns
+	return nil
+}
+
+// sharingSubObjects returns a copy of lw whose decoder also shares
+// sub-trees between the objects it decodes, with a table of its own (as
+// restListerWatcher.sharingSubObjects).
+func (lw *dynamicListerWatcher) sharingSubObjects() (*dynamicListerWatcher, error) {
+	shared := *lw
+	if err := shared.decodeWith(wire.NewSubObjectSharingTable()); err != nil {
+		return nil, err
+	}
+	return &shared, nil
+}
+
+// unstructuredCodecs is the dynamic client's codecs with json, its JSON
+// serializer decoding through wire.UnstructuredDecoder, in place of its
+// own: what a REST client decodes list bodies and watch events' objects
+// with.
+type unstructuredCodecs struct {
+	runtime.NegotiatedSerializer
+	json runtime.SerializerInfo
+}
+
+// SupportedMediaTypes returns JSON only.
+func (c unstructuredCodecs) SupportedMediaTypes() []runtime.SerializerInfo {
+	return []runtime.SerializerInfo{c.json}
 }
 
 // resourceListPath is the URL path of a list of resource in namespace (all
@@ -322,8 +364,9 @@ func (lw *dynamicListerWatcher) List(ctx context.Context, options metav1.ListOpt
 }
 
 // list sends a list request as the dynamic client's List does and decodes
-// the response as it does, but for the items the calling informer's cache
-// holds (see wire.CutCachedJSONItems and wire.WithCachedItems).
+// the response into what it does (see wire.UnstructuredSerializer), but
+// for the items the calling informer's cache holds (see
+// wire.CutCachedJSONItems and wire.WithCachedItems).
 func (lw *dynamicListerWatcher) list(ctx context.Context, options metav1.ListOptions) (*unstructured.UnstructuredList, []*unstructured.Unstructured, error) {
 	buf, err := readList(ctx, func() *rest.Request {
 		return lw.lists.Get().AbsPath(lw.listPath...).SpecificallyVersionedParams(&options, restParameterCodec, metaV1)
@@ -348,12 +391,14 @@ func (lw *dynamicListerWatcher) list(ctx context.Context, options metav1.ListOpt
 	return list, slots, nil
 }
 
-// Watch starts a watch whose events carry *unstructured.Unstructured.
+// Watch starts a watch whose events carry *unstructured.Unstructured, as
+// the dynamic client's Watch sends it.
 func (lw *dynamicListerWatcher) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
-	w, err := lw.client.Watch(ctx, options)
+	options.Watch = true
+	w, err := lw.lists.Get().AbsPath(lw.listPath...).SpecificallyVersionedParams(&options, restParameterCodec, metaV1).Watch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", lw.resource.GroupResource(), err)
 	}

@@ -122,6 +122,9 @@ type InternTable struct {
 	// metadata) shared at decode time,
 	// keyed by their bytes as received (see share_decode.go).
 	raw podShares
+	// trees holds the canonical sub-trees of unstructured objects, keyed by
+	// their bytes as received (see unstructured_share.go).
+	trees unstrTreeSet
 	// shareSubObjects makes the decoder share sub-objects (raw) and bytes
 	// between the objects it decodes, not only strings; set before the
 	// table is first used. Off, the decoded objects share nothing mutable.
@@ -218,6 +221,7 @@ func (t *InternTable) sweepAfterGC() {
 	t.strings.sweep()
 	t.shared.sweep()
 	t.raw.sweep()
+	t.trees.sweep()
 }
 
 // str returns the shared copy of s, making a copy of s the shared one if
@@ -389,7 +393,7 @@ func set[S ~string](t *InternTable, p *S) {
 func (t *InternTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.strings.slots) + t.shared.len() + t.raw.len()
+	return len(t.strings.slots) + t.shared.len() + t.raw.len() + t.trees.len()
 }
 
 // InternFunc interns the strings of one object in place.

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"hash/maphash"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -28,22 +27,6 @@ import (
 // caller decodes the bytes with client-go's codec instead, which returns
 // client-go's value or error (UnstructuredSerializer).
 
-// Strings is the intern table the decoder reads strings into. Its methods
-// other than Lock are called with it held, by one decoder at a time.
-type Strings interface {
-	// Lock takes the table for decoding one document; Unlock gives it back.
-	Lock()
-	Unlock()
-	// String returns a string with b's bytes that never points into b: the
-	// table's copy if it holds one.
-	String(b []byte) string
-	// Seen records hash h and reports whether it was recorded before
-	// (recently): a sub-tree is kept for sharing from its second sighting.
-	Seen(h uint64) bool
-	// Seed is the seed of the hashes given to Seen.
-	Seed() maphash.Seed
-}
-
 // unstrMaxDepth is the deepest nesting of objects and arrays encoding/json (and
 // so client-go) accepts.
 const unstrMaxDepth = 10000
@@ -62,12 +45,12 @@ const (
 // the comment at the top of this file). It is safe for concurrent use: a
 // document is decoded with the table locked.
 type UnstructuredDecoder struct {
-	table Strings
+	table *InternTable
 	// share makes the decoder share sub-trees between the documents it
-	// decodes (see unstructured_share.go); set at construction.
+	// decodes (see unstructured_share.go), in table.trees: the table's
+	// SharesSubObjects.
 	share bool
 	// The fields below are guarded by the table's lock.
-	trees unstrTreeSet
 	boxes [unstrBoxSlots]unstrBox
 	st    unstrState
 }
@@ -80,11 +63,11 @@ type unstrBox struct {
 }
 
 // NewUnstructuredDecoder returns a decoder reading strings into table. If
-// share is true, it also shares sub-trees between the objects it decodes:
-// they must then never be written to (see docs/semantics.md,
-// "Deduplication").
-func NewUnstructuredDecoder(table Strings, share bool) *UnstructuredDecoder {
-	return &UnstructuredDecoder{table: table, share: share}
+// the table shares sub-objects (NewSubObjectSharingTable), the decoder also
+// shares sub-trees between the objects it decodes: they must then never be
+// written to (see docs/semantics.md, "Deduplication").
+func NewUnstructuredDecoder(table *InternTable) *UnstructuredDecoder {
+	return &UnstructuredDecoder{table: table, share: table.SharesSubObjects()}
 }
 
 // unstrState is the position in the document being decoded and the
@@ -131,8 +114,8 @@ func (s *unstrState) release() {
 // it cannot tell that client-go would produce the same: the caller then
 // decodes data with client-go's codec.
 func (d *UnstructuredDecoder) DecodeObject(data []byte) (map[string]any, bool) {
-	d.table.Lock()
-	defer d.table.Unlock()
+	d.table.lock()
+	defer d.table.mu.Unlock()
 	s := &d.st
 	s.reset(d, data)
 	defer s.release()
@@ -156,8 +139,8 @@ func (d *UnstructuredDecoder) DecodeObject(data []byte) (map[string]any, bool) {
 // array nor null or that appears twice, or an element that is neither an
 // object nor null.
 func (d *UnstructuredDecoder) DecodeList(data []byte) (map[string]any, []map[string]any, bool) {
-	d.table.Lock()
-	defer d.table.Unlock()
+	d.table.lock()
+	defer d.table.mu.Unlock()
 	s := &d.st
 	s.reset(d, data)
 	defer s.release()
@@ -471,7 +454,7 @@ func (s *unstrState) key() (string, bool) {
 	}
 	var key string
 	if plain {
-		key = s.d.table.String(raw)
+		key = s.d.table.strFrom(raw)
 	} else if key, ok = unstrUnquote(raw); !ok {
 		return "", false
 	}
@@ -500,7 +483,7 @@ func (s *unstrState) stringValue(intern bool) (any, bool) {
 	if !intern {
 		return string(raw), true
 	}
-	return s.d.boxed(s.d.table.String(raw)), true
+	return s.d.boxed(s.d.table.strFrom(raw)), true
 }
 
 // boxed returns v in an interface, the same interface for the same

@@ -19,8 +19,8 @@ func FuzzUnstructured(f *testing.F) {
 		f.Add(randomDocument(r))
 	}
 	theirs := dynamicJSONSerializer(f)
-	plain := NewUnstructuredSerializer(NewUnstructuredDecoder(newTestStrings(), false), theirs)
-	sharing := NewUnstructuredSerializer(NewUnstructuredDecoder(newTestStrings(), true), theirs)
+	plain := NewUnstructuredSerializer(newUnstructuredDecoder(false), theirs)
+	sharing := NewUnstructuredSerializer(newUnstructuredDecoder(true), theirs)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
 			return // larger inputs add nothing but time

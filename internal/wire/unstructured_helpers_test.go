@@ -3,9 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"reflect"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,38 +13,14 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// testStrings is a Strings that keeps every string and hash: enough to
-// test the decoder against, without the informer package's table.
-type testStrings struct {
-	mu      sync.Mutex
-	seed    maphash.Seed
-	strings map[string]string
-	seen    map[uint64]bool
-}
-
-func newTestStrings() *testStrings {
-	return &testStrings{seed: maphash.MakeSeed(), strings: map[string]string{}, seen: map[uint64]bool{}}
-}
-
-func (t *testStrings) Lock()   { t.mu.Lock() }
-func (t *testStrings) Unlock() { t.mu.Unlock() }
-
-func (t *testStrings) String(b []byte) string {
-	if s, ok := t.strings[string(b)]; ok {
-		return s
+// newUnstructuredDecoder returns a decoder with a table of its own,
+// sharing sub-trees if share.
+func newUnstructuredDecoder(share bool) *UnstructuredDecoder {
+	if share {
+		return NewUnstructuredDecoder(NewSubObjectSharingTable())
 	}
-	s := string(b)
-	t.strings[s] = s
-	return s
+	return NewUnstructuredDecoder(NewInternTable())
 }
-
-func (t *testStrings) Seen(h uint64) bool {
-	seen := t.seen[h]
-	t.seen[h] = true
-	return seen
-}
-
-func (t *testStrings) Seed() maphash.Seed { return t.seed }
 
 // dynamicJSONSerializer returns the JSON serializer client-go's dynamic
 // client decodes with.

@@ -15,7 +15,7 @@ import (
 // JSON values are decoded from their own bytes alone, so equal bytes give
 // equal values, and a sub-tree whose bytes equal those a canonical one was
 // decoded from is not decoded at all. A sub-tree becomes canonical at its
-// second sighting (Strings.Seen), and is held weakly: it lives as long as
+// second sighting (InternTable.seenBefore), and is held weakly: it lives as long as
 // an object uses it. Only sub-trees below an object's top level are shared:
 // the object's own map is written to (a list fills in its items' kind) and
 // is unique to it anyway.
@@ -30,10 +30,6 @@ import (
 // nesting limit, which a canonical decoded at a shallower place would not
 // have been checked against.
 const unstrShareMaxDepth = 256
-
-// unstrMinSweepInserts is the fewest insertions between two sweeps of the
-// sub-tree set.
-const unstrMinSweepInserts = 1024
 
 // unstrBracketEnd is where an object or array closes (the offset of its
 // closing bracket), and the index of the first one opening after it.
@@ -111,8 +107,8 @@ func (s *unstrState) sharedTree() (any, uint64, bool) {
 		return nil, 0, false
 	}
 	raw := s.buf[s.pos : e.end+1]
-	h := maphash.Bytes(s.d.table.Seed(), raw)
-	if v := s.d.trees.live(h, raw); v != nil {
+	h := maphash.Bytes(s.d.table.seed, raw)
+	if v := s.d.table.trees.live(h, raw); v != nil {
 		s.pos, s.k = e.end+1, e.next
 		return v, h, true
 	}
@@ -123,10 +119,10 @@ func (s *unstrState) sharedTree() (any, uint64, bool) {
 // as the k-th of its root, canonical for its bytes if they were seen
 // before.
 func (s *unstrState) keepTree(start, k int, h uint64, v any) {
-	if k >= len(s.ends) || s.ends[k].end+1 != s.pos || !s.d.table.Seen(h) {
+	if k >= len(s.ends) || s.ends[k].end+1 != s.pos || !s.d.table.seenBefore(h) {
 		return // the pass found another end: invalid bytes
 	}
-	s.d.trees.put(h, s.buf[start:s.pos], v)
+	s.d.table.trees.put(h, s.buf[start:s.pos], v)
 }
 
 // unstrTreeSet holds the canonical sub-trees by the hash of their bytes.
@@ -142,14 +138,11 @@ type unstrTreeSet struct {
 // object of a map, or to the first element of a slice and its length, and
 // the bytes it was decoded from.
 type unstrTreeSlot struct {
-	m   weak.Pointer[unstrMapObject]
+	m   weak.Pointer[mapObject]
 	l   weak.Pointer[any]
 	n   int
 	raw []byte
 }
-
-// unstrMapObject is the runtime object a map value points to.
-type unstrMapObject struct{}
 
 // live returns the canonical sub-tree with hash h decoded from raw, or nil.
 func (t *unstrTreeSet) live(h uint64, raw []byte) any {
@@ -164,7 +157,7 @@ func (t *unstrTreeSet) live(h uint64, raw []byte) any {
 		return nil
 	}
 	if p := slot.m.Value(); p != nil {
-		return *(*map[string]any)(unsafe.Pointer(&p))
+		return mapAt[map[string]any](p)
 	}
 	return nil
 }
@@ -176,7 +169,7 @@ func (t *unstrTreeSet) put(h uint64, raw []byte, v any) {
 	slot := unstrTreeSlot{raw: bytes.Clone(raw)}
 	switch v := v.(type) {
 	case map[string]any:
-		slot.m = weak.Make(*(**unstrMapObject)(unsafe.Pointer(&v)))
+		slot.m = weak.Make(mapPointer(v))
 	case []any:
 		slot.l, slot.n = weak.Make(&v[0]), len(v)
 	default:
@@ -188,7 +181,7 @@ func (t *unstrTreeSet) put(h uint64, raw []byte, v any) {
 	t.slots[h] = slot
 	t.inserts++
 	t.peak = max(t.peak, len(t.slots))
-	if t.inserts >= max(t.due, unstrMinSweepInserts) {
+	if t.inserts >= max(t.due, minSweepInserts) {
 		t.sweep()
 	}
 }

@@ -87,7 +87,7 @@ var unstructuredFixtures = []string{
 func TestUnstructuredFixtures(t *testing.T) {
 	theirs := dynamicJSONSerializer(t)
 	for _, share := range []bool{false, true} {
-		ours := NewUnstructuredSerializer(NewUnstructuredDecoder(newTestStrings(), share), theirs)
+		ours := NewUnstructuredSerializer(newUnstructuredDecoder(share), theirs)
 		for _, doc := range unstructuredFixtures {
 			// Three times: with sharing, the third decode reuses what the
 			// second made canonical.
@@ -104,7 +104,7 @@ func TestUnstructuredFixtures(t *testing.T) {
 // levels and rejects 10,001.
 func TestUnstructuredDepth(t *testing.T) {
 	theirs := dynamicJSONSerializer(t)
-	ours := NewUnstructuredSerializer(NewUnstructuredDecoder(newTestStrings(), true), theirs)
+	ours := NewUnstructuredSerializer(newUnstructuredDecoder(true), theirs)
 	for _, depth := range []int{unstrShareMaxDepth - 1, unstrShareMaxDepth + 1, unstrMaxDepth - 1, unstrMaxDepth, unstrMaxDepth + 1} {
 		// The object is one level; the rest are arrays under "a".
 		doc := []byte(`{"apiVersion":"v1","kind":"X","a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`)
@@ -118,7 +118,7 @@ func TestUnstructuredDepth(t *testing.T) {
 // decodes the documents client-go accepts without oddities, so that the
 // differential tests compare it.
 func TestUnstructuredDecodesItself(t *testing.T) {
-	d := NewUnstructuredDecoder(newTestStrings(), true)
+	d := newUnstructuredDecoder(true)
 	list := workloadList(rand.New(rand.NewPCG(1, 2)), 20)
 	for range 2 {
 		if _, _, ok := d.DecodeList(list); !ok {
@@ -133,7 +133,7 @@ func TestUnstructuredDecodesItself(t *testing.T) {
 func TestUnstructuredRandom(t *testing.T) {
 	theirs := dynamicJSONSerializer(t)
 	for _, share := range []bool{false, true} {
-		ours := NewUnstructuredSerializer(NewUnstructuredDecoder(newTestStrings(), share), theirs)
+		ours := NewUnstructuredSerializer(newUnstructuredDecoder(share), theirs)
 		r := rand.New(rand.NewPCG(uint64(len(t.Name())), 7))
 		for i := range 2000 {
 			doc := randomDocument(r)
@@ -158,7 +158,7 @@ func TestUnstructuredShares(t *testing.T) {
 		return []byte(`{"apiVersion":"example.com/v1","kind":"Workload","metadata":{"name":"` + name + `","labels":{"app":"web","tier":"front"}},"spec":{"template":{"containers":[{"name":"c","image":"nginx:1.27","args":["--a","--b"]}]}},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
 	}
 	for _, share := range []bool{false, true} {
-		d := NewUnstructuredDecoder(newTestStrings(), share)
+		d := newUnstructuredDecoder(share)
 		var objs []map[string]any
 		for i := range 4 {
 			m, ok := d.DecodeObject(doc(fmt.Sprint("w", i)))
@@ -185,34 +185,48 @@ func TestUnstructuredShares(t *testing.T) {
 }
 
 // TestUnstructuredInterns checks that keys and string values come from the
-// table, but for the metadata strings unique to an object.
+// table (the same copy in every object from the string's second sighting
+// on), but for the metadata strings unique to an object.
 func TestUnstructuredInterns(t *testing.T) {
-	table := newTestStrings()
-	d := NewUnstructuredDecoder(table, false)
-	m, ok := d.DecodeObject([]byte(`{"apiVersion":"v1","kind":"X","metadata":{"name":"n1","uid":"u1","namespace":"ns"},"spec":{"image":"nginx"}}`))
-	if !ok {
-		t.Fatal("DecodeObject gave up")
+	d := newUnstructuredDecoder(false)
+	doc := []byte(`{"apiVersion":"v1","kind":"X","metadata":{"name":"n1","uid":"u1","namespace":"ns"},"spec":{"image":"nginx"}}`)
+	var objs []map[string]any
+	for range 3 {
+		m, ok := d.DecodeObject(doc)
+		if !ok {
+			t.Fatal("DecodeObject gave up")
+		}
+		objs = append(objs, m)
 	}
+	second, third := objs[1], objs[2]
 	got := map[string]bool{}
-	for k := range m {
-		got["key "+k] = fromTable(table, k)
+	for k := range third {
+		got["key "+k] = sameString(k, keyOf(second, k))
 	}
-	meta := m["metadata"].(map[string]any)
 	for _, k := range []string{"name", "uid", "namespace"} {
-		got["metadata."+k] = fromTable(table, meta[k].(string))
+		got["metadata."+k] = sameString(third["metadata"].(map[string]any)[k].(string), second["metadata"].(map[string]any)[k].(string))
 	}
-	got["spec.image"] = fromTable(table, m["spec"].(map[string]any)["image"].(string))
+	got["spec.image"] = sameString(third["spec"].(map[string]any)["image"].(string), second["spec"].(map[string]any)["image"].(string))
 	want := map[string]bool{"key apiVersion": true, "key kind": true, "key metadata": true, "key spec": true,
 		"metadata.name": false, "metadata.uid": false, "metadata.namespace": true, "spec.image": true}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("strings from the table (-want +got):\n%s", diff)
+		t.Errorf("strings shared between the second and third objects (-want +got):\n%s", diff)
 	}
 }
 
-// fromTable reports whether s is the table's copy of its bytes.
-func fromTable(t *testStrings, s string) bool {
-	c, ok := t.strings[s]
-	return ok && unsafe.StringData(c) == unsafe.StringData(s)
+// keyOf returns m's own copy of key.
+func keyOf(m map[string]any, key string) string {
+	for k := range m {
+		if k == key {
+			return k
+		}
+	}
+	return ""
+}
+
+// sameString reports whether a and b are the same bytes in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 func sameMap(a, b any) bool {
@@ -231,7 +245,7 @@ func sameSlice(a, b any) bool {
 // gives for each target, beyond agreeing with client-go: a list's items
 // take its kind, a watch's Status is typed.
 func TestUnstructuredSerializerTargets(t *testing.T) {
-	s := NewUnstructuredSerializer(NewUnstructuredDecoder(newTestStrings(), false), dynamicJSONSerializer(t))
+	s := NewUnstructuredSerializer(newUnstructuredDecoder(false), dynamicJSONSerializer(t))
 	got := decodeAs(s, []byte(unstructuredFixtures[0]), "list")
 	want := decodeResult{Obj: &unstructured.UnstructuredList{
 		Object: map[string]any{"apiVersion": "v1", "kind": "PodList", "metadata": map[string]any{"resourceVersion": "5", "continue": "x"}},
