@@ -5,7 +5,7 @@
 //
 //	go run ./bench                 # full sizes, Markdown table
 //	go run ./bench -json           # the same rows as JSON lines
-//	go run ./bench -run W1,W3      # pick workloads (W6 runs only when named)
+//	go run ./bench -run W1,W3      # pick workloads (W6 and W8u run only when named)
 //	go run ./bench -run churn      # what Job-like churn leaves on the heap (bench/churn.go)
 //	go run ./bench -quick          # small sizes, for CI
 //	go run ./bench -svg docs/benchmarks.svg
@@ -38,11 +38,13 @@ type config struct {
 	// churnCycles is the number of pods the churn workload creates,
 	// updates and deletes.
 	churnCycles int
+	// w8Objects is the number of custom resources W8 decodes.
+	w8Objects int
 }
 
 var (
-	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000, churnCycles: 200_000}
-	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000, churnCycles: 20_000}
+	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000, churnCycles: 200_000, w8Objects: 50_000}
+	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000, churnCycles: 20_000, w8Objects: 2_000}
 )
 
 // workload is one entry of the benchmark menu.
@@ -64,6 +66,7 @@ var workloads = []workload{
 	{id: "W5", run: runGet},
 	{id: "churn", run: runChurn},
 	{id: "W6", run: runMemory, onRequest: true},
+	{id: "W8u", run: runW8Unstructured, onRequest: true},
 }
 
 func main() { os.Exit(benchMain()) }
@@ -73,7 +76,7 @@ func main() { os.Exit(benchMain()) }
 // 2 for bad flags.
 func benchMain() int {
 	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
-	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6 only when named)")
+	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6 and W8u only when named)")
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
@@ -137,7 +140,7 @@ func selectWorkloads(list string) ([]workload, error) {
 	}
 	for _, id := range ids {
 		if !slices.ContainsFunc(workloads, func(w workload) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
-			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6)", id)
+			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6,W8u)", id)
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -87,6 +88,8 @@ type unstrState struct {
 	// of the objects and arrays being decoded.
 	members []unstrMember
 	elems   []any
+	// esc holds the last string unescaped.
+	esc []byte
 }
 
 type unstrMember struct {
@@ -452,12 +455,12 @@ func (s *unstrState) key() (string, bool) {
 	if !ok {
 		return "", false
 	}
-	var key string
-	if plain {
-		key = s.d.table.strFrom(raw)
-	} else if key, ok = unstrUnquote(raw); !ok {
-		return "", false
+	if !plain {
+		if raw, ok = s.unescape(raw); !ok {
+			return "", false
+		}
 	}
+	key := s.d.table.strFrom(raw)
 	s.ws()
 	if s.peek() != ':' {
 		return "", false
@@ -474,8 +477,9 @@ func (s *unstrState) stringValue(intern bool) (any, bool) {
 		return nil, false
 	}
 	if !plain {
-		v, ok := unstrUnquote(raw)
-		return v, ok
+		if raw, ok = s.unescape(raw); !ok {
+			return nil, false
+		}
 	}
 	if len(raw) == 0 {
 		return "", true
@@ -533,6 +537,88 @@ func (s *unstrState) str() (raw []byte, plain, ok bool) {
 		}
 	}
 	return nil, false, false
+}
+
+// unescape returns the content of quoted, a JSON string with escapes or
+// bytes that are not valid UTF-8, quotes included, as encoding/json decodes
+// it, in a buffer of s's that the next call reuses. It decodes the escapes
+// of one character itself, and hands the rare rest (surrogates, invalid
+// UTF-8, which encoding/json replaces by U+FFFD by its own rules) to
+// unstrUnquote.
+func (s *unstrState) unescape(quoted []byte) ([]byte, bool) {
+	out := s.esc[:0]
+	raw := quoted[1 : len(quoted)-1]
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i == len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case '"', '\\', '/':
+			out = append(out, raw[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := unstrHex4(raw[i+1:])
+			if !ok || utf16.IsSurrogate(r) {
+				return s.unquoted(quoted)
+			}
+			out = utf8.AppendRune(out, r)
+			i += 4
+		default:
+			return nil, false
+		}
+	}
+	s.esc = out
+	if !utf8.Valid(out) {
+		return s.unquoted(quoted)
+	}
+	return out, true
+}
+
+// unquoted is unescape through unstrUnquote.
+func (s *unstrState) unquoted(quoted []byte) ([]byte, bool) {
+	v, ok := unstrUnquote(quoted)
+	if !ok {
+		return nil, false
+	}
+	s.esc = append(s.esc[:0], v...)
+	return s.esc, true
+}
+
+// unstrHex4 reads the four hex digits of a \u escape.
+func unstrHex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // unstrUnquote decodes a JSON string with escapes or bytes that are not valid
