@@ -33,13 +33,7 @@ func TestDynamicInformerDecodesLean(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*unstructured.Unstructured]{Deduplicate: dedup, DisableWatchList: true})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); inf.Run(ctx) }()
-			t.Cleanup(func() { cancel(); <-done })
-			informer.Eventually(t, "the informer synced", inf.HasSynced)
-			srv.WaitForWatches(t, podsResource, 1)
+			inf := runInformerOf(t, srv, podsResource, lw, informer.InformerOptions[*unstructured.Unstructured]{Deduplicate: dedup, DisableWatchList: true})
 			for i := range pods[40:] {
 				srv.Create(podsResource, &pods[40+i])
 			}

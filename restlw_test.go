@@ -556,13 +556,21 @@ func runPodInformer(t *testing.T, srv *fakeAPIServer, opts informer.InformerOpti
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runInformerOf(t, srv, podsResource, lw, opts)
+}
+
+// runInformerOf runs an informer over lw, a ListerWatcher of srv's
+// resource, until the test ends, and returns it once it has synced and
+// watches.
+func runInformerOf[T informer.Object](t *testing.T, srv *fakeAPIServer, resource schema.GroupVersionResource, lw informer.ListerWatcher[T], opts informer.InformerOptions[T]) *informer.Informer[T] {
+	t.Helper()
 	inf := informer.MustNewInformer(t, lw, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	informer.Eventually(t, "the informer synced", inf.HasSynced)
-	srv.WaitForWatches(t, podsResource, 1)
+	srv.WaitForWatches(t, resource, 1)
 	return inf
 }
 

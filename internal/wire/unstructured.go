@@ -74,9 +74,8 @@ func NewUnstructuredDecoder(table *InternTable) *UnstructuredDecoder {
 // unstrState is the position in the document being decoded and the
 // scratch space reused between documents.
 type unstrState struct {
-	d   *UnstructuredDecoder
-	buf []byte
-	pos int
+	jsonScanner // the document and the position in it
+	d           *UnstructuredDecoder
 	// ends holds, for each object or array of the current root in the
 	// order they open, where it closes (see unstrBracketEnds); k is the next
 	// one's index. sharing is whether ends is valid (sub-trees may be
@@ -166,8 +165,8 @@ func (s *unstrState) list() (map[string]any, []map[string]any, bool) {
 	var items []map[string]any
 	seenItems := false
 	for first := true; ; first = false {
-		more, ok := s.next('}', first)
-		if !ok {
+		more, err := s.next('}', first)
+		if err != nil {
 			return nil, nil, false
 		}
 		if !more {
@@ -233,8 +232,8 @@ func (s *unstrState) items() ([]map[string]any, bool) {
 	s.pos++
 	var items []map[string]any
 	for first := true; ; first = false {
-		more, ok := s.next(']', first)
-		if !ok {
+		more, err := s.next(']', first)
+		if err != nil {
 			return nil, false
 		}
 		if !more {
@@ -322,8 +321,8 @@ func (s *unstrState) object(depth, level int, meta bool) (map[string]any, bool) 
 	s.pos++ // {
 	base := len(s.members)
 	for first := true; ; first = false {
-		more, ok := s.next('}', first)
-		if !ok {
+		more, err := s.next('}', first)
+		if err != nil {
 			s.members = s.members[:base]
 			return nil, false
 		}
@@ -400,8 +399,8 @@ func (s *unstrState) array(depth, level int) (any, bool) {
 	s.pos++ // [
 	base := len(s.elems)
 	for first := true; ; first = false {
-		more, ok := s.next(']', first)
-		if !ok {
+		more, err := s.next(']', first)
+		if err != nil {
 			s.elems = s.elems[:base]
 			return nil, false
 		}
@@ -424,25 +423,6 @@ func (s *unstrState) array(depth, level int) (any, bool) {
 		s.keepTree(start, k, h, out)
 	}
 	return out, true
-}
-
-// next moves to the next member or element, past the comma unless first,
-// and reports whether there is one (false once it has read end). It
-// reports !ok for anything else.
-func (s *unstrState) next(end byte, first bool) (more, ok bool) {
-	s.ws()
-	if s.peek() == end {
-		s.pos++
-		return false, true
-	}
-	if !first {
-		if s.peek() != ',' {
-			return false, false
-		}
-		s.pos++
-		s.ws()
-	}
-	return true, true
 }
 
 // key reads a member name and the colon after it, and returns the name
@@ -701,24 +681,4 @@ func (s *unstrState) literal(word string) bool {
 	}
 	s.pos += len(word)
 	return true
-}
-
-// ws moves past JSON whitespace.
-func (s *unstrState) ws() {
-	for s.pos < len(s.buf) {
-		switch s.buf[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next byte, or 0 at the end.
-func (s *unstrState) peek() byte {
-	if s.pos < len(s.buf) {
-		return s.buf[s.pos]
-	}
-	return 0
 }
