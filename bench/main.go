@@ -82,6 +82,7 @@ func benchMain() int {
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
 	retainedSVGPath := flag.String("retainedsvg", "", "also write a bar chart of W6's retained heap per pod by configuration to this SVG file (needs -run W6)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	w8Objects := flag.Int("w8objects", 0, "number of custom resources W8u decodes (default 50,000, or 2,000 with -quick)")
 	flag.Parse()
 
 	cfg := fullConfig
@@ -90,6 +91,9 @@ func benchMain() int {
 	}
 	if *count > 0 {
 		cfg.count = *count
+	}
+	if *w8Objects > 0 {
+		cfg.w8Objects = *w8Objects
 	}
 	selected, err := selectWorkloads(*runList)
 	if err != nil {
