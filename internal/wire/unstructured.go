@@ -22,21 +22,23 @@ import (
 //
 // It only ever succeeds where client-go's decoding succeeds with the same
 // value: whatever it does not read as client-go would for certain (a syntax
-// error, a number out of range, an escaped or invalid UTF-8 string it hands
-// to encoding/json, a member name matching "kind" only regardless of case,
-// nesting deeper than encoding/json allows) makes it give up, and the
-// caller decodes the bytes with client-go's codec instead, which returns
-// client-go's value or error (UnstructuredSerializer).
+// error, a number out of range, a top-level member named like "kind" or
+// "apiVersion" but for case, or twice, nesting deeper than encoding/json
+// allows) makes it give up, and the caller decodes the bytes with
+// client-go's codec instead, which returns client-go's value or error
+// (UnstructuredSerializer). The rare strings whose decoding has rules of
+// their own (surrogate escapes, invalid UTF-8) it decodes with
+// encoding/json, whose rules sigs.k8s.io/json shares.
 
-// unstrMaxDepth is the deepest nesting of objects and arrays encoding/json (and
-// so client-go) accepts.
+// unstrMaxDepth is the deepest nesting of objects and arrays encoding/json
+// (and so client-go) accepts.
 const unstrMaxDepth = 10000
 
 // unstrBoxSlots is the size of the cache of interned strings boxed into
 // interfaces: a string value stored in an any costs a 16-byte box per use
 // unless the box is reused. Entries are strong references, so they pin at
-// most unstrBoxSlots strings (of at most unstrBoxMaxLen bytes) beyond the objects
-// that use them.
+// most unstrBoxSlots strings (of at most unstrBoxMaxLen bytes, 128 KB)
+// beyond the objects that use them.
 const (
 	unstrBoxSlots  = 1 << 11
 	unstrBoxMaxLen = 64
