@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kubetyped/informer/crcache/internal/pods"
 )
 
 var (
@@ -37,12 +41,25 @@ var (
 // label and field (metadata.name, metadata.namespace) selectors, in the
 // form each informer asks for, to client-go ListerWatchers that both this
 // package's cache and controller-runtime's can run on. Writes reach every
-// open watch they match.
+// open watch they match. Like an API server, a watch from a list's
+// resourceVersion first replays the writes made after that list: a
+// reflector opens its watch only after its list returns, and a write in
+// between must not be lost.
 type fakeCluster struct {
 	mu      sync.Mutex
 	rv      int
+	log     []fakeEvent // every write, in resourceVersion order
 	objects map[schema.GroupVersionKind]map[client.ObjectKey]client.Object
 	sources []*fakeSource
+}
+
+// fakeEvent is one write in the cluster's log; obj's resourceVersion is
+// the write's.
+type fakeEvent struct {
+	typ watch.EventType
+	gvk schema.GroupVersionKind
+	rv  int
+	obj client.Object
 }
 
 func newFakeCluster() *fakeCluster {
@@ -100,7 +117,10 @@ func (c *fakeCluster) Delete(obj client.Object) { c.write(watch.Deleted, obj) }
 
 func (c *fakeCluster) write(typ watch.EventType, obj client.Object) {
 	gvk := gvkOf(obj)
+	// c.mu is held through delivery so that a watch being opened sees each
+	// write exactly once: in its replay or on its channel.
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.rv++
 	obj = obj.DeepCopyObject().(client.Object)
 	obj.SetResourceVersion(fmt.Sprint(c.rv))
@@ -114,10 +134,9 @@ func (c *fakeCluster) write(typ watch.EventType, obj client.Object) {
 	} else {
 		byKey[client.ObjectKeyFromObject(obj)] = obj
 	}
-	sources := append([]*fakeSource(nil), c.sources...)
-	c.mu.Unlock()
-	for _, s := range sources {
-		if s.gvk != gvk || (s.ns != "" && s.ns != obj.GetNamespace()) {
+	c.log = append(c.log, fakeEvent{typ: typ, gvk: gvk, rv: c.rv, obj: obj})
+	for _, s := range c.sources {
+		if !s.serves(gvk, obj) {
 			continue
 		}
 		s.mu.Lock()
@@ -128,6 +147,11 @@ func (c *fakeCluster) write(typ watch.EventType, obj client.Object) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// serves reports whether s lists and watches obj of kind gvk.
+func (s *fakeSource) serves(gvk schema.GroupVersionKind, obj client.Object) bool {
+	return s.gvk == gvk && (s.ns == "" || s.ns == obj.GetNamespace())
 }
 
 // CreateAll stores objs without events, for benchmarks before informers
@@ -237,7 +261,24 @@ func (s *fakeSource) WatchWithContext(_ context.Context, opts metav1.ListOptions
 	if err != nil {
 		return nil, err
 	}
+	// "" and "0" mean "from now", as on an API server.
+	from := 0
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		if from, err = strconv.Atoi(opts.ResourceVersion); err != nil {
+			return nil, fmt.Errorf("fake watch: resourceVersion %q: %w", opts.ResourceVersion, err)
+		}
+	}
 	w := &fakeWatcher{RaceFreeFakeWatcher: watch.NewRaceFreeFake(), label: ls, field: fs}
+	c := s.cluster
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from > 0 {
+		for _, e := range c.log {
+			if e.rv > from && s.serves(e.gvk, e.obj) && matches(e.obj, ls, fs) {
+				w.Action(e.typ, s.convert(e.obj))
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, opts)
@@ -373,4 +414,56 @@ func newControllerRuntimeCache(tb testing.TB, cluster *fakeCluster, opts cache.O
 		tb.Fatal("cache not synced")
 	}
 	return c
+}
+
+// TestFakeWatchReplaysFromListResourceVersion checks the fake's API-server
+// behaviour the informer tests rely on: a write made between a list and the
+// watch opened from its resourceVersion arrives on that watch, exactly once
+// and in order, and a watch from "" starts from now.
+func TestFakeWatchReplaysFromListResourceVersion(t *testing.T) {
+	cluster := newFakeCluster()
+	cluster.Create(pods.Pod(1, 10))
+	s := cluster.source(podGVK, formTyped, "")
+	list, err := s.ListWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := list.(*corev1.PodList).ResourceVersion
+	cluster.Create(pods.Pod(2, 10))
+	cluster.Create(pods.Pod(3, 20)) // another namespace's pod, same source
+	fromNow, err := s.WatchWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromNow.Stop()
+	w, err := s.WatchWithContext(t.Context(), metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cluster.Delete(pods.Pod(2, 10))
+	next := func(w watch.Interface) string {
+		t.Helper()
+		select {
+		case e := <-w.ResultChan():
+			return string(e.Type) + " " + e.Object.(*corev1.Pod).Name
+		case <-time.After(30 * time.Second):
+			t.Fatal("no event within 30s")
+			return ""
+		}
+	}
+	var got []string
+	for range 3 {
+		got = append(got, next(w))
+	}
+	want := []string{"ADDED pod-2", "ADDED pod-3", "DELETED pod-2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("watch from the list's resourceVersion (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("DELETED pod-2", next(fromNow)); diff != "" {
+		t.Errorf("watch from now (-want +got):\n%s", diff)
+	}
+	if _, err := s.WatchWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "x"}); err == nil {
+		t.Error("a watch from resourceVersion \"x\" succeeded")
+	}
 }
