@@ -53,8 +53,9 @@ type FactoryOptions struct {
 	// by default protobuf for built-in types and JSON for the others.
 	ContentType ContentType
 	// HTTPClient is the client every request goes through. Nil means one
-	// client built from the config and owned by the factory, whose idle
-	// connections Shutdown closes.
+	// client built from the config and owned by the factory, on a transport
+	// of its own (not shared with other clients of the same config), whose
+	// idle connections Shutdown closes.
 	HTTPClient *http.Client
 	// Metrics, if set, receives the metrics of every informer the factory
 	// makes, identified by the informer's name and resource (see
@@ -202,7 +203,17 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 		done:       make(chan struct{}),
 	}
 	if f.httpClient == nil {
-		client, err := rest.HTTPClientFor(f.config)
+		// A transport of the factory's own, so that Shutdown closes only its
+		// connections: for a config without TLS options, client-go hands out
+		// the process-wide http.DefaultTransport, and configs with equal TLS
+		// options share one cached transport. A config naming a proxy
+		// function gets a fresh transport; ProxyFromEnvironment is what
+		// client-go uses when none is named.
+		cfg := rest.CopyConfig(f.config)
+		if cfg.Proxy == nil {
+			cfg.Proxy = http.ProxyFromEnvironment
+		}
+		client, err := rest.HTTPClientFor(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("informer factory: HTTP client: %w", err)
 		}

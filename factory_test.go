@@ -3,6 +3,10 @@ package informer_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"sort"
@@ -494,5 +498,55 @@ func TestNamespacedFactoryListsBuiltinClusterScopedTypesClusterWide(t *testing.T
 	sort.Strings(paths)
 	if diff := cmp.Diff([]string{"/api/v1/nodes"}, slices.Compact(paths)); diff != "" {
 		t.Errorf("paths of the list and watch requests (-want +got):\n%s", diff)
+	}
+}
+
+// TestFactoryShutdownLeavesOtherClientsConnections checks that the HTTP
+// client a factory makes for itself has a transport of its own: its
+// Shutdown closes the factory's idle connections, not those of the user's
+// other clients. client-go hands every plain-HTTP config the process-wide
+// http.DefaultTransport, whose idle connections a Shutdown closed.
+func TestFactoryShutdownLeavesOtherClientsConnections(t *testing.T) {
+	var mu sync.Mutex
+	dialed := 0
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	other.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			mu.Lock()
+			dialed++
+			mu.Unlock()
+		}
+	}
+	other.Start()
+	defer other.Close()
+	get := func() {
+		t.Helper()
+		resp, err := http.DefaultClient.Get(other.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	get() // leaves one idle connection in http.DefaultTransport
+
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
+	f.Start(context.Background())
+	if _, err := f.WaitForCacheSync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.Shutdown()
+
+	get() // reuses the idle connection unless the Shutdown closed it
+	mu.Lock()
+	defer mu.Unlock()
+	if dialed != 1 {
+		t.Errorf("the other client dialed %d connections, want 1: the factory's Shutdown closed its idle connection", dialed)
 	}
 }
