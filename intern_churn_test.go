@@ -189,7 +189,14 @@ func TestInternTablesBoundedUnderChurn(t *testing.T) {
 			before := liveHeapAfterGC()
 			churn.run(cycles)
 			caughtUp()
+			// The sweeps run in cleanups after collections, which a loaded
+			// machine can delay past liveHeapAfterGC's pauses: poll for a
+			// while, keeping the lowest reading. A table that keeps what it
+			// should not stays above the bound in every reading.
 			after := liveHeapAfterGC()
+			for deadline := time.Now().Add(5 * time.Second); after-before > bound && time.Now().Before(deadline); {
+				after = min(after, liveHeapAfterGC())
+			}
 			t.Logf("live heap %d B before %d cycles, %d B after: %+.1f B/cycle", before, cycles, after, float64(after-before)/cycles)
 			if after-before > bound {
 				t.Errorf("the live heap grew by %d B over %d churn cycles with nothing cached (%.1f B/cycle), want at most %d B",
