@@ -3,7 +3,6 @@ package informer
 import (
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -18,17 +17,19 @@ import (
 // as they are, without copying: callers must not modify an object after
 // storing it or after receiving it from the Indexer.
 type Indexer[T Object] struct {
-	mu      sync.RWMutex
-	c       *contents[T]
-	indexes []userIndex[T] // position i owns the postings with owner i
-	rv      string
+	mu sync.RWMutex
+	c  *contents[T]
+	// plan is the indexes and their kinds; position i of plan.indexes owns
+	// c.buckets[i].
+	plan *indexPlan[T]
+	rv   string
 
 	// seed hashes names in every content the Indexer ever holds, so that a
 	// name's hash can be computed without the lock.
 	seed maphash.Seed
-	// published is a copy of indexes for prepareWrite, which takes no lock;
-	// replaced whenever indexes grows.
-	published atomic.Pointer[[]userIndex[T]]
+	// published is plan, for the writes' preparation and Index, which take
+	// no lock; replaced whenever indexes are added.
+	published atomic.Pointer[indexPlan[T]]
 	// detector, set by the informer before the Indexer is shared, records
 	// what the Lister hands out; nil unless mutation detection is enabled.
 	detector *mutationDetector[T]
@@ -37,19 +38,20 @@ type Indexer[T Object] struct {
 // NewIndexer returns an empty Indexer maintaining the given indexes.
 func NewIndexer[T Object](indexers map[string]IndexFunc[T]) *Indexer[T] {
 	s := &Indexer[T]{seed: maphash.MakeSeed()}
+	var indexes []userIndex[T]
 	for _, name := range sortedNames(indexers) {
-		s.indexes = append(s.indexes, newUserIndex(name, indexers[name]))
+		indexes = append(indexes, newUserIndex(name, indexers[name]))
 	}
-	s.publishIndexes()
-	s.c = newContents(s.indexes, 0, s.seed)
+	s.setPlan(newIndexPlan(indexes))
+	s.c = newContents(s.plan, 0, s.seed)
 	return s
 }
 
-// publishIndexes makes the current indexes visible to prepareWrite. s.mu
-// must be held, or s not yet shared.
-func (s *Indexer[T]) publishIndexes() {
-	published := slices.Clone(s.indexes)
-	s.published.Store(&published)
+// setPlan makes plan the Indexer's indexes, also for the writes'
+// preparation. s.mu must be held, or s not yet shared.
+func (s *Indexer[T]) setPlan(plan *indexPlan[T]) {
+	s.plan = plan
+	s.published.Store(plan)
 }
 
 // Add stores obj, replacing any object stored under the same namespace and
@@ -209,20 +211,18 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 	if err := checkObject(obj); err != nil {
 		return old, false, fmt.Errorf("storing: %w", err)
 	}
-	p := writePrep{name: NameOf(obj), rv: obj.GetResourceVersion(), labels: obj.GetLabels()}
-	p.hash = hashObjectName(s.seed, p.name)
-	var buf [4][]string
 	for {
 		// The index functions run without the lock (they may read the
 		// Indexer); the values are current if no index was added meanwhile.
-		indexes := *s.published.Load()
-		values, err := indexValues(indexes, obj, p.name, buf[:0])
+		plan := s.published.Load()
+		p, v, err := prepareWrite(plan, s.seed, obj, true)
 		if err != nil {
 			return old, false, err
 		}
+		p.values = v.slice()
 		s.mu.Lock()
-		if len(s.indexes) == len(indexes) {
-			old, _, existed = s.c.put(obj, &p, values)
+		if s.plan == plan {
+			old, _, existed = s.c.put(obj, &p)
 			s.rv = p.rv
 			s.mu.Unlock()
 			return old, existed, nil
@@ -285,17 +285,15 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 	}
 	for {
 		// Build the new content without the lock, so that readers wait only
-		// for the swap. Indexes are only ever appended, so the build is
-		// current if their number has not changed meanwhile.
-		s.mu.RLock()
-		indexes := s.indexes
-		s.mu.RUnlock()
-		fresh, err := buildContents(indexes, items, s.seed)
+		// for the swap. The build is current if no index was added
+		// meanwhile.
+		plan := s.published.Load()
+		fresh, err := buildContents(plan, items, s.seed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("replacing: %w", err)
 		}
 		s.mu.Lock()
-		if len(s.indexes) == len(indexes) {
+		if s.plan == plan {
 			if diff {
 				removed, previous = s.c.diff(fresh, items)
 			}
@@ -309,17 +307,15 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 }
 
 // buildContents indexes items in new contents.
-func buildContents[T Object](indexes []userIndex[T], items []T, seed maphash.Seed) (*contents[T], error) {
-	fresh := newContents(indexes, len(items), seed)
-	var buf [4][]string
+func buildContents[T Object](plan *indexPlan[T], items []T, seed maphash.Seed) (*contents[T], error) {
+	fresh := newContents(plan, len(items), seed)
 	for _, obj := range items {
-		p := writePrep{name: NameOf(obj), rv: obj.GetResourceVersion(), labels: obj.GetLabels()}
-		p.hash = hashObjectName(seed, p.name)
-		values, err := indexValues(indexes, obj, p.name, buf[:0])
+		p, v, err := prepareWrite(plan, seed, obj, true)
 		if err != nil {
 			return nil, err
 		}
-		fresh.put(obj, &p, values)
+		p.values = v.slice()
+		fresh.put(obj, &p)
 	}
 	return fresh, nil
 }

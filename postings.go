@@ -12,12 +12,14 @@ import (
 // memberships each item is, so that removing an object from a list is an
 // O(1) swap with the list's last item.
 
-// Owners of posting lists other than the user indexes, whose owner is the
-// index's position (0, 1, …).
+// A posting list's owner is the position of its index kind in the
+// Indexer's indexPlan (see pipeline.go), or ownerAll for the list of every
+// object.
 const (
 	ownerAll       int32 = -1 // the list of every object
-	ownerNamespace int32 = -2 // one list per namespace
-	ownerLabel     int32 = -3 // one list per label key and value
+	ownerNamespace int32 = 0  // one list per namespace (index_namespace.go)
+	ownerLabel     int32 = 1  // one list per label key and value (index_label.go)
+	firstFuncOwner int32 = 2  // the first user index's function kind (index_func.go)
 )
 
 // posting is the list of objects filed under one value of one index.
@@ -71,102 +73,68 @@ type entry[T Object] struct {
 // contents is everything an Indexer stores. Replace builds a new one and
 // swaps it in, so that a failure leaves the old one untouched.
 type contents[T Object] struct {
-	entries    nameTable[T]
-	all        *posting[T]
+	entries nameTable[T]
+	all     *posting[T]
+	// kinds are the index kinds filing every entry, kinds[owner] owning the
+	// lists of that owner (the plan's kinds).
+	kinds      []indexKind[T]
 	namespaces map[string]*posting[T]
 	labels     map[string]*labelKey[T]
-	buckets    []map[string]*posting[T] // per user index, by value
-	// byNamespace marks the user indexes by namespace: their buckets map is
-	// namespaces itself, and nothing is filed in them separately.
-	byNamespace []bool
+	// buckets holds the lists of each user index, by value; the map of an
+	// index by namespace is namespaces itself.
+	buckets []map[string]*posting[T]
 }
 
-// newContents returns empty contents for indexes, sized for size objects.
-func newContents[T Object](indexes []userIndex[T], size int, seed maphash.Seed) *contents[T] {
+// newContents returns empty contents for the indexes of plan, sized for
+// size objects.
+func newContents[T Object](plan *indexPlan[T], size int, seed maphash.Seed) *contents[T] {
 	c := &contents[T]{
 		entries:    newNameTable[T](size, seed),
 		all:        &posting[T]{owner: ownerAll, items: make([]postingItem[T], 0, size)},
 		namespaces: map[string]*posting[T]{},
 		labels:     map[string]*labelKey[T]{},
 	}
-	for i := range indexes {
-		c.addIndex(indexes[i].byNamespace)
+	for _, ix := range plan.indexes {
+		c.addIndex(plan, ix)
 	}
+	c.kinds = plan.kinds
 	return c
 }
 
-// addIndex adds the (empty) buckets of one more user index.
-func (c *contents[T]) addIndex(byNamespace bool) {
+// addIndex adds the (empty) buckets of one more user index, and takes the
+// kinds of plan, which serves it.
+func (c *contents[T]) addIndex(plan *indexPlan[T], ix userIndex[T]) {
 	buckets := c.namespaces
-	if !byNamespace {
+	if !ix.byNamespace {
 		buckets = map[string]*posting[T]{}
 	}
 	c.buckets = append(c.buckets, buckets)
-	c.byNamespace = append(c.byNamespace, byNamespace)
+	c.kinds = plan.kinds
 }
 
-// put stores obj under p.name with the given index values (one slice per
-// user index) and returns the object it replaced and that object's resource
-// version.
-func (c *contents[T]) put(obj T, p *writePrep, values [][]string) (old T, oldRV string, existed bool) {
+// put stores obj under p.name, filed by every index kind as p prepared it,
+// and returns the object it replaced and that object's resource version.
+func (c *contents[T]) put(obj T, p *writePrep) (old T, oldRV string, existed bool) {
 	e := c.entries.find(p.hash, p.name)
 	if e == nil {
 		e = &entry[T]{obj: obj, name: p.name, hash: p.hash, rv: p.rv, labels: p.labels}
-		if n := c.memberCount(p, values); n > inlineMembers {
+		if n := c.lists(p); n > inlineMembers {
 			e.members = make([]membership[T], 0, n)
 		} else {
 			e.members = e.inline[:0]
 		}
 		c.entries.insert(e)
 		c.join(e, c.all)
-		ns := c.namespaces[p.name.Namespace]
-		if ns == nil {
-			ns = &posting[T]{owner: ownerNamespace, value: p.name.Namespace}
-			c.namespaces[p.name.Namespace] = ns
-		}
-		c.join(e, ns)
-		for i, v := range values {
-			if !c.byNamespace[i] {
-				c.joinIndex(e, i, v)
-			}
-		}
-		if p.pairs != nil {
-			for _, lp := range p.pairs {
-				c.joinLabel(e, lp.key, lp.value)
-			}
-		} else {
-			for k, v := range p.labels {
-				c.joinLabel(e, k, v)
-			}
-		}
+		c.file(e, p)
 		return old, "", false
 	}
 	old, oldRV = e.obj, e.rv
-	for i, v := range values {
-		if !c.byNamespace[i] {
-			c.reindex(e, i, v)
-		}
-	}
-	c.relabel(e, p)
+	c.refile(e, p)
 	e.obj, e.rv = obj, p.rv
 	for _, m := range e.members {
 		m.p.items[m.pos].obj = obj
 	}
 	return old, oldRV, true
-}
-
-// memberCount is the number of lists an object with prepared write p and
-// index values joins: all, its namespace, its labels and the values of the
-// user indexes not by namespace (duplicate values counted, so it may
-// overestimate).
-func (c *contents[T]) memberCount(p *writePrep, values [][]string) int {
-	n := 2 + p.labelCount()
-	for i, v := range values {
-		if !c.byNamespace[i] {
-			n += len(v)
-		}
-	}
-	return n
 }
 
 // removeEntry takes e off every list and out of the store.
@@ -240,20 +208,10 @@ func (c *contents[T]) leave(e *entry[T], slot int) {
 	}
 }
 
-// drop removes an empty list from the index it belongs to, as client-go
-// removes empty index buckets.
+// drop removes an empty list from the index kind it belongs to.
 func (c *contents[T]) drop(p *posting[T]) {
-	switch p.owner {
-	case ownerAll:
-	case ownerNamespace:
-		delete(c.namespaces, p.value)
-	case ownerLabel:
-		delete(p.label.values, p.value)
-		if len(p.label.values) == 0 {
-			delete(c.labels, p.label.key)
-		}
-	default:
-		delete(c.buckets[p.owner], p.value)
+	if p.owner != ownerAll {
+		c.kinds[p.owner].forget(c, p)
 	}
 }
 
@@ -265,57 +223,6 @@ func (e *entry[T]) slotOf(p *posting[T]) int {
 		}
 	}
 	return -1
-}
-
-// joinIndex files e under each distinct value of user index i.
-func (c *contents[T]) joinIndex(e *entry[T], i int, values []string) {
-	for j, v := range values {
-		if slices.Contains(values[:j], v) {
-			continue
-		}
-		p := c.buckets[i][v]
-		if p == nil {
-			p = &posting[T]{owner: int32(i), value: v}
-			c.buckets[i][v] = p
-		}
-		c.join(e, p)
-	}
-}
-
-// reindex moves e to the new values of user index i, touching only the
-// values that changed.
-func (c *contents[T]) reindex(e *entry[T], i int, values []string) {
-	owner := int32(i)
-	kept := 0
-	for slot := 0; slot < len(e.members); {
-		m := e.members[slot]
-		if m.owner == owner {
-			if slices.Contains(values, m.p.value) {
-				kept++
-			} else {
-				c.leave(e, slot)
-				continue // slot now holds another membership
-			}
-		}
-		slot++
-	}
-	if kept == len(values) {
-		return // the common case: the values did not change
-	}
-	for j, v := range values {
-		if slices.Contains(values[:j], v) {
-			continue
-		}
-		p := c.buckets[i][v]
-		if p != nil && e.slotOf(p) >= 0 {
-			continue
-		}
-		if p == nil {
-			p = &posting[T]{owner: owner, value: v}
-			c.buckets[i][v] = p
-		}
-		c.join(e, p)
-	}
 }
 
 // appendObjects appends the objects of p to dst.

@@ -24,8 +24,11 @@ func (s *Indexer[T]) checkInvariants() error {
 	if c.entries.count != len(c.all.items) {
 		return fmt.Errorf("%d entries, %d on the list of all", c.entries.count, len(c.all.items))
 	}
-	if len(c.buckets) != len(s.indexes) || len(c.byNamespace) != len(s.indexes) {
-		return fmt.Errorf("%d bucket maps, %d flags for %d indexes", len(c.buckets), len(c.byNamespace), len(s.indexes))
+	if len(c.buckets) != len(s.plan.indexes) {
+		return fmt.Errorf("%d bucket maps for %d indexes", len(c.buckets), len(s.plan.indexes))
+	}
+	if len(c.kinds) != len(s.plan.kinds) || (len(c.kinds) > 0 && &c.kinds[0] != &s.plan.kinds[0]) {
+		return fmt.Errorf("contents file with %d kinds, the plan has %d", len(c.kinds), len(s.plan.kinds))
 	}
 	lists := []*posting[T]{c.all}
 	for ns, p := range c.namespaces {
@@ -51,10 +54,7 @@ func (s *Indexer[T]) checkInvariants() error {
 		}
 	}
 	for i, buckets := range c.buckets {
-		if c.byNamespace[i] != s.indexes[i].byNamespace {
-			return fmt.Errorf("index %d: contents say by namespace %t, index says %t", i, c.byNamespace[i], s.indexes[i].byNamespace)
-		}
-		if c.byNamespace[i] {
+		if s.plan.indexes[i].byNamespace {
 			// The namespace lists themselves, checked above.
 			if len(buckets) != len(c.namespaces) {
 				return fmt.Errorf("index %d by namespace has %d values, %d namespaces", i, len(buckets), len(c.namespaces))
@@ -66,8 +66,12 @@ func (s *Indexer[T]) checkInvariants() error {
 			}
 			continue
 		}
+		kind, ok := c.kinds[s.plan.indexes[i].kind].(*funcKind[T])
+		if !ok || kind.bucket != i || kind.owner != s.plan.indexes[i].kind {
+			return fmt.Errorf("index %d is served by kind %d, %T", i, s.plan.indexes[i].kind, c.kinds[s.plan.indexes[i].kind])
+		}
 		for v, p := range buckets {
-			if p.owner != int32(i) || p.value != v {
+			if p.owner != kind.owner || p.value != v {
 				return fmt.Errorf("index %d list %q is misfiled", i, v)
 			}
 			lists = append(lists, p)
@@ -99,7 +103,7 @@ func (s *Indexer[T]) checkInvariants() error {
 		for k, v := range e.obj.GetLabels() {
 			want = append(want, c.labels[k].values[v])
 		}
-		for i, ix := range s.indexes {
+		for i, ix := range s.plan.indexes {
 			values, err := ix.fn(e.obj)
 			if err != nil {
 				return fmt.Errorf("index %q of stored %s: %w", ix.name, name, err)

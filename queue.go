@@ -67,8 +67,9 @@ type queueRecord[T Object] struct {
 	// informer has processed it.
 	firstList bool
 	// prep is the cache's part of an add, update or delete, computed when
-	// the record is queued; its slices point into the chunk's arenas. Unset
-	// when the queue has no cache.
+	// the record is queued (writeStore.prepare), opaque to the queue; its
+	// slices point into the chunk's arena. Unset when the queue has no
+	// cache.
 	prep writePrep
 }
 
@@ -104,11 +105,8 @@ type queueChunk[T Object] struct {
 	records [queueChunkSize]queueRecord[T]
 	n       int
 	next    *queueChunk[T]
-	// pairs and values hold the labels and index values of the records'
-	// preps, so that preparing a record allocates nothing once the chunk
-	// has been used.
-	pairs  []labelPair
-	values [][]string
+	// arena holds the memory of the records' preps (see prepArena).
+	arena prepArena
 }
 
 // items returns the chunk's records.
@@ -155,7 +153,7 @@ type eventQueue[T Object] struct {
 	logger          klog.Logger
 	transformErrors atomic.Int64
 	// store prepares the cache's part of each event (nil: no preparation).
-	store *Indexer[T]
+	store writeStore[T]
 	// reuseCached makes prepareListed keep the cached object for an item
 	// listed at the cached resource version; on unless a test compares
 	// object identity with client-go's (difftest).
@@ -174,7 +172,7 @@ var errTransformReturnedNothing = errors.New("transform returned no object")
 
 // newEventQueue returns an empty queue whose events are prepared for store
 // (see writePrep). store and transform may be nil.
-func newEventQueue[T Object](store *Indexer[T], transform TransformFunc[T], logger klog.Logger) *eventQueue[T] {
+func newEventQueue[T Object](store writeStore[T], transform TransformFunc[T], logger klog.Logger) *eventQueue[T] {
 	q := &eventQueue[T]{
 		store:       store,
 		reuseCached: store != nil,
@@ -206,37 +204,36 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 	if obj == zero {
 		return errNilObject
 	}
-	var buf [4][]string
-	rec, values, ok := q.prepareEvent(op, obj, buf[:0])
+	rec, values, ok := q.prepareEvent(op, obj)
 	if !ok {
 		return nil
 	}
-	q.appendEvent(rec, values)
+	q.appendEvent(rec, &values)
 	return nil
 }
 
 // prepareEvent transforms and interns obj and prepares its cache write,
-// appending its index values to buf; it reports false if the transform
+// returning the index values beside it; it reports false if the transform
 // failed (logged and counted). It runs the transform and the index
 // functions, which are user code: the caller must hold no lock.
-func (q *eventQueue[T]) prepareEvent(op queueOp, obj T, buf [][]string) (queueRecord[T], [][]string, bool) {
+func (q *eventQueue[T]) prepareEvent(op queueOp, obj T) (queueRecord[T], prepValues, bool) {
 	obj, ok := q.transformed(op, obj)
 	if !ok {
-		return queueRecord[T]{}, nil, false
+		return queueRecord[T]{}, prepValues{}, false
 	}
 	if q.intern != nil && op != opDelete {
 		wire.InternObject(q.interns, q.intern, obj)
 	}
 	rec := queueRecord[T]{op: op, obj: obj}
-	values := buf
+	var values prepValues
 	if q.store != nil {
-		values = q.store.prepareWrite(obj, op != opDelete, &rec.prep, buf)
+		rec.prep, values = q.store.prepare(obj, op != opDelete)
 	}
 	return rec, values, true
 }
 
 // appendEvent queues an event prepared by prepareEvent.
-func (q *eventQueue[T]) appendEvent(rec queueRecord[T], values [][]string) {
+func (q *eventQueue[T]) appendEvent(rec queueRecord[T], values *prepValues) {
 	q.mu.Lock()
 	if !q.populated {
 		// As in RealFIFO: an event before any list means there is no
@@ -248,38 +245,14 @@ func (q *eventQueue[T]) appendEvent(rec queueRecord[T], values [][]string) {
 	q.mu.Unlock()
 }
 
-// appendPreparedLocked queues rec, copying its index values and labels into
-// the chunk's arenas. q.mu must be held.
-func (q *eventQueue[T]) appendPreparedLocked(rec queueRecord[T], values [][]string) {
+// appendPreparedLocked queues rec, its prepared write keeping its memory
+// (values, labels) in the chunk's arena. q.mu must be held.
+func (q *eventQueue[T]) appendPreparedLocked(rec queueRecord[T], values *prepValues) {
 	c := q.appendLocked(rec)
 	if c == nil || q.store == nil || rec.op == opDelete {
 		return
 	}
-	p := &c.records[c.n-1].prep
-	if p.indexCount >= 0 {
-		if c.values == nil {
-			c.values = make([][]string, 0, arenaSize(len(values)))
-		}
-		start := len(c.values)
-		c.values = append(c.values, values...)
-		p.values = c.values[start:len(c.values):len(c.values)]
-	}
-	if len(p.labels) > 0 {
-		if c.pairs == nil {
-			c.pairs = make([]labelPair, 0, arenaSize(len(p.labels)))
-		}
-		start := len(c.pairs)
-		c.pairs = appendLabelPairs(c.pairs, p.labels)
-		p.pairs = c.pairs[start:len(c.pairs):len(c.pairs)]
-	}
-}
-
-// arenaSize is the capacity a chunk's arena starts with when its first
-// record needs perRecord elements: enough for a whole chunk of records like
-// it, since the objects of one informer tend to look alike. An arena that
-// must grow beyond it still does.
-func arenaSize(perRecord int) int {
-	return queueChunkSize * perRecord
+	c.arena.keep(&c.records[c.n-1].prep, values)
 }
 
 // Replace queues a complete list at resourceVersion as one record. The queue
@@ -490,9 +463,8 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 	for c := batch; c != nil; {
 		next := c.next
 		clear(c.items())
-		clear(c.pairs)
-		clear(c.values)
-		c.n, c.next, c.pairs, c.values = 0, nil, c.pairs[:0], c.values[:0]
+		c.arena.reset()
+		c.n, c.next = 0, nil
 		q.mu.Lock()
 		if q.freeCount < maxFreeChunks {
 			c.next = q.free

@@ -281,7 +281,7 @@ func TestEventQueueConcurrentProducersKeepTheirOrder(t *testing.T) {
 }
 
 func TestEventQueueSteadyTrafficAllocatesNothing(t *testing.T) {
-	for _, store := range []*Indexer[*corev1.Pod]{nil, NewIndexer[*corev1.Pod](nil)} {
+	for _, store := range []writeStore[*corev1.Pod]{nil, NewIndexer[*corev1.Pod](nil)} {
 		q := newEventQueue(store, nil, klog.Background())
 		pod := NewPod("", "a", "1")
 		pod.Labels = map[string]string{"app": "a", "tier": "t"}

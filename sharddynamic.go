@@ -291,8 +291,7 @@ func (s rangeStore[T]) event(op queueOp, obj T) error {
 	if obj == zero {
 		return errNilObject
 	}
-	var buf [4][]string
-	rec, values, ok := d.queue.prepareEvent(op, obj, buf[:0])
+	rec, values, ok := d.queue.prepareEvent(op, obj)
 	if !ok {
 		return nil
 	}
@@ -302,7 +301,7 @@ func (s rangeStore[T]) event(op queueOp, obj T) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if s.rr.slots.containsHash(h) {
-		d.queue.appendEvent(rec, values)
+		d.queue.appendEvent(rec, &values)
 	}
 	return nil
 }

@@ -1,14 +1,18 @@
 package informer
 
-import "errors"
+import (
+	"errors"
+	"hash/maphash"
+)
 
-// writePrep is the part of storing or deleting an object that depends on the
-// object alone: its name and the name's hash, its resource version, its
-// labels and its index values. The informer computes it on the reflector's
-// goroutine when an event is queued (see Indexer.prepareWrite), so that the
-// goroutine applying events to the cache, the informer's bottleneck, calls
-// no index function and does not read the object again: by the time it
-// applies an event, the object has usually left the CPU caches.
+// writePrep is the store's prepared write (see pipeline.go): the part of
+// storing or deleting an object that depends on the object alone, its name
+// and the name's hash, its resource version, its labels and its index
+// values. The informer computes it on the reflector's goroutine when an
+// event is queued, so that the goroutine applying events to the cache, the
+// informer's bottleneck, calls no index function and does not read the
+// object again: by the time it applies an event, the object has usually
+// left the CPU caches.
 type writePrep struct {
 	name ObjectName
 	hash uint64 // name's hash in the Indexer's name table
@@ -18,8 +22,10 @@ type writePrep struct {
 	// pairs holds the same labels as a slice, in no particular order, or is
 	// nil when they were not copied: then they are read from labels.
 	pairs []labelPair
-	// values holds the values of the first indexCount indexes, in index
-	// order; indexCount is -1 when they were not computed.
+	// values holds the values of the function kinds (one slice per user
+	// index not served by the namespace lists, in kind order), for the
+	// first indexCount user indexes; indexCount is -1 when they were not
+	// computed.
 	values     [][]string
 	indexCount int
 	// err is the error of an index function, from refreshPrep.
@@ -66,32 +72,112 @@ func appendLabelPairs(dst []labelPair, labels map[string]string) []labelPair {
 	return dst
 }
 
-// prepareWrite fills p for a later putPrepared (store true) or
-// deletePrepared (store false) of obj, which must not be the zero T. For a
-// store it appends the object's index values to values and returns the
-// extended slice; the caller points p.values at them (and may fill
-// p.pairs). It takes no lock and may run concurrently with anything, as
-// index functions may. An index function that fails leaves the values
-// uncomputed: the write computes them again and reports the error.
-func (s *Indexer[T]) prepareWrite(obj T, store bool, p *writePrep, values [][]string) [][]string {
+// prepValues holds the index values of one prepared write until they are
+// filed: in the prepArena of a queue chunk, or, for a write the Indexer
+// applies at once, in place. Returned by value, it lets prepare run
+// without allocating for up to len(inline) function kinds.
+type prepValues struct {
+	n      int
+	inline [2][]string
+	more   [][]string // every value once inline is full
+}
+
+// add appends the values of the next function kind.
+func (v *prepValues) add(values []string) {
+	if v.more == nil && v.n < len(v.inline) {
+		v.inline[v.n] = values
+		v.n++
+		return
+	}
+	if v.more == nil {
+		v.more = append(make([][]string, 0, 2*len(v.inline)), v.inline[:v.n]...)
+	}
+	v.more = append(v.more, values)
+	v.n++
+}
+
+// slice returns the values added, in order.
+func (v *prepValues) slice() [][]string {
+	if v.more != nil {
+		return v.more
+	}
+	return v.inline[:v.n]
+}
+
+// prepareWrite prepares storing (store true) or deleting obj, which must not
+// be the zero T, for an Indexer whose name table uses seed and whose
+// indexes are plan: it is the one place a write is prepared, for the
+// queue (Indexer.prepare), Indexer.Add and Update, and Replace. It takes no
+// lock and may run concurrently with anything, as index functions may. The
+// caller points p.values at v's values once v has its final place. An
+// index function's error is returned with p.indexCount -1.
+func prepareWrite[T Object](plan *indexPlan[T], seed maphash.Seed, obj T, store bool) (p writePrep, v prepValues, err error) {
 	p.name = NameOf(obj)
-	p.hash = hashObjectName(s.seed, p.name)
+	p.hash = hashObjectName(seed, p.name)
 	p.rv = obj.GetResourceVersion()
 	p.indexCount = -1
 	if !store {
-		return values
+		return p, v, nil
 	}
 	p.labels = obj.GetLabels()
-	indexes := *s.published.Load()
-	extended, err := indexValues(indexes, obj, p.name, values)
-	if err != nil {
-		// Drop what the failed call appended, so that the caller's buffer
-		// keeps no references to it.
-		clear(values[len(values):cap(values)])
-		return values
+	if err := plan.prepare(obj, p.name, &v); err != nil {
+		return p, prepValues{}, err
 	}
-	p.indexCount = len(indexes)
-	return extended
+	p.indexCount = len(plan.indexes)
+	return p, v, nil
+}
+
+// prepare implements writeStore: prepareWrite with the Indexer's current
+// indexes. An index function that fails leaves the values uncomputed: the
+// write computes them again and reports the error.
+func (s *Indexer[T]) prepare(obj T, store bool) (writePrep, prepValues) {
+	p, v, _ := prepareWrite(s.published.Load(), s.seed, obj, store)
+	return p, v
+}
+
+// prepArena holds the labels and index values of the prepared writes of one
+// queue chunk, so that preparing a record allocates nothing once the chunk
+// has been used. The queue keeps one per chunk and never looks inside.
+type prepArena struct {
+	pairs  []labelPair
+	values [][]string
+}
+
+// keep copies the index values v and the labels of the prepared store p
+// into the arena and points p at the copies. A delete keeps nothing.
+func (a *prepArena) keep(p *writePrep, v *prepValues) {
+	if p.indexCount >= 0 {
+		values := v.slice()
+		if a.values == nil {
+			a.values = make([][]string, 0, arenaSize(len(values)))
+		}
+		start := len(a.values)
+		a.values = append(a.values, values...)
+		p.values = a.values[start:len(a.values):len(a.values)]
+	}
+	if len(p.labels) > 0 {
+		if a.pairs == nil {
+			a.pairs = make([]labelPair, 0, arenaSize(len(p.labels)))
+		}
+		start := len(a.pairs)
+		a.pairs = appendLabelPairs(a.pairs, p.labels)
+		p.pairs = a.pairs[start:len(a.pairs):len(a.pairs)]
+	}
+}
+
+// reset empties the arena for reuse, dropping its references.
+func (a *prepArena) reset() {
+	clear(a.pairs)
+	clear(a.values)
+	a.pairs, a.values = a.pairs[:0], a.values[:0]
+}
+
+// arenaSize is the capacity an arena starts with when its first record
+// needs perRecord elements: enough for a whole chunk of records like it,
+// since the objects of one informer tend to look alike. An arena that must
+// grow beyond it still does.
+func arenaSize(perRecord int) int {
+	return queueChunkSize * perRecord
 }
 
 // beginWrites takes the Indexer's write lock for a run of putPrepared and
@@ -108,13 +194,16 @@ func (s *Indexer[T]) endWrites() { s.mu.Unlock() }
 // prepared store whose values are missing or stale: an index function
 // failed (then p.err keeps the error) or an index was added since.
 func (s *Indexer[T]) refreshPrep(obj T, p *writePrep) {
-	indexes := *s.published.Load()
-	p.values, p.err = indexValues(indexes, obj, p.name, nil)
-	p.indexCount = len(indexes)
+	plan := s.published.Load()
+	var v prepValues
+	p.err = plan.prepare(obj, p.name, &v)
+	// p outlives this call: its values must not point into v.
+	p.values = append([][]string(nil), v.slice()...)
+	p.indexCount = len(plan.indexes)
 }
 
 // publishedCount returns the number of indexes, read without the lock.
-func (s *Indexer[T]) publishedCount() int { return len(*s.published.Load()) }
+func (s *Indexer[T]) publishedCount() int { return len(s.published.Load().indexes) }
 
 // errStalePrep tells the caller of putPrepared that an index was added since
 // the values were computed: it must refresh them without the lock.
@@ -128,11 +217,11 @@ func (s *Indexer[T]) putPrepared(obj T, p *writePrep) (old T, oldRV string, exis
 	if p.err != nil {
 		return old, "", false, p.err
 	}
-	if p.indexCount != len(s.indexes) {
+	if p.indexCount != len(s.plan.indexes) {
 		// Index functions are never called under the lock.
 		return old, "", false, errStalePrep
 	}
-	old, oldRV, existed = s.c.put(obj, p, p.values)
+	old, oldRV, existed = s.c.put(obj, p)
 	s.rv = p.rv
 	return old, oldRV, existed, nil
 }

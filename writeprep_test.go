@@ -14,13 +14,12 @@ import (
 // informer does: prepared without the lock, labels copied as pairs when
 // withPairs, then applied under beginWrites.
 func preparedWrite(s *Indexer[*corev1.Pod], obj *corev1.Pod, store, withPairs bool) (old *corev1.Pod, oldRV string, existed bool, err error) {
-	var p writePrep
-	values := s.prepareWrite(obj, store, &p, nil)
-	if p.indexCount >= 0 {
-		p.values = values
-	}
-	if store && withPairs && len(p.labels) > 0 {
-		p.pairs = appendLabelPairs(nil, p.labels)
+	p, v := s.prepare(obj, store)
+	if withPairs {
+		var arena prepArena // as the queue keeps it
+		arena.keep(&p, &v)
+	} else if p.indexCount >= 0 {
+		p.values = v.slice()
 	}
 	if store && p.indexCount != s.publishedCount() {
 		s.refreshPrep(obj, &p) // as the informer does before taking the lock
@@ -91,8 +90,8 @@ func TestPreparedWritesMatchPlainWrites(t *testing.T) {
 func TestPutPreparedIndexesWhatWasAddedSince(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	pod := NewPod("ns", "a", "1", PodNode("n1"))
-	var p writePrep
-	p.values = s.prepareWrite(pod, true, &p, nil)
+	p, v := s.prepare(pod, true)
+	p.values = v.slice()
 	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
 		return []string{p.Name}, nil
 	}}); err != nil {

@@ -1,0 +1,101 @@
+package informer
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// The house plan: the contracts between the informer's stages, each an
+// unexported interface saying what its side owns and guarantees. A watch
+// event flows source → queue → store → fan-out; the sections below are in
+// that order. Each implementation lives in a file of its own and asserts
+// that it satisfies its contract, so that `go doc` and the compiler show
+// where a new stage or kind plugs in.
+
+// ---------------------------------------------------------------------------
+// The store's prepared write.
+//
+// Storing or deleting one object is split in two, so that the goroutine that
+// applies events to the cache (the informer's bottleneck) does nothing that
+// depends on the object alone, and never runs user code under the store's
+// lock:
+//
+//   - prepare runs on the goroutine that queues the event, without any lock:
+//     it reads the object (name, resource version, labels) and calls the index
+//     functions, and returns everything the write needs as a writePrep and the
+//     index values beside it (writeprep.go);
+//   - apply runs under the store's write lock, for a run of records at once
+//     (beginWrites … endWrites): it files the object from the writePrep alone.
+//
+// The queue holds the store only through writeStore: it treats the writePrep
+// as opaque, and keeps its memory in a prepArena per chunk of records, which
+// the prepared write owns and fills (writeprep.go).
+
+// writeStore is the store as the queue sees it: it prepares writes and
+// answers the relist's question "is this object cached at this version?".
+// Every method may be called from any goroutine, without any lock held; the
+// store takes its own. *Indexer implements it.
+type writeStore[T Object] interface {
+	// prepare computes, without the store's lock, the part of storing (store
+	// true) or deleting obj that depends on obj alone. obj is not the zero
+	// T. The result is applied later by the store's apply side; index
+	// values are returned beside it, in a prepValues the caller hands to
+	// prepArena.keep, so that nothing here needs a heap allocation of its
+	// own. An index function that fails leaves the values uncomputed: apply
+	// computes them again, and reports the error.
+	prepare(obj T, store bool) (writePrep, prepValues)
+	// cachedAt returns the stored object with obj's name if it is at obj's
+	// (non-empty) resource version.
+	cachedAt(obj T) (T, bool)
+	// cachedUnder returns the object stored under name if it is at
+	// resourceVersion (non-empty).
+	cachedUnder(name ObjectName, resourceVersion string) (T, bool)
+}
+
+var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjectMetadata])(nil)
+
+// ---------------------------------------------------------------------------
+// The store's index kinds.
+//
+// Besides the list of every object, the store keeps posting lists (a slice
+// of the objects filed under one value, postings.go) for each index kind.
+// A kind is a stateless description shared by every contents the store
+// builds; the lists themselves live in the contents. The store holds its
+// kinds in order: the namespace kind at position ownerNamespace, the label
+// kind at ownerLabel, then one function kind per user index whose function
+// is not MetaNamespaceIndexFunc. A posting list's owner is its kind's
+// position (postings.go), so a membership says which kind it belongs to
+// without dereferencing the list.
+//
+// The kinds are:
+//
+//   - namespaceKind (index_namespace.go): one list per namespace; also
+//     serves every user index whose function is MetaNamespaceIndexFunc;
+//   - labelKind (index_label.go): one list per label key and value, which
+//     the Lister's selectors read (labelindex.go);
+//   - funcKind (index_func.go): one user index, one list per value its
+//     IndexFunc returns.
+//
+// The store's write loop calls the kinds through a type switch (the functions
+// beside indexPlan, indexes.go), not through the interface: an interface call
+// makes the compiler move the prepared write of every Indexer.Add and
+// Replace item to the heap, an allocation per write. A new kind is one file
+// implementing indexKind and one case in each of
+// those switches.
+
+// indexKind is one kind of index. Its methods other than prepare run under
+// the store's write lock; none calls user code there.
+type indexKind[T Object] interface {
+	// prepare computes, without any lock, what filing obj needs and that
+	// writePrep does not already hold (a user index's values, appended to
+	// v). It may call user code.
+	prepare(obj T, name ObjectName, v *prepValues) error
+	// lists returns how many lists an object prepared as p joins in this
+	// kind; it may overestimate (duplicate values are counted).
+	lists(p *writePrep) int
+	// file puts the new entry e on its lists for p.
+	file(c *contents[T], e *entry[T], p *writePrep)
+	// refile moves the stored entry e to its lists for p, touching only the
+	// lists that changed.
+	refile(c *contents[T], e *entry[T], p *writePrep)
+	// forget removes the emptied list l from the kind's lists in c, as
+	// client-go removes empty index buckets.
+	forget(c *contents[T], l *posting[T])
+}
