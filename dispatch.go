@@ -135,6 +135,7 @@ func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], 
 		}
 	}
 	i.indexer.beginWrites()
+	i.indexer.warmed(warmWrites(i.indexer, records))
 	n := 0
 	for ; n < len(records) && records[n].op.isWrite(); n++ {
 		rec := &records[n]
@@ -238,4 +239,17 @@ func (i *Informer[T]) flush() {
 	i.proc.distribute(i.notes)
 	clear(i.notes)
 	i.notes = i.notes[:0]
+}
+
+// warmWrites warms the prepared writes of the leading add, update and
+// delete records of records (see Indexer.warm), before applyWrites applies
+// any. It must not be inlined, so that the loads are issued as one run.
+//
+//go:noinline
+func warmWrites[T Object](s *Indexer[T], records []queueRecord[T]) int {
+	sum := 0
+	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
+		sum += s.warm(&records[k].prep)
+	}
+	return sum
 }

@@ -33,6 +33,8 @@ type Indexer[T Object] struct {
 	// detector, set by the informer before the Indexer is shared, records
 	// what the Lister hands out; nil unless mutation detection is enabled.
 	detector *mutationDetector[T]
+	// warmSum accumulates what warm returns (see warmed), under mu.
+	warmSum int
 }
 
 // NewIndexer returns an empty Indexer maintaining the given indexes.

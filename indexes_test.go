@@ -398,3 +398,69 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// TestIndexPlanServesEachIndexByItsKind checks the plan an Indexer files
+// by: the namespace and label kinds first, then one function kind per user
+// index that MetaNamespaceIndexFunc does not serve, each with its own lists
+// (owner), buckets and values. A function that panics or fails on the zero
+// T, as the recognition calls it, is a function index like any other.
+func TestIndexPlanServesEachIndexByItsKind(t *testing.T) {
+	failing := func(*corev1.Pod) ([]string, error) { return nil, errors.New("no") }
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{
+		"a-node":       byNode, // panics on the zero T
+		"b-failing":    failing,
+		NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod],
+	})
+	type kindView struct {
+		Kind                 string
+		Owner, Bucket, Value int
+	}
+	type indexView struct {
+		Name        string
+		ByNamespace bool
+		Kind        int32
+	}
+	view := func(plan *indexPlan[*corev1.Pod]) ([]kindView, []indexView) {
+		var kinds []kindView
+		for _, k := range plan.kinds {
+			switch k := k.(type) {
+			case namespaceKind[*corev1.Pod]:
+				kinds = append(kinds, kindView{Kind: "namespace"})
+			case labelKind[*corev1.Pod]:
+				kinds = append(kinds, kindView{Kind: "label"})
+			case *funcKind[*corev1.Pod]:
+				kinds = append(kinds, kindView{"func " + k.name, int(k.owner), k.bucket, k.value})
+			}
+		}
+		var indexes []indexView
+		for _, ix := range plan.indexes {
+			indexes = append(indexes, indexView{ix.name, ix.byNamespace, ix.kind})
+		}
+		return kinds, indexes
+	}
+	kinds, indexes := view(s.plan)
+	wantKinds := []kindView{{Kind: "namespace"}, {Kind: "label"}, {"func a-node", 2, 0, 0}, {"func b-failing", 3, 1, 1}}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
+		t.Errorf("kinds (-want +got):\n%s", diff)
+	}
+	wantIndexes := []indexView{{"a-node", false, 2}, {"b-failing", false, 3}, {NamespaceIndex, true, ownerNamespace}}
+	if diff := cmp.Diff(wantIndexes, indexes); diff != "" {
+		t.Errorf("indexes (-want +got):\n%s", diff)
+	}
+	// An added index extends the plan: the kinds before keep their places.
+	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"c-name": func(p *corev1.Pod) ([]string, error) {
+		return []string{p.Name}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	kinds, indexes = view(s.plan)
+	if diff := cmp.Diff(append(wantKinds, kindView{"func c-name", 4, 3, 2}), kinds); diff != "" {
+		t.Errorf("kinds after AddIndexers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(append(wantIndexes, indexView{"c-name", false, 4}), indexes); diff != "" {
+		t.Errorf("indexes after AddIndexers (-want +got):\n%s", diff)
+	}
+	if s.published.Load() != s.plan {
+		t.Error("the published plan is not the Indexer's")
+	}
+}

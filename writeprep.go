@@ -190,6 +190,32 @@ func (s *Indexer[T]) beginWrites() { s.mu.Lock() }
 // endWrites releases the lock taken by beginWrites.
 func (s *Indexer[T]) endWrites() { s.mu.Unlock() }
 
+// warm reads what applying the prepared write p will read first: the name
+// table slot of its name and the first byte of the strings the write hashes
+// or compares (namespace, label values). Those lines are rarely in the CPU
+// caches; reading them for a whole run of writes before applying any lets
+// the CPU overlap the misses, where the writes themselves would wait for
+// each in turn (BenchmarkDispatch, W1). It returns a value computed from
+// the loads, which the caller must use so that they are not optimized away
+// (see warmed). The caller holds the lock (beginWrites).
+func (s *Indexer[T]) warm(p *writePrep) int {
+	slots := s.c.entries.slots
+	sum := int(slots[p.hash&uint64(len(slots)-1)].hash)
+	if p.name.Namespace != "" {
+		sum += int(p.name.Namespace[0])
+	}
+	for i := range p.pairs {
+		if v := p.pairs[i].value; v != "" {
+			sum += int(v[0])
+		}
+	}
+	return sum
+}
+
+// warmed keeps what a run of warm calls returned, so that their loads are
+// used. The caller holds the lock (beginWrites).
+func (s *Indexer[T]) warmed(sum int) { s.warmSum += sum }
+
 // refreshPrep computes again, without the lock, the index values of a
 // prepared store whose values are missing or stale: an index function
 // failed (then p.err keeps the error) or an index was added since.
