@@ -34,11 +34,11 @@ func (k *funcKind[T]) prepare(obj T, name ObjectName, v *prepValues) error {
 }
 
 // lists is the number of values, duplicates included.
-func (k *funcKind[T]) lists(p *writePrep) int { return len(p.values[k.value]) }
+func (k *funcKind[T]) lists(_ *writePrep, values [][]string) int { return len(values[k.value]) }
 
 // file puts e on the list of each of its values.
-func (k *funcKind[T]) file(c *contents[T], e *entry[T], p *writePrep) {
-	k.join(c, e, p.values[k.value])
+func (k *funcKind[T]) file(c *contents[T], e *entry[T], _ *writePrep, values [][]string) {
+	k.join(c, e, values[k.value])
 }
 
 // join files e under each distinct value of values.
@@ -58,8 +58,8 @@ func (k *funcKind[T]) join(c *contents[T], e *entry[T], values []string) {
 }
 
 // refile moves e to its new values, touching only the values that changed.
-func (k *funcKind[T]) refile(c *contents[T], e *entry[T], p *writePrep) {
-	values := p.values[k.value]
+func (k *funcKind[T]) refile(c *contents[T], e *entry[T], _ *writePrep, all [][]string) {
+	values := all[k.value]
 	kept := 0
 	for slot := 0; slot < len(e.members); {
 		m := e.members[slot]

@@ -21,10 +21,10 @@ type labelKey[T Object] struct {
 func (labelKind[T]) prepare(T, ObjectName, *prepValues) error { return nil }
 
 // lists is one per label.
-func (labelKind[T]) lists(p *writePrep) int { return p.labelCount() }
+func (labelKind[T]) lists(p *writePrep, _ [][]string) int { return p.labelCount() }
 
 // file puts e on the list of each of its labels.
-func (labelKind[T]) file(c *contents[T], e *entry[T], p *writePrep) {
+func (labelKind[T]) file(c *contents[T], e *entry[T], p *writePrep, _ [][]string) {
 	if p.pairs != nil {
 		for _, lp := range p.pairs {
 			c.joinLabel(e, lp.key, lp.value)
@@ -40,7 +40,7 @@ func (labelKind[T]) file(c *contents[T], e *entry[T], p *writePrep) {
 // p's labels with the lists e is on, not with the previous object's map, so
 // that the index stays exact even if that map was modified in place.
 // Updates usually keep the labels, which costs one comparison per label.
-func (labelKind[T]) refile(c *contents[T], e *entry[T], p *writePrep) {
+func (labelKind[T]) refile(c *contents[T], e *entry[T], p *writePrep, _ [][]string) {
 	e.labels = p.labels
 	kept := 0
 	for slot := 0; slot < len(e.members); {

@@ -221,10 +221,9 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 		if err != nil {
 			return old, false, err
 		}
-		p.values = v.slice()
 		s.mu.Lock()
 		if s.plan == plan {
-			old, _, existed = s.c.put(obj, &p)
+			old, _, existed = s.c.put(obj, &p, v.slice())
 			s.rv = p.rv
 			s.mu.Unlock()
 			return old, existed, nil
@@ -316,8 +315,7 @@ func buildContents[T Object](plan *indexPlan[T], items []T, seed maphash.Seed) (
 		if err != nil {
 			return nil, err
 		}
-		p.values = v.slice()
-		fresh.put(obj, &p)
+		fresh.put(obj, &p, v.slice())
 	}
 	return fresh, nil
 }

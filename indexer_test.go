@@ -509,3 +509,31 @@ func TestIndexerReadsDuringUpdatesOfTheSameObject(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestIndexerWritesAllocateOnlyIndexValues checks that an update of a
+// stored object and a Replace allocate nothing per object beyond what the
+// index functions return (and, for Replace, the entries): the prepared
+// write and its values stay on the stack.
+func TestIndexerWritesAllocateOnlyIndexValues(t *testing.T) {
+	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{
+		NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod],
+		"byNode":       byNode, // one allocation: its result
+	})
+	pod := NewPod("ns", "a", "1", PodNode("n1"), PodLabels(map[string]string{"app": "a"}))
+	mustAdd(t, s, pod)
+	if allocs := testing.AllocsPerRun(100, func() { _ = s.Update(pod) }); allocs != 1 {
+		t.Errorf("Update of a stored object: %v allocations, want 1 (the index function's result)", allocs)
+	}
+	pods := make([]*corev1.Pod, 64)
+	for i := range pods {
+		pods[i] = NewPod("ns", fmt.Sprintf("p%d", i), "1", PodNode("n1"))
+	}
+	base := testing.AllocsPerRun(10, func() { _ = s.Replace(pods[:1], "1") })
+	allocs := testing.AllocsPerRun(10, func() { _ = s.Replace(pods, "1") })
+	// Per object beyond the first: its entry and the index function's
+	// result, and the growth of the contents' tables, which do not depend
+	// on the prepared writes.
+	if perPod := (allocs - base) / float64(len(pods)-1); perPod > 2.5 {
+		t.Errorf("Replace: %.2f allocations per object, want at most 2.5 (its entry, its index values, table growth)", perPod)
+	}
+}

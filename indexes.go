@@ -137,18 +137,18 @@ func (plan *indexPlan[T]) prepare(obj T, name ObjectName, v *prepValues) error {
 	return nil
 }
 
-// lists returns how many lists an object prepared as p joins, the list of
-// every object included.
-func (c *contents[T]) lists(p *writePrep) int {
+// lists returns how many lists an object prepared as p, with the function
+// kinds' values, joins, the list of every object included.
+func (c *contents[T]) lists(p *writePrep, values [][]string) int {
 	n := 1
 	for _, k := range c.kinds {
 		switch k := k.(type) {
 		case namespaceKind[T]:
-			n += k.lists(p)
+			n += k.lists(p, values)
 		case labelKind[T]:
-			n += k.lists(p)
+			n += k.lists(p, values)
 		case *funcKind[T]:
-			n += k.lists(p)
+			n += k.lists(p, values)
 		default:
 			panic(fmt.Sprintf("informer: index kind %T has no case in contents.lists", k))
 		}
@@ -156,34 +156,31 @@ func (c *contents[T]) lists(p *writePrep) int {
 	return n
 }
 
-// file puts the new entry e on the lists of every kind.
-func (c *contents[T]) file(e *entry[T], p *writePrep) {
+// file puts the entry e on its lists of every kind for p and values: a new
+// entry (stored false) with each kind's file, a stored one with its refile.
+func (c *contents[T]) file(e *entry[T], p *writePrep, values [][]string, stored bool) {
 	for _, k := range c.kinds {
 		switch k := k.(type) {
 		case namespaceKind[T]:
-			k.file(c, e, p)
+			if stored {
+				k.refile(c, e, p, values)
+			} else {
+				k.file(c, e, p, values)
+			}
 		case labelKind[T]:
-			k.file(c, e, p)
+			if stored {
+				k.refile(c, e, p, values)
+			} else {
+				k.file(c, e, p, values)
+			}
 		case *funcKind[T]:
-			k.file(c, e, p)
+			if stored {
+				k.refile(c, e, p, values)
+			} else {
+				k.file(c, e, p, values)
+			}
 		default:
 			panic(fmt.Sprintf("informer: index kind %T has no case in contents.file", k))
-		}
-	}
-}
-
-// refile moves the stored entry e to its lists of every kind for p.
-func (c *contents[T]) refile(e *entry[T], p *writePrep) {
-	for _, k := range c.kinds {
-		switch k := k.(type) {
-		case namespaceKind[T]:
-			k.refile(c, e, p)
-		case labelKind[T]:
-			k.refile(c, e, p)
-		case *funcKind[T]:
-			k.refile(c, e, p)
-		default:
-			panic(fmt.Sprintf("informer: index kind %T has no case in contents.refile", k))
 		}
 	}
 }

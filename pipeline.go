@@ -78,7 +78,10 @@ var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjec
 // makes the compiler move the prepared write of every Indexer.Add and
 // Replace item to the heap, an allocation per write. A new kind is one file
 // implementing indexKind and one case in each of
-// those switches.
+// those switches. The values of the function kinds travel beside the
+// writePrep, not in it, for the same reason: the compiler does not tell a
+// writePrep's fields apart, and the strings a write stores make its content
+// escape, so values reached through it would be moved to the heap too.
 
 // indexKind is one kind of index. Its methods other than prepare run under
 // the store's write lock; none calls user code there.
@@ -87,14 +90,15 @@ type indexKind[T Object] interface {
 	// writePrep does not already hold (a user index's values, appended to
 	// v). It may call user code.
 	prepare(obj T, name ObjectName, v *prepValues) error
-	// lists returns how many lists an object prepared as p joins in this
-	// kind; it may overestimate (duplicate values are counted).
-	lists(p *writePrep) int
-	// file puts the new entry e on its lists for p.
-	file(c *contents[T], e *entry[T], p *writePrep)
-	// refile moves the stored entry e to its lists for p, touching only the
-	// lists that changed.
-	refile(c *contents[T], e *entry[T], p *writePrep)
+	// lists returns how many lists an object prepared as p, with the
+	// function kinds' values, joins in this kind; it may overestimate
+	// (duplicate values are counted).
+	lists(p *writePrep, values [][]string) int
+	// file puts the new entry e on its lists for p and values.
+	file(c *contents[T], e *entry[T], p *writePrep, values [][]string)
+	// refile moves the stored entry e to its lists for p and values,
+	// touching only the lists that changed.
+	refile(c *contents[T], e *entry[T], p *writePrep, values [][]string)
 	// forget removes the emptied list l from the kind's lists in c, as
 	// client-go removes empty index buckets.
 	forget(c *contents[T], l *posting[T])

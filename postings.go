@@ -112,24 +112,25 @@ func (c *contents[T]) addIndex(plan *indexPlan[T], ix userIndex[T]) {
 	c.kinds = plan.kinds
 }
 
-// put stores obj under p.name, filed by every index kind as p prepared it,
-// and returns the object it replaced and that object's resource version.
-func (c *contents[T]) put(obj T, p *writePrep) (old T, oldRV string, existed bool) {
+// put stores obj under p.name, filed by every index kind as p and values
+// (the function kinds' values) prepared it, and returns the object it
+// replaced and that object's resource version.
+func (c *contents[T]) put(obj T, p *writePrep, values [][]string) (old T, oldRV string, existed bool) {
 	e := c.entries.find(p.hash, p.name)
 	if e == nil {
 		e = &entry[T]{obj: obj, name: p.name, hash: p.hash, rv: p.rv, labels: p.labels}
-		if n := c.lists(p); n > inlineMembers {
+		if n := c.lists(p, values); n > inlineMembers {
 			e.members = make([]membership[T], 0, n)
 		} else {
 			e.members = e.inline[:0]
 		}
 		c.entries.insert(e)
 		c.join(e, c.all)
-		c.file(e, p)
+		c.file(e, p, values, false)
 		return old, "", false
 	}
 	old, oldRV = e.obj, e.rv
-	c.refile(e, p)
+	c.file(e, p, values, true)
 	e.obj, e.rv = obj, p.rv
 	for _, m := range e.members {
 		m.p.items[m.pos].obj = obj

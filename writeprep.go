@@ -109,8 +109,10 @@ func (v *prepValues) slice() [][]string {
 // indexes are plan: it is the one place a write is prepared, for the
 // queue (Indexer.prepare), Indexer.Add and Update, and Replace. It takes no
 // lock and may run concurrently with anything, as index functions may. The
-// caller points p.values at v's values once v has its final place. An
-// index function's error is returned with p.indexCount -1.
+// queue points p.values at v's values once they have their final place
+// (prepArena.keep); a write applied at once passes v's values to
+// contents.put beside p. An index function's error is returned with
+// p.indexCount -1.
 func prepareWrite[T Object](plan *indexPlan[T], seed maphash.Seed, obj T, store bool) (p writePrep, v prepValues, err error) {
 	p.name = NameOf(obj)
 	p.hash = hashObjectName(seed, p.name)
@@ -247,7 +249,7 @@ func (s *Indexer[T]) putPrepared(obj T, p *writePrep) (old T, oldRV string, exis
 		// Index functions are never called under the lock.
 		return old, "", false, errStalePrep
 	}
-	old, oldRV, existed = s.c.put(obj, p)
+	old, oldRV, existed = s.c.put(obj, p, p.values)
 	s.rv = p.rv
 	return old, oldRV, existed, nil
 }
