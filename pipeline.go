@@ -22,7 +22,11 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 //     functions, and returns everything the write needs as a writePrep and the
 //     index values beside it (writeprep.go);
 //   - apply runs under the store's write lock, for a run of records at once
-//     (beginWrites … endWrites): it files the object from the writePrep alone.
+//     (beginWrites, warm for each, putPrepared or deletePrepared for each,
+//     endWrites; writeprep.go): it files the object from the writePrep
+//     alone. Values stale or missing since prepare (an index added, an index
+//     function failed) are computed again first, without the lock
+//     (refreshPrep).
 //
 // The queue holds the store only through writeStore: it treats the writePrep
 // as opaque, and keeps its memory in a prepArena per chunk of records, which
