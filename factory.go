@@ -94,6 +94,11 @@ type FactoryOptions struct {
 	// then share equal strings, maps, slices and structs (see
 	// [InformerOptions].Deduplicate).
 	Deduplicate bool
+	// Snapshot makes every informer created without
+	// [InformerOptions].Snapshot.Dir keep a snapshot of its cache in
+	// Snapshot.Dir and restart from it (see [SnapshotOptions]); each
+	// informer's file is named after its name and resource.
+	Snapshot SnapshotOptions
 }
 
 // InformerKey identifies one informer of a [Factory]: the Go type of its
@@ -188,6 +193,9 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 		if err := opts.Shard.validate(); err != nil {
 			return nil, fmt.Errorf("informer factory: FactoryOptions.%w", err)
 		}
+	}
+	if err := opts.Snapshot.validate(); err != nil {
+		return nil, fmt.Errorf("informer factory: FactoryOptions.%w", err)
 	}
 	// The names are checked against each informer's type in For; the
 	// syntax and the fields never to drop, at once.
@@ -384,10 +392,19 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	}
 	opts.Deduplicate = opts.Deduplicate || f.opts.Deduplicate
 	opts.Resource = key.Resource
+	dropped := slices.Concat(f.opts.DropFields, opts.DropFields)
 	opts.DropFields = nil // lw drops them
+	if opts.Snapshot.Dir == "" {
+		opts.Snapshot = f.opts.Snapshot
+	}
 	inf, err := NewInformer(lw, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s := inf.snapshots; s != nil {
+		s.scope.Namespace = namespace
+		s.scope.LabelSelector, s.scope.FieldSelector = selectorsOf(f.opts.TweakListOptions)
+		s.scope.DropFields = dropped
 	}
 	entry := &factoryEntry{key: key, name: opts.Name, namespace: namespace, informer: inf, released: make(chan struct{})}
 	f.informers[key] = entry
@@ -440,6 +457,7 @@ func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
 		{"ConsistencyCheck", opts.ConsistencyCheck != ConsistencyCheckOptions{}},
 		{"DropFields", len(opts.DropFields) > 0},
 		{"Shard", opts.Shard != nil},
+		{"Snapshot", opts.Snapshot != (SnapshotOptions{})},
 		{"Deduplicate", opts.Deduplicate},
 	} {
 		if field.set {

@@ -136,6 +136,11 @@ type InformerOptions[T Object] struct {
 	// objects. For an informer made by [For], nil means
 	// [FactoryOptions].Shard.
 	Shard *Shard
+	// Snapshot makes the informer keep a snapshot of its cache on disk and
+	// restart from it (see [SnapshotOptions] and docs/restart.md). For an
+	// informer made by [For], a zero Snapshot.Dir means
+	// [FactoryOptions].Snapshot.
+	Snapshot SnapshotOptions
 }
 
 // Informer lists and watches one resource type, keeps the objects in an
@@ -168,6 +173,8 @@ type Informer[T Object] struct {
 	detector *mutationDetector[T]
 	// dynamic runs the reflectors of a dynamic shard; nil otherwise.
 	dynamic *dynamicShard[T]
+	// snapshots keeps the snapshot of the cache; nil without one.
+	snapshots *snapshotter[T]
 
 	// mu guards the fields below and serializes handler registration. It is
 	// never held while waiting for anything, nor while calling handlers,
@@ -241,6 +248,9 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 			return nil, fmt.Errorf("%s: invalid options: InformerOptions.%w", informerNameFor[T](opts.Name), err)
 		}
 	}
+	if err := opts.Snapshot.validate(); err != nil {
+		return nil, fmt.Errorf("%s: invalid options: InformerOptions.%w", informerNameFor[T](opts.Name), err)
+	}
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -280,6 +290,11 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	}
 	if opts.Shard != nil {
 		i.shardOn(opts.Shard)
+	}
+	i.snapshots = newSnapshotter(opts)
+	if rest, ok := lw.(*restListerWatcher[T]); ok && i.snapshots != nil {
+		i.snapshots.scope.Namespace = rest.namespace
+		i.snapshots.scope.LabelSelector, i.snapshots.scope.FieldSelector = selectorsOf(rest.tweak)
 	}
 	return i, nil
 }
@@ -362,6 +377,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		r = newReflector(i.lw, i.queue)
 		i.reflector.Store(r)
 	}
+	saving := i.snapshots != nil && i.snapshots.start(logger, r, i.lw, i.queue)
 	i.registerMetrics()
 	for _, l := range i.proc.snapshot() {
 		l.start(&i.listenersWG, logger, i.metrics)
@@ -384,6 +400,15 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		}()
 	} else {
 		close(checked)
+	}
+	saved := make(chan struct{})
+	if saving {
+		go func() {
+			defer close(saved)
+			i.snapshots.runPeriodic(ctx, logger, i.clock, i.indexer, i.HasSynced)
+		}()
+	} else {
+		close(saved)
 	}
 	detected := make(chan struct{})
 	if i.detector != nil {
@@ -414,6 +439,14 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		l.shutdown()
 	}
 	<-dispatched
+	<-saved
+	if saving && i.HasSynced() {
+		// A clean stop: the cache is final, consistent at its version.
+		i.snapshots.save(logger, i.indexer)
+	}
+	if i.snapshots != nil {
+		i.snapshots.stop(logger)
+	}
 	close(i.ended) // nothing more is applied: HasSynced is final
 	i.applied.stop()
 	i.listenersWG.Wait()
@@ -606,6 +639,9 @@ type InformerStats struct {
 	// one per range gained since they were last merged (see
 	// docs/sharding.md); 0 for other informers.
 	ShardWatches int
+	// Snapshot counts the snapshots written and restored (see
+	// [SnapshotOptions]).
+	Snapshot SnapshotStats
 }
 
 // Stats returns the informer's counters.
@@ -622,6 +658,7 @@ func (i *Informer[T]) Stats() InformerStats {
 		// Counted by the ListerWatchers built from a rest.Config.
 		DropFieldsFailures: dropFieldsFailures(i.lw),
 		ShardWatches:       i.shardWatches(),
+		Snapshot:           i.snapshots.stats(),
 	}
 }
 

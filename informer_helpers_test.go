@@ -182,8 +182,14 @@ func plInformer(t testing.TB, opts InformerOptions[*corev1.Pod]) (*Informer[*cor
 // that Run returned and left no goroutine behind.
 func plRun[T Object](t testing.TB, inf *Informer[T]) (stop func()) {
 	t.Helper()
-	checkGoroutines := ExpectNoGoroutineLeak(t)
 	_, ctx := ktesting.NewTestContext(t)
+	return plRunContext(t, ctx, inf)
+}
+
+// plRunContext is plRun with the context (and so the logger) Run gets.
+func plRunContext[T Object](t testing.TB, ctx context.Context, inf *Informer[T]) (stop func()) {
+	t.Helper()
+	checkGoroutines := ExpectNoGoroutineLeak(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

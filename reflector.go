@@ -179,6 +179,11 @@ type Reflector[T Object] struct {
 	// failures tracks failed requests (see reflector_failures.go). Only
 	// Run's goroutine uses it.
 	failures failures
+	// resume, set before Run by a restored informer, makes the first cycle
+	// start from a snapshot's objects (see resumeWatch); restored holds
+	// them while a list that follows a failed resume may reuse them. Only
+	// Run's goroutine uses them after Run starts.
+	resume, restored *resumePoint[T]
 	// relist, with room for one request, asks the running watch to end so
 	// that the reflector lists again (see requestRelist). Each cycle takes
 	// a pending request away before it lists, and only a watch reads it
@@ -367,7 +372,19 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 	default:
 	}
 	var w watch.Interface
-	if r.useWatchList {
+	synced := false
+	if p := r.resume; p != nil {
+		r.resume = nil
+		var err error
+		if w, err = r.resumeOrList(ctx, p); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		synced = true
+	}
+	if !synced && r.useWatchList {
 		var err error
 		w, err = r.streamList(ctx)
 		if ctx.Err() != nil {
@@ -380,7 +397,7 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 			logger.V(4).Info("Streaming list failed, falling back to a regular list; expected if the API server does not support it", "err", err)
 		}
 	}
-	if w == nil {
+	if !synced && w == nil {
 		if err := r.list(ctx); err != nil {
 			return err
 		}

@@ -82,6 +82,10 @@ func (r *Reflector[T]) listAll(ctx context.Context, options metav1.ListOptions, 
 	if r.preparer != nil {
 		ctx = withCachedLookup(ctx, cachedLookup[T](func(name ObjectName, resourceVersion string) (T, bool) {
 			obj, ok := r.preparer.cachedListed(name, resourceVersion)
+			if !ok && r.restored != nil {
+				// A snapshot's object still current (see resumeOrList).
+				obj, ok = r.restored.lookup(name, resourceVersion)
+			}
 			if ok {
 				reused = append(reused, obj)
 			}

@@ -212,6 +212,11 @@ func (r *Reflector[T]) handleEvents(ctx context.Context, w watch.Interface, star
 			initialEventsEnded = true
 		}
 		r.deliver(ctx, sink, event.Type, obj)
+		if untilInitialEventsEnd {
+			if ender, ok := sink.(initialEventsEnder); ok && ender.caughtUp() {
+				initialEventsEnded = true // a restored cache caught up (resumeWatch)
+			}
+		}
 		onResourceVersion(obj.GetResourceVersion(), pastInitialEvents)
 		count++
 		if event.Type != watch.Bookmark {

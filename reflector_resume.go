@@ -1,0 +1,208 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// catchUpWatchSeconds is the timeout of the watch a restored reflector
+// catches up with. The API server sends a watch's bookmark two seconds
+// before its timeout (or after a minute, whichever comes first), so a
+// short watch brings, on a quiet resource, the bookmark that shows the
+// cache has caught up in about three seconds instead of a minute; the
+// watch that follows has the usual timeout.
+const catchUpWatchSeconds int64 = 5
+
+// resumePoint is where a reflector restored from a snapshot starts: the
+// snapshot's objects, consistent at resourceVersion (prepared: they are
+// stored as they are, not transformed again).
+type resumePoint[T Object] struct {
+	objects         []T
+	resourceVersion string
+	// byName indexes objects for a list's cachedLookup, once the watch
+	// could not be resumed; built when first needed.
+	byName map[ObjectName]T
+	// onResumed and onRelisted, if set, are told how the reflector synced.
+	onResumed, onRelisted func()
+}
+
+// lookup returns the restored object listed under name at resourceVersion,
+// if any (see cachedLookup).
+func (p *resumePoint[T]) lookup(name ObjectName, resourceVersion string) (T, bool) {
+	if p.byName == nil {
+		p.byName = make(map[ObjectName]T, len(p.objects))
+		for _, obj := range p.objects {
+			p.byName[NameOf(obj)] = obj
+		}
+	}
+	obj, ok := p.byName[name]
+	if !ok || resourceVersion == "" || obj.GetResourceVersion() != resourceVersion {
+		var zero T
+		return zero, false
+	}
+	return obj, true
+}
+
+// resumeFrom makes the reflector's first cycle start from objects,
+// consistent at resourceVersion, instead of the server's full state (see
+// resumeWatch). Call before Run.
+func (r *Reflector[T]) resumeFrom(p *resumePoint[T]) {
+	r.resume = p
+}
+
+// resumeWatch brings the restored objects of p up to date by watching from
+// their resource version: it reads the current resource version (a
+// consistent list of one item), watches from p's version, applies the
+// events to the restored objects until the watch reaches the version read
+// (an event or a bookmark at or past it), and then hands the result to the
+// store as one complete list, as a list would be. So the store syncs with
+// a state at least as new as a consistent read made after the reflector
+// started, and its handlers see what a cold start shows them: one add per
+// current object, then live events. It returns the still-open watch (nil
+// if the cache was current already) and an error when the watch cannot be
+// resumed ("410 Gone": the server's history no longer reaches back to the
+// snapshot); the caller then lists.
+func (r *Reflector[T]) resumeWatch(ctx context.Context, p *resumePoint[T]) (watch.Interface, error) {
+	logger := klog.FromContext(ctx)
+	page, err := r.lw.List(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
+	if err == nil && page == nil {
+		err = errNilListResult
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the current resource version: %w", err)
+	}
+	target := page.ResourceVersion
+	behind, err := resourceversion.CompareResourceVersion(p.resourceVersion, target)
+	if err != nil {
+		return nil, fmt.Errorf("%w: comparing resource versions: %w", errSnapshotUnusable, err)
+	}
+	collected := newInitialObjects[T](nil)
+	for _, obj := range p.objects {
+		collected.index[NameOf(obj)] = len(collected.items)
+		collected.items = append(collected.items, obj)
+	}
+	collected.preparer = r.preparer // later objects are new: prepared
+	sink := &catchUpSink[T]{initialObjects: collected, target: target, reached: behind >= 0}
+	rv := p.resourceVersion
+	var w watch.Interface
+	for !sink.reached {
+		if err := ctx.Err(); err != nil {
+			return nil, nil
+		}
+		timeout := catchUpWatchSeconds
+		start := r.clock.Now()
+		w, err = r.lw.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+		if err == nil && w == nil {
+			err = errNilWatch
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.noteAnswered(ctx)
+		reached, err := r.handleEvents(ctx, w, start, sink, func(v string, _ bool) { rv = v }, true, nil)
+		if errors.Is(err, errStopRequested) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !reached {
+			w = nil // ended (and stopped) before catching up: watch again
+			logger.V(4).Info("Watch ended before catching up with the restored snapshot; watching again", "resourceVersion", rv, "target", target)
+		}
+	}
+	if err := r.replace(collected.list(), rv); err != nil {
+		if w != nil {
+			w.Stop()
+		}
+		return nil, fmt.Errorf("unable to sync the restored objects: %w", err)
+	}
+	r.setLastSyncResourceVersion(rv)
+	r.noteSynced()
+	logger.V(2).Info("Resumed the watch of a restored snapshot", "snapshotResourceVersion", p.resourceVersion, "resourceVersion", rv, "target", target)
+	return w, nil
+}
+
+// catchUpSink applies a resumed watch's events to the restored objects and
+// notes when an event or bookmark has reached target.
+type catchUpSink[T Object] struct {
+	*initialObjects[T]
+	target  string
+	reached bool
+}
+
+// observe notes the resource version of an event.
+func (s *catchUpSink[T]) observe(rv string) {
+	if cmp, err := resourceversion.CompareResourceVersion(rv, s.target); err == nil && cmp >= 0 {
+		s.reached = true
+	}
+}
+
+func (s *catchUpSink[T]) Add(obj T) error {
+	s.observe(obj.GetResourceVersion())
+	return s.initialObjects.Add(obj)
+}
+
+func (s *catchUpSink[T]) Update(obj T) error {
+	s.observe(obj.GetResourceVersion())
+	return s.initialObjects.Update(obj)
+}
+
+func (s *catchUpSink[T]) Delete(obj T) error {
+	s.observe(obj.GetResourceVersion())
+	return s.initialObjects.Delete(obj)
+}
+
+func (s *catchUpSink[T]) Bookmark(rv string) error {
+	s.observe(rv)
+	return nil
+}
+
+// caughtUp ends handleEvents' wait for the initial events (see
+// initialEventsEnder).
+func (s *catchUpSink[T]) caughtUp() bool { return s.reached }
+
+// initialEventsEnder is a sink that says itself when the events it waits
+// for have all arrived, instead of the bookmark that ends a streaming
+// list's initial events.
+type initialEventsEnder interface {
+	caughtUp() bool
+}
+
+// resumeOrList is the first cycle of a reflector restored from a snapshot
+// (see resumeWatch): the watch to go on with, or, when the watch could not
+// be resumed, nil after a list that reuses the restored objects still at
+// the listed version (they are not decoded again).
+func (r *Reflector[T]) resumeOrList(ctx context.Context, p *resumePoint[T]) (watch.Interface, error) {
+	w, err := r.resumeWatch(ctx, p)
+	if ctx.Err() != nil {
+		if w != nil {
+			w.Stop()
+		}
+		return nil, nil
+	}
+	if err == nil {
+		if p.onResumed != nil {
+			p.onResumed()
+		}
+		return w, nil
+	}
+	klog.FromContext(ctx).V(2).Info("Could not resume watching at the restored snapshot's resource version; listing", "resourceVersion", p.resourceVersion, "err", err)
+	r.relistAfter(err)
+	r.restored = p
+	defer func() { r.restored = nil }()
+	if err := r.list(ctx); err != nil {
+		r.resume = p // the next cycle tries to resume again
+		return nil, err
+	}
+	if ctx.Err() == nil && p.onRelisted != nil {
+		p.onRelisted()
+	}
+	return nil, nil
+}

@@ -1,0 +1,525 @@
+package informer
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// SnapshotOptions makes an informer keep a snapshot of its cache on disk
+// and start from it (a warm restart, see docs/restart.md): on start, a
+// snapshot written by an informer of the same configuration becomes the
+// cache's initial content and the informer resumes watching where the
+// snapshot ends, instead of listing everything again. The zero value
+// (no Dir) keeps no snapshot.
+//
+// Snapshot files hold the cached objects as they are cached, so anything
+// the informer caches lands on disk: they are created 0600 in a directory
+// that must be 0700 (it is created so if missing). Secrets, and the
+// informers marked Sensitive, are never written unless AllowSensitive is
+// set.
+type SnapshotOptions struct {
+	// Dir is the directory snapshots are kept in; empty means none. Each
+	// informer writes one file named after its name, Go type and resource,
+	// and holds a lock file beside it while it runs, so that two processes
+	// never share a snapshot. For an informer made by [For], empty means
+	// [FactoryOptions].Snapshot.
+	Dir string
+	// Interval, if positive, makes a synced informer also write a snapshot
+	// every Interval while it runs; zero means only when Run ends (a clean
+	// stop), which a crash skips. A negative Interval is rejected.
+	Interval time.Duration
+	// TransformID names the informer's transform. A snapshot holds
+	// objects as the transform left them, and they are not transformed
+	// again on restore; so an informer with a Transform (its own or its
+	// factory's) keeps snapshots only if TransformID is set, and uses only
+	// a snapshot written under the same TransformID. Change it whenever
+	// the transform changes what it produces.
+	TransformID string
+	// Sensitive marks the informer's objects as never to be written to
+	// disk (as Secrets always are) unless AllowSensitive is set.
+	Sensitive bool
+	// AllowSensitive allows snapshots of Secrets and of informers marked
+	// Sensitive. Their files hold the objects' data in clear.
+	AllowSensitive bool
+}
+
+// validate rejects options that cannot work.
+func (o SnapshotOptions) validate() error {
+	if o.Interval < 0 {
+		return fmt.Errorf("Snapshot.Interval must not be negative, got %v", o.Interval)
+	}
+	return nil
+}
+
+// SnapshotStats counts an informer's snapshot saves and restores (see
+// [SnapshotOptions]). Every failure and rejected snapshot is also logged,
+// once per restore attempt and once per run of failed saves.
+type SnapshotStats struct {
+	// Saved counts snapshots written.
+	Saved int64
+	// SaveErrors counts snapshots that could not be written (the directory
+	// is not writable, the disk is full...); the previous snapshot, if any,
+	// stays in place.
+	SaveErrors int64
+	// LastSaveBytes is the size of the last snapshot written.
+	LastSaveBytes int64
+	// Restored is 1 once the informer started from a snapshot: its objects
+	// were the cache's starting point, whether the watch could be resumed
+	// or the informer had to list.
+	Restored int64
+	// RestoredObjects is the number of objects read from the snapshot.
+	RestoredObjects int64
+	// Rejected counts snapshots found but not used: unreadable, corrupt,
+	// truncated, written by an informer of another configuration or by a
+	// newer format, or locked by another process. The informer then
+	// starts cold.
+	Rejected int64
+	// ResumedWatches is 1 when the informer synced by resuming the watch at
+	// the snapshot's resource version; RestoreRelists is 1 when the
+	// server no longer had that version ("410 Gone") and the informer
+	// listed, reusing the restored objects still current.
+	ResumedWatches, RestoreRelists int64
+}
+
+// snapshotFormat is the version of the file format this code writes; it
+// reads no other.
+const snapshotFormat = 1
+
+// snapshotMagic starts every snapshot file.
+const snapshotMagic = "KTISNAP\n"
+
+// snapshotSuffix ends snapshot file names.
+const snapshotSuffix = ".snapshot"
+
+// snapshotMaxHeader bounds the header a reader accepts, so that a corrupt
+// length cannot make it allocate without limit.
+const snapshotMaxHeader = 1 << 20
+
+// snapshotMaxRecord bounds one object's encoding (the API server's limit
+// on a request is 3 MiB; objects in etcd are at most 1.5 MiB).
+const snapshotMaxRecord = 64 << 20
+
+// snapshotHeader is the first part of a snapshot file: what makes two
+// caches comparable, and what the objects are consistent at.
+type snapshotHeader struct {
+	// Format is snapshotFormat when written.
+	Format int `json:"format"`
+	// Scope is the configuration the objects were cached under.
+	Scope snapshotScope `json:"scope"`
+	// Encoding is "protobuf" or "json".
+	Encoding string `json:"encoding"`
+	// ResourceVersion is the resource version the objects are consistent
+	// at: the cache's when they were taken.
+	ResourceVersion string `json:"resourceVersion"`
+	// Objects is the number of object records.
+	Objects int `json:"objects"`
+	// Written is when the snapshot was taken (for people reading it).
+	Written time.Time `json:"written"`
+}
+
+// snapshotScope is what must be equal for two informers' caches to hold
+// the same objects: a snapshot is only restored into an informer of the
+// same scope.
+type snapshotScope struct {
+	Type          string   `json:"type"`
+	Resource      string   `json:"resource"`
+	Name          string   `json:"name"`
+	Namespace     string   `json:"namespace,omitempty"`
+	LabelSelector string   `json:"labelSelector,omitempty"`
+	FieldSelector string   `json:"fieldSelector,omitempty"`
+	Shard         string   `json:"shard,omitempty"`
+	DropFields    []string `json:"dropFields,omitempty"`
+	TransformID   string   `json:"transformID,omitempty"`
+}
+
+// differences names the fields in which s and o differ.
+func (s snapshotScope) differences(o snapshotScope) []string {
+	var diff []string
+	for _, f := range []struct {
+		name string
+		a, b string
+	}{
+		{"type", s.Type, o.Type},
+		{"resource", s.Resource, o.Resource},
+		{"name", s.Name, o.Name},
+		{"namespace", s.Namespace, o.Namespace},
+		{"label selector", s.LabelSelector, o.LabelSelector},
+		{"field selector", s.FieldSelector, o.FieldSelector},
+		{"shard", s.Shard, o.Shard},
+		{"transform", s.TransformID, o.TransformID},
+	} {
+		if f.a != f.b {
+			diff = append(diff, fmt.Sprintf("%s %q (want %q)", f.name, f.a, f.b))
+		}
+	}
+	if !slices.Equal(s.DropFields, o.DropFields) {
+		diff = append(diff, fmt.Sprintf("dropped fields %q (want %q)", s.DropFields, o.DropFields))
+	}
+	return diff
+}
+
+// snapshotScopeFor is the scope of an informer of T named name over
+// resource; the ListerWatcher's namespace, selectors, shard and dropped
+// fields are added by whoever knows them (For, shardOn).
+func snapshotScopeFor[T Object](name string, resource schema.GroupVersionResource, transformID string) snapshotScope {
+	typ := reflect.TypeFor[T]()
+	typeName := typ.String()
+	if typ.Kind() == reflect.Pointer {
+		typeName = "*" + typ.Elem().PkgPath() + "." + typ.Elem().Name()
+	}
+	return snapshotScope{Type: typeName, Resource: resource.String(), Name: name, TransformID: transformID}
+}
+
+// sensitiveType reports the objects written only with AllowSensitive
+// whatever the options say: Secrets, typed or as metadata or unstructured
+// objects of the resource.
+func sensitiveType[T Object](resource schema.GroupVersionResource) bool {
+	if _, ok := any(*new(T)).(*corev1.Secret); ok {
+		return true
+	}
+	return resource.Group == "" && resource.Resource == "secrets"
+}
+
+// snapshotCodec encodes and decodes the objects of a T.
+type snapshotCodec[T Object] struct {
+	encoding string // "protobuf" or "json"
+	// decode decodes one record into a new object.
+	decode func(data []byte) (T, error)
+}
+
+// protobufSizer is implemented by the gogo-generated protobuf types of
+// k8s.io/api and apimachinery: a record is encoded into a reused buffer.
+type protobufSizer interface {
+	Size() int
+	MarshalToSizedBuffer(dAtA []byte) (int, error)
+}
+
+// newSnapshotCodec chooses protobuf for types that have it (built-in types,
+// metadata-only objects), decoded by the REST ListerWatcher's decoder with
+// interns if not nil, and JSON for the others.
+func newSnapshotCodec[T Object](interns *internTable) snapshotCodec[T] {
+	elem := reflect.TypeFor[T]().Elem()
+	newT := func() T { return reflect.New(elem).Interface().(T) }
+	if _, ok := any(newT()).(protobufSizer); ok {
+		if _, ok := any(newT()).(protobufMessage); ok {
+			return snapshotCodec[T]{encoding: "protobuf", decode: func(data []byte) (T, error) {
+				obj := newT()
+				err := unmarshal(interns, data, any(obj).(protobufMessage))
+				return obj, err
+			}}
+		}
+	}
+	return snapshotCodec[T]{encoding: "json", decode: func(data []byte) (T, error) {
+		obj := newT()
+		err := json.Unmarshal(data, obj)
+		return obj, err
+	}}
+}
+
+// encode appends obj's encoding to buf[:0] and returns it.
+func (c snapshotCodec[T]) encode(buf []byte, obj T) ([]byte, error) {
+	if c.encoding == "json" {
+		return json.Marshal(obj)
+	}
+	m := any(obj).(protobufSizer)
+	size := m.Size()
+	if cap(buf) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	n, err := m.MarshalToSizedBuffer(buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[size-n:], nil
+}
+
+// castagnoli is the CRC-32C table: hardware-accelerated on amd64 and
+// arm64, so the checksum costs little next to encoding.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// snapshotFile is where a snapshot is written: an *os.File, or a test's
+// file that fails (a full disk).
+type snapshotFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+	Name() string
+}
+
+// createSnapshotTemp creates the temporary file a snapshot is written to,
+// 0600 (os.CreateTemp's mode), in the snapshot's directory so that the
+// rename is atomic. A variable for tests.
+var createSnapshotTemp = func(dir, pattern string) (snapshotFile, error) {
+	return os.CreateTemp(dir, pattern)
+}
+
+// writeSnapshot writes objects, consistent at header.ResourceVersion, to
+// path: into a temporary file that is synced, renamed over path, and made
+// durable by syncing the directory, so that a crash leaves either the old
+// snapshot or the new one, never a torn one. It returns the bytes
+// written. The objects are read, not modified.
+func writeSnapshot[T Object](path string, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
+	dir := filepath.Dir(path)
+	f, err := createSnapshotTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, fmt.Errorf("creating a snapshot file: %w", err)
+	}
+	written, err := encodeSnapshot(f, header, codec, objects)
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return 0, fmt.Errorf("writing snapshot %s: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return 0, fmt.Errorf("writing snapshot %s: syncing its directory: %w", path, err)
+	}
+	return written, nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if closeErr := d.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
+
+// countingWriter counts the bytes written through it and hashes them.
+type countingWriter struct {
+	w   io.Writer
+	crc hash.Hash32
+	n   int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.crc.Write(p[:n])
+	c.n += int64(n)
+	return n, err
+}
+
+// encodeSnapshot writes the file's content to w: the magic, the header's
+// length and JSON, each object's length and encoding, a zero length, and
+// the CRC-32C of everything before it. It returns the bytes written.
+func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
+	if header.Format == 0 {
+		header.Format = snapshotFormat
+	}
+	header.Encoding, header.Objects = codec.encoding, len(objects)
+	headerJSON, err := json.Marshal(header)
+	if err != nil {
+		return 0, fmt.Errorf("encoding the snapshot's header: %w", err)
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	cw := &countingWriter{w: bw, crc: crc32.New(castagnoli)}
+	var lenBuf [binary.MaxVarintLen64]byte
+	writeRecord := func(data []byte) error {
+		if _, err := cw.Write(binary.AppendUvarint(lenBuf[:0], uint64(len(data)))); err != nil {
+			return err
+		}
+		_, err := cw.Write(data)
+		return err
+	}
+	if _, err := io.WriteString(cw, snapshotMagic); err != nil {
+		return 0, err
+	}
+	if err := writeRecord(headerJSON); err != nil {
+		return 0, err
+	}
+	var buf []byte
+	for _, obj := range objects {
+		data, err := codec.encode(buf, obj)
+		if err != nil {
+			return 0, fmt.Errorf("encoding %s: %w", KeyOf(obj), err)
+		}
+		buf = data[:0]
+		if len(data) == 0 {
+			// Zero ends the records; an object always encodes to something.
+			return 0, fmt.Errorf("encoding %s: empty encoding", KeyOf(obj))
+		}
+		if err := writeRecord(data); err != nil {
+			return 0, err
+		}
+	}
+	if err := writeRecord(nil); err != nil {
+		return 0, err
+	}
+	if _, err := bw.Write(binary.BigEndian.AppendUint32(lenBuf[:0], cw.crc.Sum32())); err != nil {
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	return cw.n + 4, nil
+}
+
+// Reasons a snapshot is rejected, for tests to tell them apart; the error
+// says more.
+var (
+	errSnapshotCorrupt   = errors.New("the snapshot is corrupt or truncated")
+	errSnapshotFormat    = errors.New("the snapshot has another format")
+	errSnapshotForeign   = errors.New("the snapshot was written by an informer of another configuration")
+	errSnapshotUnusable  = errors.New("the snapshot cannot be resumed from")
+	errSnapshotLocked    = errors.New("another process holds the snapshot's lock")
+	errSnapshotDirectory = errors.New("the snapshot directory is not private")
+)
+
+// decodedSnapshot is a snapshot read back.
+type decodedSnapshot[T Object] struct {
+	header  snapshotHeader
+	objects []T
+}
+
+// readSnapshot reads and checks the snapshot at path, and decodes its
+// objects if it was written under want. The whole file is checked
+// against its checksum before anything is decoded. It returns an error
+// wrapping os.ErrNotExist if there is none.
+func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec[T]) (*decodedSnapshot[T], error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rest, ok := strings.CutPrefix(string(data[:min(len(data), len(snapshotMagic))]), snapshotMagic)
+	if !ok || rest != "" {
+		return nil, fmt.Errorf("%w: no snapshot magic", errSnapshotCorrupt)
+	}
+	if len(data) < len(snapshotMagic)+4 {
+		return nil, fmt.Errorf("%w: %d bytes", errSnapshotCorrupt, len(data))
+	}
+	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+	if got := crc32.Checksum(body, castagnoli); got != sum {
+		return nil, fmt.Errorf("%w: checksum %08x, want %08x", errSnapshotCorrupt, got, sum)
+	}
+	r := body[len(snapshotMagic):]
+	headerJSON, r, err := nextRecord(r, snapshotMaxHeader)
+	if err != nil {
+		return nil, fmt.Errorf("%w: header: %w", errSnapshotCorrupt, err)
+	}
+	var header snapshotHeader
+	if err := json.Unmarshal(headerJSON, &header); err != nil {
+		return nil, fmt.Errorf("%w: header: %w", errSnapshotCorrupt, err)
+	}
+	if header.Format != snapshotFormat {
+		return nil, fmt.Errorf("%w: format %d, this informer reads %d", errSnapshotFormat, header.Format, snapshotFormat)
+	}
+	if diff := header.Scope.differences(want); len(diff) > 0 {
+		return nil, fmt.Errorf("%w: %s", errSnapshotForeign, strings.Join(diff, ", "))
+	}
+	if header.Encoding != codec.encoding {
+		return nil, fmt.Errorf("%w: encoding %q, want %q", errSnapshotForeign, header.Encoding, codec.encoding)
+	}
+	if header.Objects < 0 || header.Objects > len(r) {
+		return nil, fmt.Errorf("%w: %d objects in %d bytes", errSnapshotCorrupt, header.Objects, len(r))
+	}
+	objects := make([]T, 0, header.Objects)
+	var zero T
+	for {
+		var rec []byte
+		rec, r, err = nextRecord(r, snapshotMaxRecord)
+		if err != nil {
+			return nil, fmt.Errorf("%w: object %d: %w", errSnapshotCorrupt, len(objects), err)
+		}
+		if len(rec) == 0 {
+			break
+		}
+		obj, err := codec.decode(rec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: object %d: %w", errSnapshotCorrupt, len(objects), err)
+		}
+		if obj == zero || obj.GetName() == "" {
+			return nil, fmt.Errorf("%w: object %d has no name", errSnapshotCorrupt, len(objects))
+		}
+		objects = append(objects, obj)
+	}
+	if len(r) != 0 || len(objects) != header.Objects {
+		return nil, fmt.Errorf("%w: %d objects and %d bytes after them, header says %d objects", errSnapshotCorrupt, len(objects), len(r), header.Objects)
+	}
+	return &decodedSnapshot[T]{header: header, objects: objects}, nil
+}
+
+// nextRecord cuts one length-prefixed record from r.
+func nextRecord(r []byte, limit uint64) (record, rest []byte, err error) {
+	n, size := binary.Uvarint(r)
+	if size <= 0 {
+		return nil, nil, errors.New("bad length")
+	}
+	if n > limit || n > uint64(len(r)-size) {
+		return nil, nil, fmt.Errorf("length %d past the end", n)
+	}
+	return r[size : size+int(n)], r[size+int(n):], nil
+}
+
+// snapshotFileName is the file an informer's snapshots are written to in
+// dir: the informer's name (or type) and resource, in characters safe in
+// any file system, and a hash of them, so that two informers never share
+// a file by accident. The rest of the scope is checked on restore, so
+// that a changed configuration finds its old snapshot and rejects it.
+func snapshotFileName(scope snapshotScope) string {
+	label := scope.Name
+	if label == "" {
+		label = scope.Type
+	}
+	label += "_" + scope.Resource
+	var b strings.Builder
+	for _, r := range label {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 80 {
+			break
+		}
+	}
+	crc := crc32.Checksum([]byte(scope.Name+"\x00"+scope.Type+"\x00"+scope.Resource), castagnoli)
+	return fmt.Sprintf("%s-%08x%s", b.String(), crc, snapshotSuffix)
+}
+
+// prepareSnapshotDir creates dir 0700 if missing, and refuses one that
+// others can read or write: snapshots hold the cached objects.
+func prepareSnapshotDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the snapshot directory: %w", err)
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("reading the snapshot directory: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("snapshot directory %s is not a directory", dir)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %v, want 0700", errSnapshotDirectory, dir, perm)
+	}
+	return nil
+}
