@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -11,13 +12,17 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// catchUpWatchSeconds is the timeout of the watch a restored reflector
-// catches up with. The API server sends a watch's bookmark two seconds
-// before its timeout (or after a minute, whichever comes first), so a
-// short watch brings, on a quiet resource, the bookmark that shows the
-// cache has caught up in about three seconds instead of a minute; the
-// watch that follows has the usual timeout.
-const catchUpWatchSeconds int64 = 5
+// catchUpWait bounds how long a restored reflector waits for its resumed
+// watch to reach the current resource version. Events bring it there at
+// once on a resource that changes; on a quiet one only a bookmark does,
+// which kube-apiserver v1.37 sends about once a minute (docs/restart.md
+// has the figures). Past the wait, the reflector lists instead, skipping
+// the objects it holds at the listed version (see resumeOrList).
+const catchUpWait = 10 * time.Second
+
+// errCatchUpTimeout ends a resumed watch that did not reach the current
+// resource version within catchUpWait.
+var errCatchUpTimeout = errors.New("the resumed watch did not reach the current resource version in time")
 
 // resumePoint is where a reflector restored from a snapshot starts: the
 // snapshot's objects, consistent at resourceVersion (prepared: they are
@@ -91,13 +96,30 @@ func (r *Reflector[T]) resumeWatch(ctx context.Context, p *resumePoint[T]) (watc
 	sink := &catchUpSink[T]{initialObjects: collected, target: target, reached: behind >= 0}
 	rv := p.resourceVersion
 	var w watch.Interface
-	for !sink.reached {
-		if err := ctx.Err(); err != nil {
-			return nil, nil
+	// The watches are made with ctx, so that the one that catches up goes
+	// on; only the wait for their events is bounded.
+	waitCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := r.clock.NewTimer(catchUpWait)
+	returned := make(chan struct{})
+	defer func() {
+		close(returned)
+		timer.Stop()
+	}()
+	go func() {
+		select {
+		case <-timer.C():
+			cancel(errCatchUpTimeout)
+		case <-returned:
 		}
-		timeout := catchUpWatchSeconds
+	}()
+	for !sink.reached {
+		if err := context.Cause(waitCtx); err != nil {
+			p.objects = collected.list()
+			return nil, err
+		}
 		start := r.clock.Now()
-		w, err = r.lw.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+		w, err = r.lw.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: watchTimeoutSeconds()})
 		if err == nil && w == nil {
 			err = errNilWatch
 		}
@@ -105,8 +127,13 @@ func (r *Reflector[T]) resumeWatch(ctx context.Context, p *resumePoint[T]) (watc
 			return nil, err
 		}
 		r.noteAnswered(ctx)
-		reached, err := r.handleEvents(ctx, w, start, sink, func(v string, _ bool) { rv = v }, true, nil)
+		reached, err := r.handleEvents(waitCtx, w, start, sink, func(v string, _ bool) { rv = v }, true, nil)
 		if errors.Is(err, errStopRequested) {
+			if cause := context.Cause(waitCtx); ctx.Err() == nil && errors.Is(cause, errCatchUpTimeout) {
+				// What the watch brought is kept for the list to reuse.
+				p.objects = collected.list()
+				return nil, cause
+			}
 			return nil, nil
 		}
 		if err != nil {
