@@ -18,6 +18,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // SnapshotOptions makes an informer keep a snapshot of its cache on disk
@@ -212,14 +214,14 @@ type protobufSizer interface {
 // newSnapshotCodec chooses protobuf for types that have it (built-in types,
 // metadata-only objects), decoded by the REST ListerWatcher's decoder with
 // interns if not nil, and JSON for the others.
-func newSnapshotCodec[T Object](interns *internTable) snapshotCodec[T] {
+func newSnapshotCodec[T Object](interns *wire.InternTable) snapshotCodec[T] {
 	elem := reflect.TypeFor[T]().Elem()
 	newT := func() T { return reflect.New(elem).Interface().(T) }
 	if _, ok := any(newT()).(protobufSizer); ok {
-		if _, ok := any(newT()).(protobufMessage); ok {
+		if _, ok := any(newT()).(wire.ProtobufMessage); ok {
 			return snapshotCodec[T]{encoding: "protobuf", decode: func(data []byte) (T, error) {
 				obj := newT()
-				err := unmarshal(interns, data, any(obj).(protobufMessage))
+				err := wire.Unmarshal(interns, data, any(obj).(wire.ProtobufMessage))
 				return obj, err
 			}}
 		}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // snapshotter restores an informer's cache from its snapshot at start and
@@ -129,7 +131,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 	}
 	if q.intern != nil {
 		for _, obj := range snap.objects {
-			internObject(q.interns, q.intern, obj)
+			wire.InternObject(q.interns, q.intern, obj)
 		}
 	}
 	s.restored.Store(1)
@@ -217,7 +219,7 @@ func selectorsOf(tweak func(*metav1.ListOptions)) (label, field string) {
 }
 
 // decodingTable returns the table lw interns decoded strings in, or nil.
-func decodingTable[T Object](lw ListerWatcher[T]) *internTable {
+func decodingTable[T Object](lw ListerWatcher[T]) *wire.InternTable {
 	switch lw := lw.(type) {
 	case *restListerWatcher[T]:
 		return lw.interns

@@ -22,6 +22,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubetyped/informer/informertest"
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // snapDir returns a snapshot directory the informer creates (0700).
@@ -85,7 +86,7 @@ func TestSnapshotFileRoundTrip(t *testing.T) {
 	pods := snapPods()
 	path := filepath.Join(t.TempDir(), "pods"+snapshotSuffix)
 	scope := snapshotScopeFor[*corev1.Pod]("pods", corev1.SchemeGroupVersion.WithResource("pods"), "")
-	codec := newSnapshotCodec[*corev1.Pod](newInternTable())
+	codec := newSnapshotCodec[*corev1.Pod](wire.NewInternTable())
 	n, err := writeSnapshot(path, snapshotHeader{Scope: scope, ResourceVersion: "7"}, codec, pods)
 	plMust(t, err)
 	info, err := os.Stat(path)
