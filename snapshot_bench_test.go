@@ -1,0 +1,103 @@
+package informer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"hash/crc32"
+	"io"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubetyped/informer/internal/prodpods"
+	"github.com/kubetyped/informer/internal/wire"
+)
+
+// BenchmarkSnapshot measures the parts of a snapshot of 100,000
+// production-like pods (internal/prodpods): taking the pointers under the
+// store's read lock (all the lock is held for), encoding the file, writing
+// it (encoding, fsync, rename), reading it back with the interning
+// decoder, the CRC-32C alone, and gzip at its fastest level (not used:
+// see docs/restart.md).
+func BenchmarkSnapshot(b *testing.B) {
+	const n = 100_000
+	pods := prodpods.New(n)
+	store := NewIndexer[*corev1.Pod](nil)
+	items := make([]*corev1.Pod, n)
+	for i := range pods {
+		items[i] = &pods[i]
+	}
+	if err := store.Replace(items, "1"); err != nil {
+		b.Fatal(err)
+	}
+	scope := snapshotScopeFor[*corev1.Pod]("pods", corev1.SchemeGroupVersion.WithResource("pods"), "")
+	codec := newSnapshotCodec[*corev1.Pod](wire.NewInternTable())
+	var encoded bytes.Buffer
+	if _, err := encodeSnapshot(&encoded, snapshotHeader{Scope: scope, ResourceVersion: "1"}, codec, items); err != nil {
+		b.Fatal(err)
+	}
+	perObject := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/object")
+	}
+	b.Run("pointers", func(b *testing.B) {
+		for b.Loop() {
+			if objs, _ := store.listAtVersion(); len(objs) != n {
+				b.Fatal(len(objs))
+			}
+		}
+		perObject(b)
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			objs, rv := store.listAtVersion()
+			if _, err := encodeSnapshot(io.Discard, snapshotHeader{Scope: scope, ResourceVersion: rv}, codec, objs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perObject(b)
+		b.ReportMetric(float64(encoded.Len())/n, "bytes/object")
+	})
+	b.Run("write", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "pods"+snapshotSuffix)
+		for b.Loop() {
+			objs, rv := store.listAtVersion()
+			if _, err := writeSnapshot(path, snapshotHeader{Scope: scope, ResourceVersion: rv}, codec, objs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perObject(b)
+	})
+	b.Run("read", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "pods"+snapshotSuffix)
+		if _, err := writeSnapshot(path, snapshotHeader{Scope: scope, ResourceVersion: "1"}, codec, items); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			snap, err := readSnapshot(path, scope, newSnapshotCodec[*corev1.Pod](wire.NewInternTable()))
+			if err != nil || len(snap.objects) != n {
+				b.Fatal(err)
+			}
+		}
+		perObject(b)
+	})
+	b.Run("crc32c", func(b *testing.B) {
+		for b.Loop() {
+			crc32.Checksum(encoded.Bytes(), castagnoli)
+		}
+		perObject(b)
+	})
+	b.Run("gzip-fastest", func(b *testing.B) {
+		var out bytes.Buffer
+		for b.Loop() {
+			out.Reset()
+			w, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
+			w.Write(encoded.Bytes())
+			w.Close()
+		}
+		perObject(b)
+		b.ReportMetric(float64(out.Len())/n, "bytes/object")
+	})
+}
