@@ -144,6 +144,11 @@ func (r *Reflector[T]) resumeWatch(ctx context.Context, p *resumePoint[T]) (watc
 			logger.V(4).Info("Watch ended before catching up with the restored snapshot; watching again", "resourceVersion", rv, "target", target)
 		}
 	}
+	// Counted before the store hears of the list, so that whoever sees
+	// the informer synced sees how.
+	if p.onResumed != nil {
+		p.onResumed()
+	}
 	if err := r.replace(collected.list(), rv); err != nil {
 		if w != nil {
 			w.Stop()
@@ -215,21 +220,18 @@ func (r *Reflector[T]) resumeOrList(ctx context.Context, p *resumePoint[T]) (wat
 		return nil, nil
 	}
 	if err == nil {
-		if p.onResumed != nil {
-			p.onResumed()
-		}
 		return w, nil
 	}
 	klog.FromContext(ctx).V(2).Info("Could not resume watching at the restored snapshot's resource version; listing", "resourceVersion", p.resourceVersion, "err", err)
 	r.relistAfter(err)
+	if p.onRelisted != nil {
+		p.onRelisted() // before the store hears of the list, as onResumed
+	}
 	r.restored = p
 	defer func() { r.restored = nil }()
 	if err := r.list(ctx); err != nil {
 		r.resume = p // the next cycle tries to resume again
 		return nil, err
-	}
-	if ctx.Err() == nil && p.onRelisted != nil {
-		p.onRelisted()
 	}
 	return nil, nil
 }
