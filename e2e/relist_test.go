@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
@@ -120,15 +121,7 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
-	// No watch cache: watches are served from etcd, which compacts its
-	// history every second.
-	config := startClusterOfOwn(ctx, t, "compacting-", cluster.Options{
-		APIServerArgs: []string{"--watch-cache=false", "--etcd-compaction-interval=1s"},
-	}).Config()
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		t.Fatalf("clientset: %v", err)
-	}
+	config, client := startCompactingCluster(ctx, t, "compacting-")
 	ns := newNamespace(ctx, t, client)
 	for i := range 3 {
 		createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i))
@@ -207,6 +200,21 @@ func TestRelistAfterCompactionDeliversMissedChanges(t *testing.T) {
 	if len(deletes) != 1 || deletes[0].Name.String() != ns+"/pre-1" || !deletes[0].FinalStateUnknown {
 		t.Errorf("deletes %+v, want one final-state-unknown delete of %s/pre-1", deletes, ns)
 	}
+}
+
+// startCompactingCluster starts a cluster of the test's own whose API
+// server has no watch cache, so that watches are served from etcd, which
+// compacts its history every second; it returns its config and a client.
+func startCompactingCluster(ctx context.Context, t *testing.T, prefix string) (*rest.Config, kubernetes.Interface) {
+	t.Helper()
+	config := startClusterOfOwn(ctx, t, prefix, cluster.Options{
+		APIServerArgs: []string{"--watch-cache=false", "--etcd-compaction-interval=1s"},
+	}).Config()
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatalf("clientset: %v", err)
+	}
+	return config, client
 }
 
 // waitCompactedPast waits until a watch of the namespace's pods from

@@ -16,7 +16,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubetyped/informer"
-	"github.com/kubetyped/informer/e2e/internal/cluster"
 )
 
 // handlerMap is what a handler built from its notifications: the resource
@@ -163,13 +162,7 @@ func TestWarmRestartAfterCompaction(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
-	config := startClusterOfOwn(ctx, t, "warm-compacting-", cluster.Options{
-		APIServerArgs: []string{"--watch-cache=false", "--etcd-compaction-interval=1s"},
-	}).Config()
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		t.Fatalf("clientset: %v", err)
-	}
+	config, client := startCompactingCluster(ctx, t, "warm-compacting-")
 	ns := newNamespace(ctx, t, client)
 	for i := range 4 {
 		createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i))
