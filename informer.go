@@ -321,7 +321,7 @@ func (i *Informer[T]) deduplicate(transform TransformFunc[T]) error {
 		interns = lw.interns
 	}
 	if lw, ok := i.lw.(*restListerWatcher[T]); ok && lw.interns != nil {
-		if transform == nil {
+		if transform == nil && lw.sharesOnDecode {
 			shared, err := lw.sharingSubObjects()
 			if err != nil {
 				return fmt.Errorf("deduplicating on decode: %w", err)

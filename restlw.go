@@ -126,8 +126,15 @@ type restListerWatcher[T Object] struct {
 	// decoders decode list bodies, as the REST client's would.
 	decoders runtime.ClientNegotiator
 	// interns, if not nil, holds the strings of the objects decoded from
-	// protobuf (see wire.Unmarshal); an informer deduplicating them uses it too.
+	// protobuf (see wire.Unmarshal) or from JSON by the typed JSON decoder
+	// (typed); an informer deduplicating them uses it too.
 	interns *wire.InternTable
+	// typed, if not nil, are the types the typed JSON decoder decodes
+	// (internal/wire/json_typed_codec.go): T and its list, for JSON.
+	typed *wire.TypedJSONTypes
+	// sharesOnDecode tells whether the decoder of interns can also share
+	// sub-objects (sharingSubObjects): the protobuf decoder's.
+	sharesOnDecode bool
 	// newClient makes a REST client decoding with a table (see
 	// decodeWith).
 	newClient func(interns *wire.InternTable) (*rest.RESTClient, error)
@@ -148,8 +155,9 @@ type restListerWatcher[T Object] struct {
 //
 // Pods, nodes, services, config maps, secrets, namespaces, endpoint slices,
 // deployments, replica sets, stateful sets, daemon sets and jobs decoded
-// from protobuf (the default for built-in types) have their strings
-// interned on decode: a string equal to one of an earlier object's (label
+// from protobuf (the default for built-in types), and objects decoded from
+// JSON (custom resources; see docs/semantics.md for the types decoded by
+// apimachinery instead), have their strings interned on decode: a string equal to one of an earlier object's (label
 // and annotation keys and values, images, env vars, node names…)
 // is the same copy of its bytes, looked up instead of allocated. Go
 // strings are immutable, so this changes no value and nothing a caller can
@@ -241,13 +249,19 @@ func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, ite
 		namespace: opts.Namespace,
 		tweak:     opts.TweakListOptions,
 		drop:      drop,
-		newClient: func(interns *wire.InternTable) (*rest.RESTClient, error) {
-			return newTypedRESTClient(config, gvk.GroupVersion(), scheme, interns, contentType, httpClient)
-		},
 	}
 	var interns *wire.InternTable
-	if contentType == ContentTypeProtobuf && wire.DecodesInterned(reflect.New(itemType.Elem()).Interface()) {
+	switch {
+	case contentType == ContentTypeProtobuf && wire.DecodesInterned(reflect.New(itemType.Elem()).Interface()):
 		interns = wire.NewInternTable()
+		lw.sharesOnDecode = true
+	case contentType == ContentTypeJSON:
+		if lw.typed = wire.NewTypedJSONTypes(scheme, itemType, reflect.TypeOf(list)); lw.typed != nil {
+			interns = wire.NewInternTable()
+		}
+	}
+	lw.newClient = func(interns *wire.InternTable) (*rest.RESTClient, error) {
+		return newTypedRESTClient(config, gvk.GroupVersion(), scheme, interns, lw.typed, contentType, httpClient)
 	}
 	if err := lw.decodeWith(interns); err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
@@ -269,7 +283,7 @@ func (lw *restListerWatcher[T]) decodeWith(interns *wire.InternTable) error {
 	}
 	gv := lw.listKind.GroupVersion()
 	lw.client, lw.interns = client, interns
-	lw.decoders = runtime.NewClientNegotiator(wire.NewRESTCodecs(lw.scheme, interns), gv)
+	lw.decoders = runtime.NewClientNegotiator(wire.NewRESTCodecs(lw.scheme, interns, lw.typed), gv)
 	return nil
 }
 
@@ -544,17 +558,18 @@ func decodesProtobuf(obj runtime.Object) bool {
 }
 
 // newTypedRESTClient returns a REST client for one group version that
-// decodes with scheme (interning strings in interns, see wire.NewRESTCodecs),
+// decodes with scheme (interning strings in interns, the types of typed
+// with the typed JSON decoder: see wire.NewRESTCodecs),
 // negotiates contentType and sends its requests
 // through httpClient.
-func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, interns *wire.InternTable, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
+func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, interns *wire.InternTable, typed *wire.TypedJSONTypes, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.GroupVersion = &gv
 	cfg.APIPath = "/apis"
 	if gv.Group == "" {
 		cfg.APIPath = "/api"
 	}
-	cfg.NegotiatedSerializer = wire.NewRESTCodecs(scheme, interns)
+	cfg.NegotiatedSerializer = wire.NewRESTCodecs(scheme, interns, typed)
 	cfg.ContentType = string(contentType)
 	cfg.AcceptContentTypes = string(contentType)
 	if contentType == ContentTypeProtobuf {

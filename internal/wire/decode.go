@@ -32,12 +32,19 @@ type restCodecs struct {
 
 // NewRESTCodecs returns the codecs of a typed REST client over scheme. If
 // interns is not nil, objects of the types unmarshalInterned knows are
-// decoded with their strings interned in it.
-func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable) runtime.NegotiatedSerializer {
+// decoded with their strings interned in it. If typed is not nil, the
+// objects of its types are decoded from JSON by the typed JSON decoder
+// (json_typed_codec.go), their strings interned in interns, which must then
+// not be nil.
+func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable, typed *TypedJSONTypes) runtime.NegotiatedSerializer {
 	base := serializer.NewCodecFactory(scheme).WithoutConversion()
 	mediaTypes := slices.Clone(base.SupportedMediaTypes())
 	for i := range mediaTypes {
 		info := &mediaTypes[i]
+		if info.MediaType == runtime.ContentTypeJSON && typed != nil {
+			info.Serializer = &typedJSONDecoder{Serializer: info.Serializer, types: typed, interns: interns}
+			continue
+		}
 		if info.MediaType != runtime.ContentTypeProtobuf {
 			continue
 		}

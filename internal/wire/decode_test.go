@@ -31,7 +31,7 @@ func protobufCodecs(t testing.TB) (theirs, ours runtime.SerializerInfo) {
 		}
 		return info
 	}
-	return find(serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()), find(NewRESTCodecs(clientgoscheme.Scheme, nil))
+	return find(serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()), find(NewRESTCodecs(clientgoscheme.Scheme, nil, nil))
 }
 
 // encodeProtobufWithKind is obj in Kubernetes' protobuf encoding with its
@@ -144,7 +144,7 @@ func TestWatchEventDecoderKeepsEarlierObjects(t *testing.T) {
 		ns   runtime.NegotiatedSerializer
 	}{
 		{"apimachinery", serializer.NewCodecFactory(clientgoscheme.Scheme).WithoutConversion()},
-		{"ours", NewRESTCodecs(clientgoscheme.Scheme, nil)},
+		{"ours", NewRESTCodecs(clientgoscheme.Scheme, nil, nil)},
 	} {
 		objects, streaming, framer, err := runtime.NewClientNegotiator(codecs.ns, corev1.SchemeGroupVersion).StreamDecoder(runtime.ContentTypeProtobuf, nil)
 		if err != nil {

@@ -19,7 +19,8 @@ import (
 // JSON serializer), but without reflection per field: a tree of nodes built
 // once per type from its reflect.Type says, for each struct, its fields' JSON
 // names and offsets, so that decoding writes through unsafe pointers. It
-// reads strings into an intern table (Strings) instead of allocating them.
+// reads strings into an intern table (InternTable) instead of allocating
+// them.
 //
 // What sigs.k8s.io/json does that matters for equal values, and how the
 // nodes keep it:
@@ -53,13 +54,6 @@ import (
 // sigs.k8s.io/json fails, and may fail (never succeed) where it would fail
 // only later. Its errors are not sigs.k8s.io/json's: a caller that needs
 // those decodes again with it on error.
-
-// Strings turns decoded strings' bytes into strings: an intern table
-// returns one shared copy of equal strings. The result must not point into
-// b, which the caller may reuse.
-type Strings interface {
-	String(b []byte) string
-}
 
 // TypedJSON decodes JSON into values of one Go type (see NewTypedJSON). It
 // is immutable and safe for concurrent use.

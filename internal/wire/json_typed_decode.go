@@ -22,7 +22,7 @@ type tjState struct {
 	data  []byte
 	i     int
 	depth int
-	strs  Strings
+	strs  *InternTable
 	// topKeyRisk is set when the top-level object has a key, not a field,
 	// that apimachinery's kind detection (encoding/json, case-insensitive)
 	// could take for "apiVersion" or "kind": see TopLevelKeyRisk.
@@ -48,8 +48,9 @@ type DecodeResult struct {
 // Decode decodes data, one JSON value, into *into, which must point to a
 // value of d's type, as sigs.k8s.io/json's UnmarshalCaseSensitivePreserveInts
 // would (see the top of json_typed.go), taking strings from strs (nil:
-// allocated). On error, *into holds part of data.
-func (d *TypedJSON) Decode(data []byte, into any, strs Strings) (DecodeResult, error) {
+// allocated), whose lock the caller holds. On error, *into holds part of
+// data.
+func (d *TypedJSON) Decode(data []byte, into any, strs *InternTable) (DecodeResult, error) {
 	v := reflect.ValueOf(into)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Type().Elem() != d.typ {
 		return DecodeResult{}, fmt.Errorf("%w: decoding into %T, want *%v", errTypedJSON, into, d.typ)
@@ -58,7 +59,7 @@ func (d *TypedJSON) Decode(data []byte, into any, strs Strings) (DecodeResult, e
 }
 
 // DecodeAt is Decode into the value of d's type at p.
-func (d *TypedJSON) DecodeAt(data []byte, p unsafe.Pointer, strs Strings) (DecodeResult, error) {
+func (d *TypedJSON) DecodeAt(data []byte, p unsafe.Pointer, strs *InternTable) (DecodeResult, error) {
 	s := tjState{data: data, strs: strs}
 	err := s.value(d.root, p)
 	if err == nil {
@@ -319,7 +320,7 @@ func (s *tjState) str() (string, error) {
 		return unquote(raw)
 	}
 	if s.strs != nil {
-		return s.strs.String(raw), nil
+		return s.strs.strFrom(raw), nil
 	}
 	return string(raw), nil
 }

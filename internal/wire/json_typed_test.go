@@ -16,16 +16,14 @@ import (
 	"github.com/kubetyped/informer/internal/crdtypes"
 )
 
-// testStrings is a Strings for tests: one copy of each string.
-type testStrings map[string]string
-
-func (t testStrings) String(b []byte) string {
-	if s, ok := t[string(b)]; ok {
-		return s
+// decodeTyped decodes data into *into with d, holding table's lock if
+// table is not nil.
+func decodeTyped(d *TypedJSON, data []byte, into any, table *InternTable) (DecodeResult, error) {
+	if table != nil {
+		table.lock()
+		defer table.mu.Unlock()
 	}
-	s := string(b)
-	t[s] = s
-	return s
+	return d.Decode(data, into, table)
 }
 
 // cmpOpts compares the test types, unexported fields included.
@@ -34,7 +32,7 @@ var cmpOpts = cmp.AllowUnexported(gadgetSpec{})
 // decodeBothTyped decodes data into a T with sigs.k8s.io/json and with
 // the typed decoder (through strs if not nil): they must both fail or
 // decode equal values. It reports whether they succeeded.
-func decodeBothTyped[T any](t testing.TB, data []byte, strs Strings) bool {
+func decodeBothTyped[T any](t testing.TB, data []byte, strs *InternTable) bool {
 	t.Helper()
 	d, err := NewTypedJSON(reflect.TypeFor[T]())
 	if err != nil {
@@ -42,7 +40,7 @@ func decodeBothTyped[T any](t testing.TB, data []byte, strs Strings) bool {
 	}
 	var want, got T
 	wantErr := kjson.UnmarshalCaseSensitivePreserveInts(data, &want)
-	_, gotErr := d.Decode(data, &got, strs)
+	_, gotErr := decodeTyped(d, data, &got, strs)
 	if (wantErr == nil) != (gotErr == nil) {
 		t.Fatalf("decoding %T from %q: sigs.k8s.io/json's error %v, the typed decoder's %v", got, data, wantErr, gotErr)
 	}
@@ -59,7 +57,7 @@ func decodeBothTyped[T any](t testing.TB, data []byte, strs Strings) bool {
 }
 
 // decodeAllTypes is decodeBothTyped with each test type.
-func decodeAllTypes(t testing.TB, data []byte, strs Strings) {
+func decodeAllTypes(t testing.TB, data []byte, strs *InternTable) {
 	t.Helper()
 	decodeBothTyped[crdtypes.Workload](t, data, strs)
 	decodeBothTyped[crdtypes.WorkloadList](t, data, strs)
@@ -156,7 +154,7 @@ var typedFixtures = []string{
 func TestTypedJSONFixtures(t *testing.T) {
 	for _, fixture := range typedFixtures {
 		decodeAllTypes(t, []byte(fixture), nil)
-		decodeAllTypes(t, []byte(fixture), testStrings{})
+		decodeAllTypes(t, []byte(fixture), newBareInternTable())
 	}
 }
 
@@ -171,7 +169,7 @@ func sameFailure(t *testing.T, data []byte) {
 	}
 	var want, got gadget
 	wantErr := kjson.UnmarshalCaseSensitivePreserveInts(data, &want)
-	_, gotErr := d.Decode(data, &got, nil)
+	_, gotErr := decodeTyped(d, data, &got, nil)
 	if (wantErr == nil) != (gotErr == nil) {
 		t.Fatalf("sigs.k8s.io/json's error %v, the typed decoder's %v", wantErr, gotErr)
 	}
@@ -240,10 +238,10 @@ func mutate(r *rand.Rand, data []byte) []byte {
 // both ways, through a table and without.
 func checkRandomTyped[T any](t *testing.T, seed uint64) {
 	encoded := randomTyped[T](t, seed, 30)
-	strs := testStrings{}
+	strs := newBareInternTable()
 	ok := 0
 	for _, data := range encoded {
-		for _, s := range []Strings{nil, strs, strs} {
+		for _, s := range []*InternTable{nil, strs, strs} {
 			if decodeBothTyped[T](t, data, s) {
 				ok++
 			}
@@ -279,7 +277,7 @@ func TestTypedJSONW8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	strs := testStrings{}
+	strs := newBareInternTable()
 	decodeBothTyped[crdtypes.WorkloadList](t, data, strs)
 	for _, w := range list.Items {
 		one, err := json.Marshal(&w)
@@ -293,7 +291,7 @@ func TestTypedJSONW8(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got crdtypes.WorkloadList
-	if _, err := d.Decode(data, &got, strs); err != nil {
+	if _, err := decodeTyped(d, data, &got, strs); err != nil {
 		t.Fatal(err)
 	}
 	a, b := got.Items[0].Spec.QueueName, got.Items[8].Spec.QueueName
@@ -318,6 +316,6 @@ func FuzzTypedJSON(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		decodeAllTypes(t, data, testStrings{})
+		decodeAllTypes(t, data, newBareInternTable())
 	})
 }

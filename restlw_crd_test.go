@@ -1,0 +1,79 @@
+package informer_test
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+	"unsafe"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/internal/crdtypes"
+)
+
+// TestRESTListerWatcherDecodesCRDsInterned lists then watches custom
+// resources (W8's workloads) over JSON: the objects equal the server's, as
+// apimachinery's codec decodes them, and the strings their replicas repeat
+// are one copy, read into the intern table as they were decoded.
+func TestRESTListerWatcherDecodesCRDsInterned(t *testing.T) {
+	srv := newFakeAPIServer(t, crdtypes.AddToScheme)
+	kind := crdtypes.GroupVersion.WithKind("Workload")
+	srv.Serve(crdtypes.Resource, kind, false)
+	workloads := crdtypes.New(17)
+	var want []*crdtypes.Workload
+	for i := range workloads[:16] {
+		w := &workloads[i]
+		w.TypeMeta = metav1.TypeMeta{APIVersion: crdtypes.GroupVersion.String(), Kind: "Workload"}
+		want = append(want, srv.Create(crdtypes.Resource, w).(*crdtypes.Workload))
+	}
+	scheme := runtime.NewScheme()
+	if err := crdtypes.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := informer.NewRESTListerWatcher[*crdtypes.Workload](srv.Config(), informer.RESTOptions{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added runtime.Object
+	list, ev := testListerWatcher(t, srv, crdtypes.Resource, lw, func() {
+		w := &workloads[16]
+		w.TypeMeta = metav1.TypeMeta{APIVersion: crdtypes.GroupVersion.String(), Kind: "Workload"}
+		added = srv.Create(crdtypes.Resource, w)
+	})
+	for _, w := range want {
+		w.TypeMeta = metav1.TypeMeta{}
+	}
+	byKey := func(a, b *crdtypes.Workload) int {
+		return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	}
+	slices.SortFunc(want, byKey)
+	slices.SortFunc(list.Items, byKey)
+	if diff := gocmp.Diff(want, list.Items); diff != "" {
+		t.Fatalf("listed workloads (-server +listed):\n%s", diff)
+	}
+	wantAdded := added.(*crdtypes.Workload)
+	wantAdded.TypeMeta = metav1.TypeMeta{}
+	if diff := gocmp.Diff(watch.Event{Type: watch.Added, Object: wantAdded}, ev); diff != "" {
+		t.Fatalf("watch event (-want +got):\n%s", diff)
+	}
+	// Workloads 0, 8 and 16 are replicas of one template. A string becomes
+	// the table's from its second sighting: 8 and 16 hold that copy.
+	byName := map[string]*crdtypes.Workload{}
+	for _, w := range list.Items {
+		byName[w.Name] = w
+	}
+	second, third := byName[workloads[8].Name], ev.Object.(*crdtypes.Workload)
+	if unsafe.StringData(second.Spec.QueueName) != unsafe.StringData(third.Spec.QueueName) {
+		t.Errorf("workload %s: its queue name is not the copy workload %s holds", third.Name, second.Name)
+	}
+	image := func(w *crdtypes.Workload) *byte {
+		return unsafe.StringData(w.Spec.PodSets[0].Template.Spec.Containers[0].Image)
+	}
+	if image(second) != image(third) {
+		t.Errorf("workload %s: its image is not the copy workload %s holds", third.Name, second.Name)
+	}
+}
