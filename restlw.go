@@ -133,7 +133,8 @@ type restListerWatcher[T Object] struct {
 	// (internal/wire/json_typed_codec.go): T and its list, for JSON.
 	typed *wire.TypedJSONTypes
 	// sharesOnDecode tells whether the decoder of interns can also share
-	// sub-objects (sharingSubObjects): the protobuf decoder's.
+	// sub-objects (sharingSubObjects): the protobuf decoder's and the typed
+	// JSON decoder's.
 	sharesOnDecode bool
 	// newClient makes a REST client decoding with a table (see
 	// decodeWith).
@@ -258,6 +259,7 @@ func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, ite
 	case contentType == ContentTypeJSON:
 		if lw.typed = wire.NewTypedJSONTypes(scheme, itemType, reflect.TypeOf(list)); lw.typed != nil {
 			interns = wire.NewInternTable()
+			lw.sharesOnDecode = true
 		}
 	}
 	lw.newClient = func(interns *wire.InternTable) (*rest.RESTClient, error) {

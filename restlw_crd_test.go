@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"testing"
 	"unsafe"
@@ -75,5 +76,64 @@ func TestRESTListerWatcherDecodesCRDsInterned(t *testing.T) {
 	}
 	if image(second) != image(third) {
 		t.Errorf("workload %s: its image is not the copy workload %s holds", third.Name, second.Name)
+	}
+}
+
+// TestInformerDeduplicatesCRDsOnDecode runs an informer deduplicating W8's
+// workloads from a JSON server, listed then watched: the typed JSON
+// decoder shares the pod sets of a template's replicas, and every cached
+// workload equals the server's.
+func TestInformerDeduplicatesCRDsOnDecode(t *testing.T) {
+	srv := newFakeAPIServer(t, crdtypes.AddToScheme)
+	srv.Serve(crdtypes.Resource, crdtypes.GroupVersion.WithKind("Workload"), false)
+	workloads := crdtypes.New(40)
+	want := map[string]*crdtypes.Workload{}
+	create := func(w *crdtypes.Workload) {
+		w.TypeMeta = metav1.TypeMeta{APIVersion: crdtypes.GroupVersion.String(), Kind: "Workload"}
+		created := srv.Create(crdtypes.Resource, w).(*crdtypes.Workload)
+		created.TypeMeta = metav1.TypeMeta{}
+		want[created.Namespace+"/"+created.Name] = created
+	}
+	for i := range workloads[:24] {
+		create(&workloads[i])
+	}
+	scheme := runtime.NewScheme()
+	if err := crdtypes.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := informer.NewRESTListerWatcher[*crdtypes.Workload](srv.Config(), informer.RESTOptions{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*crdtypes.Workload]{Deduplicate: true, DisableWatchList: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	informer.Eventually(t, "the informer synced", inf.HasSynced)
+	srv.WaitForWatches(t, crdtypes.Resource, 1)
+	for i := range workloads[24:] {
+		create(&workloads[24+i])
+	}
+	var cached []*crdtypes.Workload
+	informer.Eventually(t, "the informer cached every workload", func() bool {
+		var err error
+		cached, err = inf.Lister().List(nil)
+		return err == nil && len(cached) == len(want)
+	})
+	got := map[string]*crdtypes.Workload{}
+	podSets := map[*crdtypes.PodSet]bool{}
+	for _, w := range cached {
+		got[w.Namespace+"/"+w.Name] = w
+		podSets[unsafe.SliceData(w.Spec.PodSets)] = true
+	}
+	if diff := informer.DiffLarge(want, got); diff != "" {
+		t.Fatalf("cached workloads (-server +cache):\n%s", diff)
+	}
+	// 8 templates: each template's pod sets are kept once, but by the
+	// first replica decoded (a sub-object is shared from its second
+	// sighting).
+	if len(podSets) > 2*8 {
+		t.Errorf("%d pod set lists for 8 templates, want at most 2 each", len(podSets))
 	}
 }

@@ -125,6 +125,10 @@ type InternTable struct {
 	// trees holds the canonical sub-trees of unstructured objects, keyed by
 	// their bytes as received (see unstructured_share.go).
 	trees unstrTreeSet
+	// typed holds the canonical sub-objects shared by the typed JSON
+	// decoder, per node (Go type), keyed by their bytes as received (see
+	// json_typed_share.go).
+	typed map[*tjNode]*shareSet[byte]
 	// shareSubObjects makes the decoder share sub-objects (raw) and bytes
 	// between the objects it decodes, not only strings; set before the
 	// table is first used. Off, the decoded objects share nothing mutable.
@@ -222,6 +226,9 @@ func (t *InternTable) sweepAfterGC() {
 	t.shared.sweep()
 	t.raw.sweep()
 	t.trees.sweep()
+	for _, set := range t.typed {
+		set.sweep()
+	}
 }
 
 // str returns the shared copy of s, making a copy of s the shared one if
@@ -393,7 +400,11 @@ func set[S ~string](t *InternTable, p *S) {
 func (t *InternTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.strings.slots) + t.shared.len() + t.raw.len() + t.trees.len()
+	n := len(t.strings.slots) + t.shared.len() + t.raw.len() + t.trees.len()
+	for _, set := range t.typed {
+		n += len(set.slots)
+	}
+	return n
 }
 
 // InternFunc interns the strings of one object in place.

@@ -93,12 +93,18 @@ type tjNode struct {
 	fields map[string]*tjField
 	// emptyData is the data pointer of an empty, non-nil slice.
 	emptyData unsafe.Pointer
+	// shareable says that values of the node can be shared between
+	// decoded objects (json_typed_share.go): pointers, slices and maps of
+	// values that take memory.
+	shareable bool
 }
 
-// tjField is a struct field: where it is in the struct, and its node.
+// tjField is a struct field: where it is in the struct, its node, and its
+// index among the struct's fields (for telling a key seen twice).
 type tjField struct {
 	offset uintptr
 	node   *tjNode
+	index  int
 }
 
 var (
@@ -111,6 +117,15 @@ var (
 
 // typedJSONs caches NewTypedJSON's results (*TypedJSON or error) by type.
 var typedJSONs sync.Map
+
+// tjNodes holds every node built, by type, so that a type has one node
+// whichever decoder holds it (an item type's and its list type's): the
+// table shares sub-objects per node. It is written under tjBuild, only
+// by a build that succeeded.
+var (
+	tjBuild sync.Mutex
+	tjNodes = map[reflect.Type]*tjNode{}
+)
 
 // NewTypedJSON returns the decoder of values of typ (a struct type or a
 // pointer to one), built once per type and cached. It fails, saying why,
@@ -128,12 +143,17 @@ func NewTypedJSON(typ reflect.Type) (*TypedJSON, error) {
 		}
 		return cached.(*TypedJSON), nil
 	}
+	tjBuild.Lock()
+	defer tjBuild.Unlock()
 	b := tjBuilder{nodes: map[reflect.Type]*tjNode{}}
 	root, err := b.node(typ)
 	if err != nil {
 		err = fmt.Errorf("typed JSON decoder for %v: %w", typ, err)
 		typedJSONs.Store(typ, err)
 		return nil, err
+	}
+	for t, n := range b.nodes {
+		tjNodes[t] = n
 	}
 	d := &TypedJSON{typ: typ, root: root}
 	cached, _ := typedJSONs.LoadOrStore(typ, d)
@@ -147,13 +167,17 @@ func NewTypedJSON(typ reflect.Type) (*TypedJSON, error) {
 func (d *TypedJSON) Type() reflect.Type { return d.typ }
 
 // tjBuilder builds the nodes of a type and of the types it holds, each
-// once (a recursive type points back to its node).
+// once (a recursive type points back to its node), reusing those of
+// earlier builds (tjNodes, read under tjBuild).
 type tjBuilder struct {
 	nodes map[reflect.Type]*tjNode
 }
 
 func (b *tjBuilder) node(t reflect.Type) (*tjNode, error) {
 	if n, ok := b.nodes[t]; ok {
+		return n, nil
+	}
+	if n, ok := tjNodes[t]; ok {
 		return n, nil
 	}
 	n := &tjNode{typ: t, size: t.Size()}
@@ -194,6 +218,7 @@ func (b *tjBuilder) node(t reflect.Type) (*tjNode, error) {
 			return nil, err
 		}
 		n.kind, n.elem = tjPointer, elem
+		n.shareable = t.Elem().Size() > 0
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 && !reflect.PointerTo(t.Elem()).Implements(unmarshalerType) && !reflect.PointerTo(t.Elem()).Implements(textUnmarshalerType) {
 			n.kind = tjDelegate // base64
@@ -205,12 +230,14 @@ func (b *tjBuilder) node(t reflect.Type) (*tjNode, error) {
 		}
 		n.kind, n.elem = tjSlice, elem
 		n.emptyData = reflect.MakeSlice(t, 0, 0).UnsafePointer()
+		n.shareable = t.Elem().Size() > 0
 	case reflect.Map:
 		key := t.Key()
 		if key.Kind() != reflect.String || reflect.PointerTo(key).Implements(textUnmarshalerType) {
 			n.kind = tjDelegate
 			return n, nil
 		}
+		n.shareable = true
 		if t == reflect.TypeFor[map[string]string]() {
 			n.kind = tjStringMap
 			return n, nil
@@ -299,7 +326,7 @@ func (b *tjBuilder) structFields(n *tjNode, t reflect.Type, base uintptr, embedd
 		if err != nil {
 			return err
 		}
-		n.fields[name] = &tjField{offset: base + f.Offset, node: node}
+		n.fields[name] = &tjField{offset: base + f.Offset, node: node, index: len(n.fields)}
 	}
 	return nil
 }

@@ -66,10 +66,6 @@ func NewTypedJSONTypes(scheme *runtime.Scheme, item, list reflect.Type) *TypedJS
 // decoded by apimachinery: the decoder reads the kind from it.
 var errNoTypeMeta = errorString("its kind is not in an inlined metav1.TypeMeta")
 
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
 // hasTypeMeta tells whether struct type t embeds metav1.TypeMeta as
 // apimachinery's types do (inlined), so that GetObjectKind returns it.
 func hasTypeMeta(t reflect.Type) bool {

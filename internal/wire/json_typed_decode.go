@@ -23,6 +23,8 @@ type tjState struct {
 	i     int
 	depth int
 	strs  *InternTable
+	// share is set when strs shares sub-objects (json_typed_share.go).
+	share bool
 	// topKeyRisk is set when the top-level object has a key, not a field,
 	// that apimachinery's kind detection (encoding/json, case-insensitive)
 	// could take for "apiVersion" or "kind": see TopLevelKeyRisk.
@@ -60,7 +62,7 @@ func (d *TypedJSON) Decode(data []byte, into any, strs *InternTable) (DecodeResu
 
 // DecodeAt is Decode into the value of d's type at p.
 func (d *TypedJSON) DecodeAt(data []byte, p unsafe.Pointer, strs *InternTable) (DecodeResult, error) {
-	s := tjState{data: data, strs: strs}
+	s := tjState{data: data, strs: strs, share: strs != nil && strs.shareSubObjects}
 	err := s.value(d.root, p)
 	if err == nil {
 		s.ws()
@@ -108,8 +110,18 @@ func (s *tjState) literal(word string) error {
 	return nil
 }
 
-// value decodes the value at the current position into p, of n's type.
+// value decodes the value at the current position into p, of n's type,
+// sharing it (json_typed_share.go) if it can.
 func (s *tjState) value(n *tjNode, p unsafe.Pointer) error {
+	c := s.peek()
+	if n.shareable && s.share && (c == '{' || c == '[') && isNilAt(n, p) {
+		return s.sharedValue(n, p)
+	}
+	return s.decodeValue(n, p)
+}
+
+// decodeValue is value without sharing the value itself.
+func (s *tjState) decodeValue(n *tjNode, p unsafe.Pointer) error {
 	c := s.peek()
 	switch n.kind {
 	case tjString:
@@ -190,7 +202,12 @@ func (s *tjState) value(n *tjNode, p unsafe.Pointer) error {
 			return err
 		}
 		if raw := s.data[start:s.i]; string(raw) != "null" {
-			(*metav1.FieldsV1)(p).Raw = bytes.Clone(raw)
+			if s.strs != nil {
+				// Shared if the table shares sub-objects, else a copy.
+				(*metav1.FieldsV1)(p).Raw = s.strs.bytesFrom(raw)
+			} else {
+				(*metav1.FieldsV1)(p).Raw = bytes.Clone(raw)
+			}
 		}
 		return nil
 	case tjUnmarshaler:
@@ -246,12 +263,20 @@ func (s *tjState) object(n *tjNode, p unsafe.Pointer) error {
 		s.depth--
 		return nil
 	}
+	var seen uint64 // the fields seen, by index modulo 64, when sharing
 	for {
 		key, err := s.key()
 		if err != nil {
 			return err
 		}
 		if f := n.fields[string(key)]; f != nil {
+			if s.share {
+				bit := uint64(1) << (f.index % 64)
+				if seen&bit != 0 {
+					return errSharedTwice
+				}
+				seen |= bit
+			}
 			err = s.value(f.node, unsafe.Add(p, f.offset))
 		} else {
 			if s.depth == 1 && kindKeyRisk(key) {

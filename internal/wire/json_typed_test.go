@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -41,6 +42,9 @@ func decodeBothTyped[T any](t testing.TB, data []byte, strs *InternTable) bool {
 	var want, got T
 	wantErr := kjson.UnmarshalCaseSensitivePreserveInts(data, &want)
 	_, gotErr := decodeTyped(d, data, &got, strs)
+	if wantErr == nil && errors.Is(gotErr, errSharedTwice) && strs.shareSubObjects {
+		return false // the caller decodes it again without the table
+	}
 	if (wantErr == nil) != (gotErr == nil) {
 		t.Fatalf("decoding %T from %q: sigs.k8s.io/json's error %v, the typed decoder's %v", got, data, wantErr, gotErr)
 	}
@@ -155,6 +159,7 @@ func TestTypedJSONFixtures(t *testing.T) {
 	for _, fixture := range typedFixtures {
 		decodeAllTypes(t, []byte(fixture), nil)
 		decodeAllTypes(t, []byte(fixture), newBareInternTable())
+		decodeAllTypes(t, []byte(fixture), newSharingTable())
 	}
 }
 
@@ -238,17 +243,17 @@ func mutate(r *rand.Rand, data []byte) []byte {
 // both ways, through a table and without.
 func checkRandomTyped[T any](t *testing.T, seed uint64) {
 	encoded := randomTyped[T](t, seed, 30)
-	strs := newBareInternTable()
+	strs, sharing := newBareInternTable(), newSharingTable()
 	ok := 0
 	for _, data := range encoded {
-		for _, s := range []*InternTable{nil, strs, strs} {
+		for _, s := range []*InternTable{nil, strs, strs, sharing, sharing} {
 			if decodeBothTyped[T](t, data, s) {
 				ok++
 			}
 		}
 	}
-	if ok != 3*len(encoded) {
-		t.Fatalf("%d of %d random objects decoded, want all", ok, 3*len(encoded))
+	if ok != 5*len(encoded) {
+		t.Fatalf("%d of %d random objects decoded, want all", ok, 5*len(encoded))
 	}
 	r := rand.New(rand.NewPCG(seed, 3))
 	for _, data := range encoded {
@@ -317,5 +322,59 @@ func FuzzTypedJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		decodeAllTypes(t, data, newBareInternTable())
+		// Twice, so that the second decodes with what the first shared.
+		sharing := newSharingTable()
+		decodeAllTypes(t, data, sharing)
+		decodeAllTypes(t, data, sharing)
 	})
+}
+
+// TestTypedJSONShares decodes W8's workloads with a table that shares
+// sub-objects: they equal sigs.k8s.io/json's, and the replicas of a
+// template hold one copy of its pod sets, admission and managed fields'
+// bytes from the second replica decoded on (the first sighting is not
+// kept). A key seen twice fails the decoding instead of writing into a
+// shared value.
+func TestTypedJSONShares(t *testing.T) {
+	d, err := NewTypedJSON(reflect.TypeFor[crdtypes.Workload]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := newSharingTable()
+	var got []*crdtypes.Workload
+	for i, w := range crdtypes.New(17) {
+		data, err := json.Marshal(&w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want crdtypes.Workload
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		decoded := new(crdtypes.Workload)
+		if _, err := decodeTyped(d, data, decoded, table); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&want, decoded); diff != "" {
+			t.Fatalf("workload %d (-sigs.k8s.io/json +typed):\n%s", i, diff)
+		}
+		got = append(got, decoded)
+	}
+	second, third := got[8], got[16] // replicas of template 0, as is got[0]
+	if unsafe.SliceData(second.Spec.PodSets) != unsafe.SliceData(third.Spec.PodSets) {
+		t.Error("the pod sets of two replicas are not one copy")
+	}
+	if second.Status.Admission != third.Status.Admission {
+		t.Error("the admissions of two replicas are not one copy")
+	}
+	if unsafe.SliceData(second.ManagedFields[0].FieldsV1.Raw) != unsafe.SliceData(third.ManagedFields[0].FieldsV1.Raw) {
+		t.Error("the managed fields' bytes of two replicas are not one copy")
+	}
+	if unsafe.SliceData(got[0].Spec.PodSets) == unsafe.SliceData(second.Spec.PodSets) {
+		t.Error("the first replica's pod sets are the canonical ones, want its own")
+	}
+	dup := []byte(`{"spec":{"podSets":[{"name":"a","count":1,"template":{}}],"podSets":[{"count":2}]}}`)
+	if _, err := decodeTyped(d, dup, new(crdtypes.Workload), table); !errors.Is(err, errSharedTwice) {
+		t.Errorf("decoding a key seen twice: %v, want %v", err, errSharedTwice)
+	}
 }
