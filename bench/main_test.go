@@ -29,6 +29,14 @@ func TestSelectWorkloads(t *testing.T) {
 	if diff := cmp.Diff([]string{"W6"}, ids(w6)); diff != "" {
 		t.Errorf("-run W6 (-want +got):\n%s", diff)
 	}
+	// So does W8.
+	w8, err := selectWorkloads("W8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"W8"}, ids(w8)); diff != "" {
+		t.Errorf("-run W8 (-want +got):\n%s", diff)
+	}
 	// Table order is kept whatever the order asked for.
 	some, err := selectWorkloads("w3, W1")
 	if err != nil {
