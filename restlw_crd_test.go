@@ -21,33 +21,16 @@ import (
 // apimachinery's codec decodes them, and the strings their replicas repeat
 // are one copy, read into the intern table as they were decoded.
 func TestRESTListerWatcherDecodesCRDsInterned(t *testing.T) {
-	srv := newFakeAPIServer(t, crdtypes.AddToScheme)
-	kind := crdtypes.GroupVersion.WithKind("Workload")
-	srv.Serve(crdtypes.Resource, kind, false)
+	srv, lw := workloadServer(t)
 	workloads := crdtypes.New(17)
 	var want []*crdtypes.Workload
 	for i := range workloads[:16] {
-		w := &workloads[i]
-		w.TypeMeta = metav1.TypeMeta{APIVersion: crdtypes.GroupVersion.String(), Kind: "Workload"}
-		want = append(want, srv.Create(crdtypes.Resource, w).(*crdtypes.Workload))
+		want = append(want, createWorkload(srv, &workloads[i]))
 	}
-	scheme := runtime.NewScheme()
-	if err := crdtypes.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	lw, err := informer.NewRESTListerWatcher[*crdtypes.Workload](srv.Config(), informer.RESTOptions{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var added runtime.Object
+	var added *crdtypes.Workload
 	list, ev := testListerWatcher(t, srv, crdtypes.Resource, lw, func() {
-		w := &workloads[16]
-		w.TypeMeta = metav1.TypeMeta{APIVersion: crdtypes.GroupVersion.String(), Kind: "Workload"}
-		added = srv.Create(crdtypes.Resource, w)
+		added = createWorkload(srv, &workloads[16])
 	})
-	for _, w := range want {
-		w.TypeMeta = metav1.TypeMeta{}
-	}
 	byKey := func(a, b *crdtypes.Workload) int {
 		return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	}
@@ -56,9 +39,7 @@ func TestRESTListerWatcherDecodesCRDsInterned(t *testing.T) {
 	if diff := gocmp.Diff(want, list.Items); diff != "" {
 		t.Fatalf("listed workloads (-server +listed):\n%s", diff)
 	}
-	wantAdded := added.(*crdtypes.Workload)
-	wantAdded.TypeMeta = metav1.TypeMeta{}
-	if diff := gocmp.Diff(watch.Event{Type: watch.Added, Object: wantAdded}, ev); diff != "" {
+	if diff := gocmp.Diff(watch.Event{Type: watch.Added, Object: added}, ev); diff != "" {
 		t.Fatalf("watch event (-want +got):\n%s", diff)
 	}
 	// Workloads 0, 8 and 16 are replicas of one template. A string becomes
@@ -84,26 +65,15 @@ func TestRESTListerWatcherDecodesCRDsInterned(t *testing.T) {
 // decoder shares the pod sets of a template's replicas, and every cached
 // workload equals the server's.
 func TestInformerDeduplicatesCRDsOnDecode(t *testing.T) {
-	srv := newFakeAPIServer(t, crdtypes.AddToScheme)
-	srv.Serve(crdtypes.Resource, crdtypes.GroupVersion.WithKind("Workload"), false)
+	srv, lw := workloadServer(t)
 	workloads := crdtypes.New(40)
 	want := map[string]*crdtypes.Workload{}
 	create := func(w *crdtypes.Workload) {
-		w.TypeMeta = metav1.TypeMeta{APIVersion: crdtypes.GroupVersion.String(), Kind: "Workload"}
-		created := srv.Create(crdtypes.Resource, w).(*crdtypes.Workload)
-		created.TypeMeta = metav1.TypeMeta{}
+		created := createWorkload(srv, w)
 		want[created.Namespace+"/"+created.Name] = created
 	}
 	for i := range workloads[:24] {
 		create(&workloads[i])
-	}
-	scheme := runtime.NewScheme()
-	if err := crdtypes.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	lw, err := informer.NewRESTListerWatcher[*crdtypes.Workload](srv.Config(), informer.RESTOptions{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
 	}
 	inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*crdtypes.Workload]{Deduplicate: true, DisableWatchList: true})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,4 +106,30 @@ func TestInformerDeduplicatesCRDsOnDecode(t *testing.T) {
 	if len(podSets) > 2*8 {
 		t.Errorf("%d pod set lists for 8 templates, want at most 2 each", len(podSets))
 	}
+}
+
+// workloadServer returns a fake JSON server of W8's workloads and a REST
+// ListerWatcher of them.
+func workloadServer(t *testing.T) (*fakeAPIServer, informer.ListerWatcher[*crdtypes.Workload]) {
+	t.Helper()
+	srv := newFakeAPIServer(t, crdtypes.AddToScheme)
+	srv.Serve(crdtypes.Resource, crdtypes.GroupVersion.WithKind("Workload"), false)
+	scheme := runtime.NewScheme()
+	if err := crdtypes.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := informer.NewRESTListerWatcher[*crdtypes.Workload](srv.Config(), informer.RESTOptions{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, lw
+}
+
+// createWorkload creates w on srv and returns the server's object without
+// its kind, as the REST ListerWatcher returns typed objects.
+func createWorkload(srv *fakeAPIServer, w *crdtypes.Workload) *crdtypes.Workload {
+	w.TypeMeta = metav1.TypeMeta{APIVersion: crdtypes.GroupVersion.String(), Kind: "Workload"}
+	created := srv.Create(crdtypes.Resource, w).(*crdtypes.Workload)
+	created.TypeMeta = metav1.TypeMeta{}
+	return created
 }

@@ -254,14 +254,8 @@ func (s *tjState) time(p unsafe.Pointer) error {
 
 // object decodes an object into the struct at p.
 func (s *tjState) object(n *tjNode, p unsafe.Pointer) error {
-	s.i++ // {
-	if s.depth++; s.depth > tjMaxDepth {
-		return s.fail("past the maximum depth")
-	}
-	if s.peek() == '}' {
-		s.i++
-		s.depth--
-		return nil
+	if empty, err := s.open('}'); empty || err != nil {
+		return err
 	}
 	var seen uint64 // the fields seen, by index modulo 64, when sharing
 	for {
@@ -287,15 +281,8 @@ func (s *tjState) object(n *tjNode, p unsafe.Pointer) error {
 		if err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return s.fail("in an object")
+		if done, err := s.next('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -328,11 +315,7 @@ func (s *tjState) key() ([]byte, error) {
 		}
 		raw = []byte(str)
 	}
-	if s.peek() != ':' {
-		return nil, s.fail("after an object's key")
-	}
-	s.i++
-	return raw, nil
+	return raw, s.colon()
 }
 
 // str reads a string value.
@@ -525,14 +508,14 @@ func (s *tjState) numberInto(n *tjNode, p unsafe.Pointer) error {
 // value's elements), growing it as needed, then cut to the array's length;
 // an empty array is an empty, non-nil slice.
 func (s *tjState) array(n *tjNode, p unsafe.Pointer) error {
-	s.i++ // [
-	if s.depth++; s.depth > tjMaxDepth {
-		return s.fail("past the maximum depth")
+	empty, err := s.open(']')
+	if err != nil {
+		return err
 	}
 	h := (*sliceHeader)(p)
 	size := n.elem.size
 	i := 0
-	if s.peek() != ']' {
+	if !empty {
 		for {
 			if i >= h.cap {
 				reflect.NewAt(n.typ, p).Elem().Grow(1)
@@ -544,19 +527,13 @@ func (s *tjState) array(n *tjNode, p unsafe.Pointer) error {
 				return err
 			}
 			i++
-			c := s.peek()
-			if c == ',' {
-				s.i++
-				continue
-			}
-			if c == ']' {
+			if done, err := s.next(']'); err != nil {
+				return err
+			} else if done {
 				break
 			}
-			return s.fail("in an array")
 		}
 	}
-	s.i++ // ]
-	s.depth--
 	if i < h.len {
 		h.len = i
 	}
@@ -568,19 +545,13 @@ func (s *tjState) array(n *tjNode, p unsafe.Pointer) error {
 
 // stringMap decodes an object into the map[string]string at p.
 func (s *tjState) stringMap(p unsafe.Pointer) error {
-	s.i++ // {
-	if s.depth++; s.depth > tjMaxDepth {
-		return s.fail("past the maximum depth")
-	}
 	m := *(*map[string]string)(p)
 	if m == nil {
 		m = map[string]string{}
 		*(*map[string]string)(p) = m
 	}
-	if s.peek() == '}' {
-		s.i++
-		s.depth--
-		return nil
+	if empty, err := s.open('}'); empty || err != nil {
+		return err
 	}
 	for {
 		key, err := s.mapKey()
@@ -601,15 +572,8 @@ func (s *tjState) stringMap(p unsafe.Pointer) error {
 			return s.fail("for a string")
 		}
 		m[key] = v
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return s.fail("in an object")
+		if done, err := s.next('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -623,28 +587,18 @@ func (s *tjState) mapKey() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if s.peek() != ':' {
-		return "", s.fail("after an object's key")
-	}
-	s.i++
-	return key, nil
+	return key, s.colon()
 }
 
 // mapObject decodes an object into the map at p (keys of kind string):
 // each value into a zero value, then stored under its key.
 func (s *tjState) mapObject(n *tjNode, p unsafe.Pointer) error {
-	s.i++ // {
-	if s.depth++; s.depth > tjMaxDepth {
-		return s.fail("past the maximum depth")
-	}
 	m := reflect.NewAt(n.typ, p).Elem()
 	if m.IsNil() {
 		m.Set(reflect.MakeMap(n.typ))
 	}
-	if s.peek() == '}' {
-		s.i++
-		s.depth--
-		return nil
+	if empty, err := s.open('}'); empty || err != nil {
+		return err
 	}
 	elem := reflect.New(n.elem.typ).Elem()
 	key := reflect.New(n.typ.Key()).Elem()
@@ -659,15 +613,8 @@ func (s *tjState) mapObject(n *tjNode, p unsafe.Pointer) error {
 		}
 		key.SetString(k)
 		m.SetMapIndex(key, elem)
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return s.fail("in an object")
+		if done, err := s.next('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -676,14 +623,8 @@ func (s *tjState) mapObject(n *tjNode, p unsafe.Pointer) error {
 func (s *tjState) skip() error {
 	switch c := s.peek(); {
 	case c == '{':
-		s.i++
-		if s.depth++; s.depth > tjMaxDepth {
-			return s.fail("past the maximum depth")
-		}
-		if s.peek() == '}' {
-			s.i++
-			s.depth--
-			return nil
+		if empty, err := s.open('}'); empty || err != nil {
+			return err
 		}
 		for {
 			if s.peek() != '"' {
@@ -692,47 +633,26 @@ func (s *tjState) skip() error {
 			if _, _, err := s.strBytes(); err != nil {
 				return err
 			}
-			if s.peek() != ':' {
-				return s.fail("after an object's key")
+			if err := s.colon(); err != nil {
+				return err
 			}
-			s.i++
 			if err := s.skip(); err != nil {
 				return err
 			}
-			switch s.peek() {
-			case ',':
-				s.i++
-			case '}':
-				s.i++
-				s.depth--
-				return nil
-			default:
-				return s.fail("in an object")
+			if done, err := s.next('}'); done || err != nil {
+				return err
 			}
 		}
 	case c == '[':
-		s.i++
-		if s.depth++; s.depth > tjMaxDepth {
-			return s.fail("past the maximum depth")
-		}
-		if s.peek() == ']' {
-			s.i++
-			s.depth--
-			return nil
+		if empty, err := s.open(']'); empty || err != nil {
+			return err
 		}
 		for {
 			if err := s.skip(); err != nil {
 				return err
 			}
-			switch s.peek() {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				s.depth--
-				return nil
-			default:
-				return s.fail("in an array")
+			if done, err := s.next(']'); done || err != nil {
+				return err
 			}
 		}
 	case c == '"':
@@ -750,4 +670,44 @@ func (s *tjState) skip() error {
 	default:
 		return s.fail("for a value")
 	}
+}
+
+// open consumes the opening byte of an object or array, counting its
+// depth, and, if close follows, the closing one: it reports whether the
+// value is empty.
+func (s *tjState) open(close byte) (empty bool, err error) {
+	s.i++
+	if s.depth++; s.depth > tjMaxDepth {
+		return false, s.fail("past the maximum depth")
+	}
+	if s.peek() == close {
+		s.i++
+		s.depth--
+		return true, nil
+	}
+	return false, nil
+}
+
+// next consumes the comma after a member or element, or the closing byte
+// of its object or array: it reports whether the value ended.
+func (s *tjState) next(close byte) (done bool, err error) {
+	switch s.peek() {
+	case ',':
+		s.i++
+		return false, nil
+	case close:
+		s.i++
+		s.depth--
+		return true, nil
+	}
+	return false, s.fail("after a member or element")
+}
+
+// colon consumes the colon after an object's key.
+func (s *tjState) colon() error {
+	if s.peek() != ':' {
+		return s.fail("after an object's key")
+	}
+	s.i++
+	return nil
 }
