@@ -193,7 +193,7 @@ func (a *sharedInformerAdapter[T]) reflectorStandIn() *cache.Reflector {
 	a.standInOnce.Do(func() {
 		var zero T
 		typeName := fmt.Sprintf("%T", zero)
-		name := a.inf.name
+		name := a.inf.cfg.Name
 		if name == "" {
 			name = typeName
 		}

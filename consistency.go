@@ -155,19 +155,19 @@ const maxLoggedKeys = 10
 // concurrent use; it uses the logger of ctx.
 func (i *Informer[T]) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
 	logger := klog.FromContext(ctx)
-	if i.name != "" {
-		logger = klog.LoggerWithValues(logger, "informer", i.name)
+	if i.cfg.Name != "" {
+		logger = klog.LoggerWithValues(logger, "informer", i.cfg.Name)
 	}
 	return i.checkConsistency(ctx, logger)
 }
 
 // checkConsistency is CheckConsistency, logging to logger.
 func (i *Informer[T]) checkConsistency(ctx context.Context, logger klog.Logger) (ConsistencyReport, error) {
-	if i.dynamic != nil {
-		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errDynamicShard)
+	relist, err := i.source.relister()
+	if err != nil {
+		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), err)
 	}
-	r := i.reflector.Load()
-	if r == nil || i.stopped.Load() || !i.HasSynced() {
+	if relist == nil || i.life.stopped.Load() || !i.HasSynced() {
 		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errNotSynced)
 	}
 	cached, rv := i.indexer.listAtVersion()
@@ -192,7 +192,7 @@ func (i *Informer[T]) checkConsistency(ctx context.Context, logger klog.Logger) 
 	seenContinue := map[string]bool{}
 	maxPages := maxConsistencyPages(len(cached))
 	for pages := 1; ; pages++ {
-		page, err := i.lw.List(ctx, options)
+		page, err := i.source.listerWatcher().List(ctx, options)
 		switch {
 		case err != nil:
 		case page == nil:
@@ -244,9 +244,9 @@ func (i *Informer[T]) checkConsistency(ctx context.Context, logger klog.Logger) 
 		logger.V(2).Info("The cache matches the server", "resourceVersion", rv, "objects", report.Checked)
 		return report, nil
 	}
-	if i.consistencyCheck.Repair {
+	if i.cfg.ConsistencyCheck.Repair {
 		c.repairs.Add(1)
-		r.requestRelist()
+		relist()
 		report.Repaired = true
 	}
 	logger.Info("Warning: the cache differs from the server", "resourceVersion", rv, "objects", report.Checked,
@@ -268,7 +268,7 @@ func firstKeys(keys []string) string {
 // each check bounded by timeout. Errors are logged; a check before the
 // informer synced is skipped.
 func (i *Informer[T]) runConsistencyChecks(ctx context.Context, logger klog.Logger, period, timeout time.Duration) {
-	ticker := i.clock.NewTicker(period)
+	ticker := i.cfg.clock().NewTicker(period)
 	defer ticker.Stop()
 	for {
 		select {

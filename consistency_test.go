@@ -60,7 +60,7 @@ func TestCheckConsistencyReportsMissedEvents(t *testing.T) {
 }
 
 func TestCheckConsistencyRepairs(t *testing.T) {
-	inf, _ := consistencyFixture(t, InformerOptions[*corev1.Pod]{ConsistencyCheck: ConsistencyCheckOptions{Repair: true}})
+	inf, _ := consistencyFixture(t, InformerOptions[*corev1.Pod]{ConsistencyCheck: &ConsistencyCheckOptions{Repair: true}})
 	deleted := make(chan DeletedObject[*corev1.Pod], 1)
 	_, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
 		DeleteFunc: func(d DeletedObject[*corev1.Pod]) { deleted <- d },
@@ -137,7 +137,7 @@ func TestCheckConsistencyErrors(t *testing.T) {
 }
 
 func TestPeriodicConsistencyCheck(t *testing.T) {
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ConsistencyCheck: ConsistencyCheckOptions{Period: 5 * time.Millisecond, Repair: true}})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ConsistencyCheck: &ConsistencyCheckOptions{Period: 5 * time.Millisecond, Repair: true}})
 	lw.SetList("10", NewPod("ns", "a", "10"), NewPod("ns", "b", "10"))
 	plRun(t, inf)
 	ctx := plCtx(t)
@@ -227,7 +227,7 @@ func TestCheckConsistencyEndlessPagination(t *testing.T) {
 func TestPeriodicConsistencyCheckTimesOut(t *testing.T) {
 	lw := &endlessPagesLW{FakeListerWatcher: informertest.NewFakeListerWatcher[*corev1.Pod](), block: true}
 	inf := MustNewInformer[*corev1.Pod](t, lw, InformerOptions[*corev1.Pod]{Backoff: plFastBackoff,
-		ConsistencyCheck: ConsistencyCheckOptions{Period: 5 * time.Millisecond, Timeout: 10 * time.Millisecond}})
+		ConsistencyCheck: &ConsistencyCheckOptions{Period: 5 * time.Millisecond, Timeout: 10 * time.Millisecond}})
 	lw.SetList("10", NewPod("ns", "a", "10"))
 	plRun(t, inf)
 	Eventually(t, "two checks to time out", func() bool { return inf.Stats().Consistency.Failures >= 2 })

@@ -210,7 +210,7 @@ type diffOurSide struct {
 
 func newDiffOurSide(t testing.TB, cfg diffInformerConfig) *diffOurSide {
 	fake := informertest.NewFakeListerWatcher[*corev1.Pod]()
-	opts := InformerOptions[*corev1.Pod]{ResyncPeriod: cfg.ResyncPeriod, Name: "difftest"}
+	opts := InformerOptions[*corev1.Pod]{ResyncPeriod: new(cfg.ResyncPeriod), Name: "difftest"}
 	if cfg.Transform {
 		opts.Transform = diffTransformPod
 	}

@@ -1,10 +1,58 @@
 package informer
 
-import "k8s.io/klog/v2"
+import (
+	"sync"
+	"sync/atomic"
 
-// The informer's dispatcher goroutine: it takes the queued records in
-// batches, applies them to the cache and hands the resulting notifications
-// to the listeners.
+	"k8s.io/klog/v2"
+)
+
+// The fan-out stage of an informer: its dispatcher goroutine takes the
+// queued records in batches, applies them to the cache and hands the
+// resulting notifications to the listeners; handlers join it between two
+// batches (registration.go), and it signals the sync.
+
+// fanOut is the stage between the queue and the handlers: dispatch,
+// handler admission, the processor and the sync signalling in one place.
+type fanOut[T Object] struct {
+	store   *Indexer[T]
+	queue   *eventQueue[T]
+	hooks   *observers[T]
+	applied *appliedVersion
+	proc    processor[T]
+
+	// membersMu serializes the changes of proc's listeners and of joining.
+	// It is taken under the informer's mu, never the other way round.
+	membersMu sync.Mutex
+	// joining holds the handlers added to the running informer that have
+	// not received their initial adds yet (guarded by membersMu);
+	// joinPending is set while it is not empty.
+	joining     []*listener[T]
+	joinPending atomic.Bool
+	// listeners counts the running listeners' goroutines.
+	listeners sync.WaitGroup
+
+	// dispatchMu is held while queued records are applied to the cache and
+	// the resulting notifications handed to the listeners, and while joining
+	// handlers are admitted with the cached objects. So a new handler sees
+	// every change exactly once: in its initial adds or as a notification.
+	// Its holder may wait for room in a listener (OverflowBlock), and handlers
+	// may call the informer: so it is only ever taken by the dispatcher, or
+	// with TryLock, and never while holding the informer's mu (see
+	// tryAdmitJoiners).
+	dispatchMu sync.Mutex
+	notes      []notification[T] // dispatcher's reusable buffer
+	// filterResync is set while some handler is not due for a resync: only
+	// then must resync updates be told apart (dispatcher only).
+	filterResync bool
+	// listenersToldSynced is set once the listeners have been told that the
+	// informer synced (dispatcher only).
+	listenersToldSynced bool
+	storeErrors         atomic.Int64
+	// handlerCount numbers the handlers added without a name (guarded by
+	// the informer's mu).
+	handlerCount int
+}
 
 // dispatchChunk is the number of notifications the dispatcher collects
 // before handing them to the listeners.
@@ -12,71 +60,71 @@ const dispatchChunk = 512
 
 // dispatch applies queued records to the cache and hands the notifications
 // to the listeners until the queue is closed.
-func (i *Informer[T]) dispatch(logger klog.Logger) {
+func (f *fanOut[T]) dispatch(logger klog.Logger) {
 	for {
-		batch, ok := i.queue.next()
+		batch, ok := f.queue.next()
 		if !ok {
 			return
 		}
-		i.process(logger, batch)
-		i.queue.recycle(batch)
+		f.process(logger, batch)
+		f.queue.recycle(batch)
 		// A handler added while the batch was processed, after its last
 		// pause, is admitted now.
-		i.tryAdmitJoiners()
+		f.tryAdmitJoiners()
 	}
 }
 
 // process applies a batch of records in order. The cache is always updated
 // before the listeners receive the corresponding notifications.
-func (i *Informer[T]) process(logger klog.Logger, batch *queueChunk[T]) {
-	i.dispatchMu.Lock()
-	defer i.dispatchMu.Unlock()
-	i.admitJoiners()
-	i.filterResync = i.proc.anyNotDueForResync()
-	initial := !i.queue.hasSynced()
+func (f *fanOut[T]) process(logger klog.Logger, batch *queueChunk[T]) {
+	f.dispatchMu.Lock()
+	defer f.dispatchMu.Unlock()
+	f.admitJoiners()
+	f.filterResync = f.proc.anyNotDueForResync()
+	initial := !f.queue.hasSynced()
 	for chunk := batch; chunk != nil; chunk = chunk.next {
-		initial = i.processChunk(logger, chunk.items(), initial)
+		initial = f.processChunk(logger, chunk.items(), initial)
 	}
-	i.flush()
-	if !i.listenersToldSynced && i.queue.hasSynced() {
+	f.flush()
+	if !f.listenersToldSynced && f.queue.hasSynced() {
 		// The queue becomes synced while the dispatcher processes its first
 		// list, or before it takes a first record that is not a list.
-		i.listenersToldSynced = true
-		for _, l := range i.proc.snapshot() {
+		f.listenersToldSynced = true
+		for _, l := range f.proc.snapshot() {
 			l.noteSynced()
 		}
 	}
 }
 
 // processChunk applies records in order and returns whether the next records
-// are still part of the initial list. i.dispatchMu must be held. Between
+// are still part of the initial list. f.dispatchMu must be held. Between
 // records, where everything stored has been handed over, it admits the
 // handlers waiting to join.
-func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T], initial bool) bool {
+func (f *fanOut[T]) processChunk(logger klog.Logger, records []queueRecord[T], initial bool) bool {
 	for k := 0; k < len(records); {
 		rec := &records[k]
 		switch rec.op {
 		case opAdd, opUpdate, opDelete:
-			k += i.applyWrites(logger, records[k:min(k+maxWritesPerLock, len(records))], initial)
-			i.publishApplied()
+			k += f.applyWrites(logger, records[k:min(k+maxWritesPerLock, len(records))], initial)
+			f.publishApplied()
 		case opReplace:
-			i.applyReplace(logger, rec.bulk, initial)
+			f.applyReplace(logger, rec.bulk, initial)
 			if !rec.firstList {
-				i.publishApplied()
+				f.publishApplied()
 			}
 			k++
 		case opResync:
-			for _, obj := range i.indexer.List() {
+			for _, obj := range f.store.List() {
 				if rec.bulk == nil || rec.bulk.within(obj) {
-					i.note(notification[T]{kind: notifyUpdate, old: obj, obj: obj, resync: true})
+					f.note(notification[T]{kind: notifyUpdate, old: obj, obj: obj, resync: true})
 				}
 			}
 			k++
 		case opBookmark:
-			i.indexer.Bookmark(rec.bulk.resourceVersion)
-			i.publishApplied()
+			f.store.Bookmark(rec.bulk.resourceVersion)
+			f.publishApplied()
 			if rec.obj != *new(T) {
-				i.note(notification[T]{kind: notifyBookmark, obj: rec.obj})
+				f.note(notification[T]{kind: notifyBookmark, obj: rec.obj})
 			}
 			k++
 		default:
@@ -85,25 +133,25 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 		if rec.firstList {
 			// Synced only once the listeners hold every initial add, so
 			// that a registration cannot report synced too early.
-			i.flush()
-			i.queue.markSynced()
+			f.flush()
+			f.queue.markSynced()
 			initial = false
 			// Published after the sync, so that a caller whose
 			// WaitForResourceVersion returned on the first list also sees
 			// HasSynced (CheckConsistency relies on it).
-			i.publishApplied()
+			f.publishApplied()
 		}
 		if rec.bulk != nil && rec.bulk.applied != nil {
-			i.flush()
+			f.flush()
 			rec.bulk.applied()
 		}
-		if len(i.notes) >= dispatchChunk/2 {
-			i.flush()
+		if len(f.notes) >= dispatchChunk/2 {
+			f.flush()
 		}
-		if i.joinPending.Load() {
-			i.flush()
-			i.admitJoiners()
-			i.filterResync = i.proc.anyNotDueForResync()
+		if f.joinPending.Load() {
+			f.flush()
+			f.admitJoiners()
+			f.filterResync = f.proc.anyNotDueForResync()
 		}
 	}
 	return initial
@@ -111,8 +159,8 @@ func (i *Informer[T]) processChunk(logger klog.Logger, records []queueRecord[T],
 
 // publishApplied lets the waiters of WaitForResourceVersion see what the
 // cache has applied. It runs once per group of records, never per event.
-func (i *Informer[T]) publishApplied() {
-	i.applied.set(i.indexer.LastStoreSyncResourceVersion())
+func (f *fanOut[T]) publishApplied() {
+	f.applied.set(f.store.LastStoreSyncResourceVersion())
 }
 
 // maxWritesPerLock is the most events applied to the cache under one lock:
@@ -124,83 +172,77 @@ const maxWritesPerLock = 64
 // many it applied. Notes are never handed over here: a listener that blocks
 // must not hold the cache's lock. The caller keeps fewer than dispatchChunk
 // - maxWritesPerLock notes pending, so the buffer never grows.
-func (i *Informer[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
+func (f *fanOut[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
 	// Index functions are not called under the cache's lock: values that
 	// are missing (an index function failed) or stale (an index was added)
 	// are computed first.
-	indexCount := i.indexer.publishedCount()
+	indexCount := f.store.publishedCount()
 	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
 		if rec := &records[k]; rec.op != opDelete && rec.prep.indexCount != indexCount {
-			i.indexer.refreshPrep(rec.obj, &rec.prep)
+			f.store.refreshPrep(rec.obj, &rec.prep)
 		}
 	}
-	i.indexer.beginWrites()
-	i.indexer.warmed(warmWrites(i.indexer, records))
+	f.store.beginWrites()
+	f.store.warmed(warmWrites(f.store, records))
 	n := 0
 	for ; n < len(records) && records[n].op.isWrite(); n++ {
 		rec := &records[n]
 		if rec.op == opDelete {
-			i.indexer.deletePrepared(&rec.prep)
-			i.notes = append(i.notes, notification[T]{kind: notifyDelete, obj: rec.obj})
+			f.store.deletePrepared(&rec.prep)
+			f.notes = append(f.notes, notification[T]{kind: notifyDelete, obj: rec.obj})
 			continue
 		}
-		old, oldRV, existed, err := i.indexer.putPrepared(rec.obj, &rec.prep)
+		old, oldRV, existed, err := f.store.putPrepared(rec.obj, &rec.prep)
 		switch {
 		case err == errStalePrep:
 			// An index was added since refreshPrep: the caller calls
 			// again from this record.
-			i.indexer.endWrites()
-			if i.detector != nil {
-				i.detector.trackWrites(records[:n])
-			}
+			f.store.endWrites()
+			f.hooks.writesApplied(records[:n])
 			return n
 		case err != nil:
-			i.storeFailed(logger, err, rec.op, rec.obj)
+			f.storeFailed(logger, err, rec.op, rec.obj)
 		case existed:
 			// Only handlers due for a resync get an update that changes
 			// nothing (see isResync).
-			resync := i.filterResync && oldRV == rec.prep.rv
-			i.notes = append(i.notes, notification[T]{kind: notifyUpdate, old: old, obj: rec.obj, resync: resync})
+			resync := f.filterResync && oldRV == rec.prep.rv
+			f.notes = append(f.notes, notification[T]{kind: notifyUpdate, old: old, obj: rec.obj, resync: resync})
 		default:
-			i.notes = append(i.notes, notification[T]{kind: notifyAdd, obj: rec.obj, initial: initial})
+			f.notes = append(f.notes, notification[T]{kind: notifyAdd, obj: rec.obj, initial: initial})
 		}
 	}
-	i.indexer.endWrites()
-	if i.detector != nil {
-		i.detector.trackWrites(records[:n])
-	}
+	f.store.endWrites()
+	f.hooks.writesApplied(records[:n])
 	return n
 }
 
 // applyReplace swaps the cache for a complete list, then notes a
 // final-state-unknown deletion for every cached object missing from the
 // list, and an update or add for each listed object in list order.
-func (i *Informer[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], initial bool) {
+func (f *fanOut[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], initial bool) {
 	var removed, previous []T
 	var err error
 	if bulk.within != nil {
-		removed, previous, err = i.indexer.replaceWithin(bulk.list, bulk.resourceVersion, bulk.within)
+		removed, previous, err = f.store.replaceWithin(bulk.list, bulk.resourceVersion, bulk.within)
 	} else {
-		removed, previous, err = i.indexer.replaceAll(bulk.list, bulk.resourceVersion)
+		removed, previous, err = f.store.replaceAll(bulk.list, bulk.resourceVersion)
 	}
 	if err != nil {
-		i.storeFailed(logger, err, opReplace, *new(T))
+		f.storeFailed(logger, err, opReplace, *new(T))
 		return
 	}
-	if i.detector != nil {
-		i.detector.track(bulk.list...)
-	}
+	f.hooks.listApplied(bulk.list)
 	for _, obj := range removed {
-		i.note(notification[T]{kind: notifyDelete, obj: obj, finalStateUnknown: !bulk.moved, moved: bulk.moved})
+		f.note(notification[T]{kind: notifyDelete, obj: obj, finalStateUnknown: !bulk.moved, moved: bulk.moved})
 	}
 	var zero T
 	for k, obj := range bulk.list {
 		if previous != nil && previous[k] != zero {
 			old := previous[k]
-			i.note(notification[T]{kind: notifyUpdate, old: old, obj: obj, resync: i.isResync(old, obj)})
+			f.note(notification[T]{kind: notifyUpdate, old: old, obj: obj, resync: f.isResync(old, obj)})
 			continue
 		}
-		i.note(notification[T]{kind: notifyAdd, obj: obj, initial: initial})
+		f.note(notification[T]{kind: notifyAdd, obj: obj, initial: initial})
 	}
 }
 
@@ -209,14 +251,14 @@ func (i *Informer[T]) applyReplace(logger klog.Logger, bulk *bulkRecord[T], init
 // When every handler is due the answer changes nothing, so it is not
 // computed: that saves reading the old object, which is rarely in the CPU
 // cache any more.
-func (i *Informer[T]) isResync(old, obj T) bool {
-	return i.filterResync && old.GetResourceVersion() == obj.GetResourceVersion()
+func (f *fanOut[T]) isResync(old, obj T) bool {
+	return f.filterResync && old.GetResourceVersion() == obj.GetResourceVersion()
 }
 
 // storeFailed logs and counts a record the cache rejected; its
 // notification is dropped, as in client-go.
-func (i *Informer[T]) storeFailed(logger klog.Logger, err error, op queueOp, obj T) {
-	i.storeErrors.Add(1)
+func (f *fanOut[T]) storeFailed(logger klog.Logger, err error, op queueOp, obj T) {
+	f.storeErrors.Add(1)
 	var zero T
 	if obj == zero {
 		logger.Error(err, "Cache update failed, dropping the event", "event", op.String())
@@ -227,18 +269,18 @@ func (i *Informer[T]) storeFailed(logger klog.Logger, err error, op queueOp, obj
 
 // note adds a notification to the current chunk, handing the chunk over
 // when it is full.
-func (i *Informer[T]) note(n notification[T]) {
-	i.notes = append(i.notes, n)
-	if len(i.notes) == dispatchChunk {
-		i.flush()
+func (f *fanOut[T]) note(n notification[T]) {
+	f.notes = append(f.notes, n)
+	if len(f.notes) == dispatchChunk {
+		f.flush()
 	}
 }
 
 // flush hands the collected notifications to the listeners.
-func (i *Informer[T]) flush() {
-	i.proc.distribute(i.notes)
-	clear(i.notes)
-	i.notes = i.notes[:0]
+func (f *fanOut[T]) flush() {
+	f.proc.distribute(f.notes)
+	clear(f.notes)
+	f.notes = f.notes[:0]
 }
 
 // warmWrites warms the prepared writes of the leading add, update and

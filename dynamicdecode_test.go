@@ -33,7 +33,7 @@ func TestDynamicInformerDecodesLean(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inf := runInformerOf(t, srv, podsResource, lw, informer.InformerOptions[*unstructured.Unstructured]{Deduplicate: dedup, DisableWatchList: true})
+			inf := runInformerOf(t, srv, podsResource, lw, informer.InformerOptions[*unstructured.Unstructured]{Deduplicate: new(dedup), DisableWatchList: true})
 			for i := range pods[40:] {
 				srv.Create(podsResource, &pods[40+i])
 			}

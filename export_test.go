@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,3 +34,11 @@ var DiffLarge = diffLarge
 
 // ErrText is errText, for the tests of package informer_test.
 var ErrText = errText
+
+// capacity returns the number of elements the ring holds without growing.
+func (r *ring[E]) capacity() int { return len(r.buf) }
+
+// contains reports whether l is registered.
+func (p *processor[T]) contains(l *listener[T]) bool {
+	return slices.Contains(p.snapshot(), l)
+}

@@ -26,6 +26,11 @@ import (
 
 // FactoryOptions configures a [Factory]. The zero value is valid: all
 // namespaces, no resync, built-in types only, protobuf for built-ins.
+//
+// The fields that [InformerOptions] has too are defaults: an informer
+// whose own setting is nil inherits them, and one whose setting is
+// explicit, an explicit "off" included, overrides them (see
+// [InformerOptions]).
 type FactoryOptions struct {
 	// Namespace limits every informer to one namespace; empty means all
 	// namespaces. Informers created with [InformerOptions].ClusterScoped
@@ -62,14 +67,15 @@ type FactoryOptions struct {
 	// [MetricsProvider] and [InformerID]). Nil means no metrics.
 	Metrics MetricsProvider
 	// DetectMutations enables the cache mutation detector of every informer
-	// (see InformerOptions.DetectMutations), for tests and CI.
+	// created without [InformerOptions].DetectMutations (see there), for
+	// tests and CI.
 	DetectMutations bool
 	// MissingResourceRetry, if positive, makes every informer whose
 	// resource the server stops serving (its CRD was deleted) retry quietly
 	// every MissingResourceRetry, instead of logging a failure after each
-	// backoff, and resume when the resource is served again (see
-	// [InformerOptions].MissingResourceRetry). To stop such an informer for
-	// good, see [Release].
+	// backoff, and resume when the resource is served again; informers
+	// created with [InformerOptions].MissingResourceRetry use their own.
+	// To stop such an informer for good, see [Release].
 	MissingResourceRetry time.Duration
 	// ConsistencyCheck configures the consistency checks of every informer
 	// created without [InformerOptions].ConsistencyCheck (see
@@ -90,9 +96,9 @@ type FactoryOptions struct {
 	// Shard, if set, restricts every informer created without
 	// [InformerOptions].Shard to a shard of its resource (see [Shard]).
 	Shard *Shard
-	// Deduplicate turns on deduplication in every informer: cached objects
-	// then share equal strings, maps, slices and structs (see
-	// [InformerOptions].Deduplicate).
+	// Deduplicate turns on deduplication in every informer created
+	// without [InformerOptions].Deduplicate: cached objects then share
+	// equal strings, maps, slices and structs (see there).
 	Deduplicate bool
 	// Snapshot makes every informer created without
 	// [InformerOptions].Snapshot.Dir keep a snapshot of its cache in
@@ -243,10 +249,12 @@ func NewFactory(config *rest.Config, opts FactoryOptions) (*Factory, error) {
 // It fails at once, with a clear error, for a type the factory cannot list
 // and watch, for a nil factory, and after Shutdown.
 //
-// opts apply when the informer is created; zero fields take the factory's
+// opts apply when the informer is created; nil fields take the factory's
 // settings (see [InformerOptions]). On a later call, opts.Indexers are added
 // to the existing informer; opts.Resource, if set, must be the informer's;
-// any other field set is an error, since the informer is already configured.
+// any other field that would configure the informer differently from the
+// factory's defaults is an error, since the informer is already
+// configured.
 //
 // An informer created after Start runs once Start is called again.
 func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
@@ -268,7 +276,7 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		entry = f.byType[typ]
 	}
 	if entry != nil {
-		inf, err := reuseInformer(entry, opts)
+		inf, err := reuseInformer(f, entry, opts)
 		if err != nil || len(opts.Indexers) == 0 {
 			return inf, err
 		}
@@ -282,13 +290,9 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		}
 		return inf, nil
 	}
-	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
+	cfg := resolveConfig(f.opts, opts)
+	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("informer for %v: %w", typ, err)
-	}
-	if opts.Shard != nil {
-		if err := opts.Shard.validate(); err != nil {
-			return nil, fmt.Errorf("informer for %v: InformerOptions.%w", typ, err)
-		}
 	}
 	// As client-go's factory does, a built-in cluster-scoped type (nodes)
 	// is listed cluster-wide whatever the factory's namespace: the API
@@ -301,7 +305,7 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		TweakListOptions: f.opts.TweakListOptions,
 		ContentType:      f.opts.ContentType,
 		HTTPClient:       f.httpClient,
-		DropFields:       slices.Concat(f.opts.DropFields, opts.DropFields),
+		DropFields:       cfg.dropFields(),
 	}
 	var lw ListerWatcher[T]
 	form := ""
@@ -322,7 +326,7 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 		}
 		lw, key.Resource = restLW, restLW.Resource()
 	}
-	inf, entry, err := newFactoryInformer(f, lw, key, form, namespace, opts)
+	inf, entry, err := newFactoryInformer(f, lw, key, form, namespace, cfg, opts.Indexers)
 	if err != nil {
 		return nil, fmt.Errorf("informer for %v: %w", key, err)
 	}
@@ -351,70 +355,47 @@ func (f *Factory) namespaceFor(clusterScoped bool) string {
 	return f.opts.Namespace
 }
 
-// newFactoryInformer creates and registers an informer, whose lw lists and
-// watches namespace ("" for all). form, if set, is appended to its default
-// name ("pods (PartialObjectMetadata)"). Call with f.mu held.
-func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form, namespace string, opts InformerOptions[T]) (*Informer[T], *factoryEntry, error) {
-	if opts.Name == "" {
-		opts.Name = key.Resource.GroupResource().String()
+// newFactoryInformer creates and registers an informer of the resolved
+// configuration cfg, whose lw lists and watches namespace ("" for all) and
+// drops cfg's DropFields. form, if set, is appended to its default name
+// ("pods (PartialObjectMetadata)"). Call with f.mu held.
+func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerKey, form, namespace string, cfg config[T], indexers map[string]IndexFunc[T]) (*Informer[T], *factoryEntry, error) {
+	if cfg.Name == "" {
+		cfg.Name = key.Resource.GroupResource().String()
 		if form != "" {
-			opts.Name += " (" + form + ")"
+			cfg.Name += " (" + form + ")"
 		}
 		if f.opts.Name != "" {
-			opts.Name = f.opts.Name + "/" + opts.Name
+			cfg.Name = f.opts.Name + "/" + cfg.Name
 		}
 	}
-	if opts.ResyncPeriod == 0 {
-		opts.ResyncPeriod = f.opts.ResyncPeriod
-	}
-	if f.opts.Transform != nil {
-		opts.Transform = Chain(typedTransform[T](f.opts.Transform), opts.Transform)
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = f.opts.Metrics
-	}
-	if opts.MissingResourceRetry == 0 {
-		opts.MissingResourceRetry = f.opts.MissingResourceRetry
-	}
-	inheritedCheck := opts.ConsistencyCheck == (ConsistencyCheckOptions{})
-	if inheritedCheck {
-		opts.ConsistencyCheck = f.opts.ConsistencyCheck
-	}
-	opts.DetectMutations = opts.DetectMutations || f.opts.DetectMutations
-	if opts.Shard == nil {
-		opts.Shard = f.opts.Shard
-	}
-	if inheritedCheck && opts.ConsistencyCheck.Period > 0 && opts.Shard != nil && opts.Shard.Group != nil {
+	if cfg.consistencyInherited && cfg.ConsistencyCheck.Period > 0 && cfg.dynamicShard() {
 		// A dynamic shard's cache cannot be checked (errDynamicShard): each
 		// such informer would warn at its Run; Start warns once instead.
-		opts.ConsistencyCheck = ConsistencyCheckOptions{}
-		f.unchecked = append(f.unchecked, opts.Name)
+		cfg.ConsistencyCheck = ConsistencyCheckOptions{}
+		f.unchecked = append(f.unchecked, cfg.Name)
 	}
-	opts.Deduplicate = opts.Deduplicate || f.opts.Deduplicate
-	opts.Resource = key.Resource
-	dropped := slices.Concat(f.opts.DropFields, opts.DropFields)
-	opts.DropFields = nil // lw drops them
-	if opts.Snapshot.Dir == "" {
-		opts.Snapshot = f.opts.Snapshot
-	}
-	inf, err := NewInformer(lw, opts)
+	cfg.Resource = key.Resource
+	inf, err := newInformer(lw, cfg, indexers)
 	if err != nil {
 		return nil, nil, err
 	}
 	if s := inf.snapshots; s != nil {
 		s.scope.Namespace = namespace
 		s.scope.LabelSelector, s.scope.FieldSelector = selectorsOf(f.opts.TweakListOptions)
-		s.scope.DropFields = dropped
+		s.scope.DropFields = cfg.dropFields()
 	}
-	entry := &factoryEntry{key: key, name: opts.Name, namespace: namespace, informer: inf, released: make(chan struct{})}
+	entry := &factoryEntry{key: key, name: cfg.Name, namespace: namespace, informer: inf, released: make(chan struct{})}
 	f.informers[key] = entry
 	return inf, entry, nil
 }
 
 // reuseInformer returns the informer of entry after checking the options a
-// later For call may give; For adds their Indexers once f.mu is released.
-// Call with f.mu held.
-func reuseInformer[T Object](entry *factoryEntry, opts InformerOptions[T]) (*Informer[T], error) {
+// later For call may give: Indexers, which For adds once f.mu is released;
+// the informer's Resource; and no setting that would configure the
+// informer differently from the factory's defaults, which apply only when
+// it is created. Call with f.mu held.
+func reuseInformer[T Object](f *Factory, entry *factoryEntry, opts InformerOptions[T]) (*Informer[T], error) {
 	inf, ok := entry.informer.(*Informer[T])
 	if !ok {
 		return nil, fmt.Errorf("informer for %v: the factory holds a %T", entry.key, entry.informer)
@@ -422,49 +403,14 @@ func reuseInformer[T Object](entry *factoryEntry, opts InformerOptions[T]) (*Inf
 	if !opts.Resource.Empty() && opts.Resource != entry.key.Resource {
 		return nil, fmt.Errorf("informer for %v already exists: a %v informer of %s needs a factory of its own", entry.key, entry.key.Type, resourcePath(opts.Resource))
 	}
-	if set := creationOnlyFields(opts); len(set) > 0 {
+	if set := creationOnlySettings(resolveConfig(f.opts, opts), resolveConfig(f.opts, InformerOptions[T]{})); len(set) > 0 {
 		verb := "applies"
 		if len(set) > 1 {
 			verb = "apply"
 		}
-		for k := range set {
-			set[k] = "InformerOptions." + set[k]
-		}
 		return nil, fmt.Errorf("informer for %v already exists: %s %s only when the informer is created", entry.key, joinAnd(set), verb)
 	}
 	return inf, nil
-}
-
-// creationOnlyFields names the fields of opts, other than Indexers and
-// Resource, that are set.
-func creationOnlyFields[T Object](opts InformerOptions[T]) []string {
-	var set []string
-	for _, field := range []struct {
-		name string
-		set  bool
-	}{
-		{"Name", opts.Name != ""},
-		{"ClusterScoped", opts.ClusterScoped},
-		{"ResyncPeriod", opts.ResyncPeriod != 0},
-		{"Transform", opts.Transform != nil},
-		{"WatchErrorHandler", opts.WatchErrorHandler != nil},
-		{"DisableWatchList", opts.DisableWatchList},
-		{"Backoff", opts.Backoff != nil},
-		{"Clock", opts.Clock != nil},
-		{"Metrics", opts.Metrics != nil},
-		{"DetectMutations", opts.DetectMutations},
-		{"MissingResourceRetry", opts.MissingResourceRetry != 0},
-		{"ConsistencyCheck", opts.ConsistencyCheck != ConsistencyCheckOptions{}},
-		{"DropFields", len(opts.DropFields) > 0},
-		{"Shard", opts.Shard != nil},
-		{"Snapshot", opts.Snapshot != (SnapshotOptions{})},
-		{"Deduplicate", opts.Deduplicate},
-	} {
-		if field.set {
-			set = append(set, field.name)
-		}
-	}
-	return set
 }
 
 // Start runs every informer created so far and not yet started, each in its
@@ -752,13 +698,4 @@ func Release[T Object](f *Factory, inf *Informer[T]) error {
 	entry.cancel()
 	<-entry.done
 	return nil
-}
-
-// joinAnd joins names as in an English sentence: "a", "a and b",
-// "a, b and c".
-func joinAnd(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -127,14 +127,14 @@ func TestFactoryRejectsAtCreation(t *testing.T) {
 			if _, err := informer.For(f, informer.InformerOptions[*corev1.Node]{}); err != nil {
 				return err
 			}
-			_, err := informer.For(f, informer.InformerOptions[*corev1.Node]{ResyncPeriod: time.Minute, ClusterScoped: true})
+			_, err := informer.For(f, informer.InformerOptions[*corev1.Node]{ResyncPeriod: new(time.Minute), ClusterScoped: true})
 			return err
 		},
 		want: "informer for *v1.Node v1/nodes already exists: InformerOptions.ClusterScoped and InformerOptions.ResyncPeriod apply only when the informer is created",
 	}, {
 		name: "one creation option on an existing informer",
 		new: func() error {
-			_, err := informer.For(f, informer.InformerOptions[*corev1.Node]{ResyncPeriod: time.Minute})
+			_, err := informer.For(f, informer.InformerOptions[*corev1.Node]{ResyncPeriod: new(time.Minute)})
 			return err
 		},
 		want: "informer for *v1.Node v1/nodes already exists: InformerOptions.ResyncPeriod applies only when the informer is created",

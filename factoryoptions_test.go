@@ -32,7 +32,7 @@ func TestFactoryPerTypeOptions(t *testing.T) {
 	f := newFactory(t, srv.Config(), informer.FactoryOptions{Namespace: "a", Name: "test", Transform: informer.StripManagedFields[metav1.Object]})
 	pods := must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{
 		Name:         "custom-pods",
-		ResyncPeriod: time.Second,
+		ResyncPeriod: new(time.Second),
 		Transform:    addLabel("t"),
 	}))
 	nodes := must[*informer.Informer[*corev1.Node]](t)(informer.For(f, informer.InformerOptions[*corev1.Node]{ClusterScoped: true}))
@@ -105,7 +105,7 @@ func TestFactoryConsistencyCheckWithDynamicShardsWarnsOnce(t *testing.T) {
 	must[*informer.Informer[*corev1.Pod]](t)(informer.For(f, informer.InformerOptions[*corev1.Pod]{}))
 	must[*informer.Informer[*corev1.ConfigMap]](t)(informer.For(f, informer.InformerOptions[*corev1.ConfigMap]{}))
 	must[*informer.Informer[*corev1.Secret]](t)(informer.For(f, informer.InformerOptions[*corev1.Secret]{
-		ConsistencyCheck: informer.ConsistencyCheckOptions{Period: time.Minute},
+		ConsistencyCheck: &informer.ConsistencyCheckOptions{Period: time.Minute},
 	}))
 	f.Start(ctx)
 	f.Start(ctx)

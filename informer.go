@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,23 @@ import (
 
 // InformerOptions configures an [Informer], made by [NewInformer] over a
 // ListerWatcher or by [For] from a [Factory]. The zero value is valid.
+//
+// The settings a [FactoryOptions] field of the same name also sets
+// (ResyncPeriod, MissingResourceRetry, Metrics, ConsistencyCheck,
+// Deduplicate, DetectMutations, Shard) follow one rule: nil inherits the
+// factory's setting (off for NewInformer), and an explicit value overrides
+// it, an explicit "off" included, so that one informer can opt out of a
+// factory default:
+//
+//	informer.InformerOptions[*corev1.Pod]{
+//		ResyncPeriod:     new(time.Duration(0)), // no resync
+//		Deduplicate:      new(false),
+//		DetectMutations:  new(false),
+//		ConsistencyCheck: &informer.ConsistencyCheckOptions{}, // on demand only
+//		Shard:            informer.NoShard,
+//	}
+//
+// Transform and DropFields add to the factory's instead.
 type InformerOptions[T Object] struct {
 	// Name identifies the informer in logs and metrics. A factory's
 	// informer is named after its resource by default (see [For]).
@@ -42,10 +60,11 @@ type InformerOptions[T Object] struct {
 	ClusterScoped bool
 	// ResyncPeriod is the default resync period of handlers (0 = none) and
 	// the informer's initial resync check period, as client-go's
-	// defaultEventHandlerResyncPeriod. For an informer made by [For], 0
-	// means [FactoryOptions].ResyncPeriod. A negative period is rejected:
-	// For and NewInformer return an error.
-	ResyncPeriod time.Duration
+	// defaultEventHandlerResyncPeriod. Nil means
+	// [FactoryOptions].ResyncPeriod for an informer made by [For], none
+	// for [NewInformer]; new(time.Duration(0)) turns off the factory's. A
+	// negative period is rejected: For and NewInformer return an error.
+	ResyncPeriod *time.Duration
 	// Indexers are the cache's secondary indexes.
 	Indexers map[string]IndexFunc[T]
 	// Transform, if set, is applied once to every object received from the
@@ -64,21 +83,25 @@ type InformerOptions[T Object] struct {
 	// MissingResourceRetry, if positive, makes the informer wait quietly
 	// for a resource the server does not serve (a deleted CRD), retrying
 	// every MissingResourceRetry and logging one line when it goes missing
-	// and one when it returns (see [ReflectorOptions]). For an informer made
-	// by [For], 0 means [FactoryOptions].MissingResourceRetry.
-	MissingResourceRetry time.Duration
+	// and one when it returns (see [ReflectorOptions]). Nil means
+	// [FactoryOptions].MissingResourceRetry for an informer made by [For];
+	// new(time.Duration(0)) turns it off.
+	MissingResourceRetry *time.Duration
 	// Clock drives resync scheduling and the reflector's timers. Nil means
 	// the real clock; tests pass a fake one.
 	Clock clock.WithTicker
 	// Metrics, if set, receives the informer's metrics while it runs (see
-	// [MetricsProvider]). Nil means no metrics, at no cost. For an informer
-	// made by [For], nil means [FactoryOptions].Metrics.
+	// [MetricsProvider]). Nil means [FactoryOptions].Metrics for an
+	// informer made by [For], and no metrics, at no cost, for
+	// [NewInformer].
 	Metrics MetricsProvider
 	// ConsistencyCheck configures the checks that compare the cache with
 	// the server: periodic checks and repair (see
-	// [Informer.CheckConsistency]). For an informer made by [For], the zero
-	// value means [FactoryOptions].ConsistencyCheck.
-	ConsistencyCheck ConsistencyCheckOptions
+	// [Informer.CheckConsistency]). Nil means
+	// [FactoryOptions].ConsistencyCheck for an informer made by [For], and
+	// checks on demand only for [NewInformer]; &ConsistencyCheckOptions{}
+	// turns off the factory's periodic checks.
+	ConsistencyCheck *ConsistencyCheckOptions
 	// Deduplicate makes equal values of different cached objects share one
 	// copy: each string repeated across cached objects (label and
 	// annotation keys and values, images, env vars, node names…), equal
@@ -112,9 +135,11 @@ type InformerOptions[T Object] struct {
 	// about 7× slower. Either way, 100,000 production-like pods keep
 	// 12,600–13,200 B each instead of about 23,200 (W6(a); client-go
 	// 22,527). To drop fields and keep deduplicating on decode, use
-	// DropFields rather than a Transform. For an informer made by [For],
-	// [FactoryOptions].Deduplicate also turns it on.
-	Deduplicate bool
+	// DropFields rather than a Transform.
+	//
+	// Nil means [FactoryOptions].Deduplicate for an informer made by
+	// [For], off for [NewInformer]; new(true) turns it on, new(false) off.
+	Deduplicate *bool
 	// DetectMutations enables the cache mutation detector, meant for tests
 	// and CI; the environment variable KUBE_CACHE_MUTATION_DETECTOR=true
 	// enables it in every informer, as in client-go. It keeps a deep copy of
@@ -122,8 +147,10 @@ type InformerOptions[T Object] struct {
 	// runs and once when Run ends, and logs each modified object with the
 	// handlers and Lister callers it was handed out to; InformerStats counts
 	// them. It costs a copy per cached object and a stack capture per Lister
-	// call; disabled, nothing.
-	DetectMutations bool
+	// call; disabled, nothing. Nil means [FactoryOptions].DetectMutations
+	// (or the environment variable); new(false) turns it off whatever
+	// either says.
+	DetectMutations *bool
 	// DropFields are fields dropped from every object on the wire, before
 	// it is decoded, for an informer made by [For] (see
 	// [RESTOptions].DropFields for the paths and what is guaranteed):
@@ -136,7 +163,8 @@ type InformerOptions[T Object] struct {
 	// Shard, if set, restricts the informer to a shard of the resource (see
 	// [Shard] and docs/sharding.md): the server sends only the shard's
 	// objects. For an informer made by [For], nil means
-	// [FactoryOptions].Shard.
+	// [FactoryOptions].Shard, and [NoShard] holds the whole resource in a
+	// sharded factory.
 	Shard *Shard
 	// Snapshot makes the informer keep a snapshot of its cache on disk and
 	// restart from it (see [SnapshotOptions] and docs/restart.md). For an
@@ -157,79 +185,43 @@ type InformerOptions[T Object] struct {
 // All methods are safe for concurrent use. Objects in the cache and in
 // notifications are shared and must not be modified.
 type Informer[T Object] struct {
-	lw            ListerWatcher[T]
-	name          string
-	indexer       *Indexer[T]
-	lister        *Lister[T]
-	clock         clock.WithTicker
-	defaultResync time.Duration
-	backoff       *wait.Backoff
-	missingRetry  time.Duration
-	noWatchList   bool
-	queue         *eventQueue[T]
-	proc          processor[T]
+	// cfg is the resolved configuration. Handler registration and the
+	// adapter's setters change it before Run, under mu; it is read-only
+	// once the informer has started.
+	cfg     config[T]
+	indexer *Indexer[T]
+	lister  *Lister[T]
+	queue   *eventQueue[T]
+	source  source[T]
+	fan     fanOut[T]
+	hooks   observers[T]
 
-	metricsProvider MetricsProvider
-	metricsID       InformerID
-	// detector is the cache mutation detector; nil unless enabled.
-	detector *mutationDetector[T]
-	// dynamic runs the reflectors of a dynamic shard; nil otherwise.
-	dynamic *dynamicShard[T]
 	// snapshots keeps the snapshot of the cache; nil without one.
 	snapshots *snapshotter[T]
 
-	// mu guards the fields below and serializes handler registration. It is
+	// mu guards life and cfg and serializes handler registration. It is
 	// never held while waiting for anything, nor while calling handlers,
 	// transforms or index functions (only the MetricsProvider's
 	// registration, which must not call the informer).
-	mu                sync.Mutex
-	started           bool
-	resyncCheckPeriod time.Duration
-	transform         TransformFunc[T]
-	watchErrorHandler WatchErrorHandler
-	runLogger         klog.Logger
-	handlerCount      int
-	listenersWG       sync.WaitGroup
-	// metrics is set at Run if the informer has a metrics provider.
-	metrics InformerMetrics
+	mu   sync.Mutex
+	life lifecycle
+	// applied is the resource version the cache has applied, for
+	// WaitForResourceVersion.
+	applied     appliedVersion
+	consistency consistencyCounters
+}
 
-	stopped atomic.Bool
+// lifecycle is where an informer is in its single run.
+type lifecycle struct {
+	started   bool        // guarded by the informer's mu
+	runLogger klog.Logger // set when started
+	stopped   atomic.Bool
 	// ended is closed once the informer has stopped for good and HasSynced
 	// can no longer change: Run has applied its last record, or the
 	// informer was stopped before it ran. A wait for the sync ends on it, so
 	// that an informer that stopped before it synced is not waited for
 	// forever.
-	ended     chan struct{}
-	reflector atomic.Pointer[Reflector[T]]
-	// applied is the resource version the cache has applied, for
-	// WaitForResourceVersion.
-	applied appliedVersion
-
-	consistencyCheck ConsistencyCheckOptions
-	consistency      consistencyCounters
-
-	// joining holds the handlers added to the running informer that have not
-	// received their initial adds yet (guarded by mu); joinPending is set
-	// while it is not empty.
-	joining     []*listener[T]
-	joinPending atomic.Bool
-
-	// dispatchMu is held while queued records are applied to the cache and
-	// the resulting notifications handed to the listeners, and while joining
-	// handlers are admitted with the cached objects. So a new handler sees
-	// every change exactly once: in its initial adds or as a notification.
-	// Its holder may wait for room in a listener (OverflowBlock), and handlers
-	// may call the informer: so it is only ever taken by the dispatcher, or
-	// with TryLock, and never while holding mu (see tryAdmitJoiners).
-	dispatchMu sync.Mutex
-	notes      []notification[T] // dispatcher's reusable buffer
-	// filterResync is set while some handler is not due for a resync: only
-	// then must resync updates be told apart (dispatcher only).
-	filterResync bool
-	// listenersToldSynced is set once the listeners have been told that the
-	// informer synced (dispatcher only).
-	listenersToldSynced bool
-	storeErrors         atomic.Int64
+	ended chan struct{}
 }
 
 // NewInformer returns an informer for the objects lw lists and watches. It
@@ -239,102 +231,117 @@ func NewInformer[T Object](lw ListerWatcher[T], opts InformerOptions[T]) (*Infor
 	if lw == nil {
 		return nil, fmt.Errorf("%s: NewInformer needs a ListerWatcher, got nil", informerNameFor[T](opts.Name))
 	}
-	if err := validateResync("InformerOptions.ResyncPeriod", opts.ResyncPeriod); err != nil {
+	cfg := resolveConfig(FactoryOptions{}, opts)
+	if err := validateResync("InformerOptions.ResyncPeriod", cfg.ResyncPeriod); err != nil {
 		return nil, fmt.Errorf("%s: invalid options: %w", informerNameFor[T](opts.Name), err)
 	}
 	if len(opts.DropFields) > 0 {
 		return nil, fmt.Errorf("%s: invalid options: InformerOptions.DropFields applies to informers made by For; the ListerWatcher of NewInformer decodes the objects: set its RESTOptions.DropFields", informerNameFor[T](opts.Name))
 	}
-	if opts.Shard != nil {
-		if err := opts.Shard.validate(); err != nil {
-			return nil, fmt.Errorf("%s: invalid options: InformerOptions.%w", informerNameFor[T](opts.Name), err)
-		}
+	return newInformer(lw, cfg, opts.Indexers)
+}
+
+// newInformer returns an informer of the resolved configuration cfg over
+// lw, which already drops cfg's DropFields.
+func newInformer[T Object](lw ListerWatcher[T], cfg config[T], indexers map[string]IndexFunc[T]) (*Informer[T], error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("%s: invalid options: %w", informerNameFor[T](cfg.Name), err)
 	}
-	if err := opts.Snapshot.validate(); err != nil {
-		return nil, fmt.Errorf("%s: invalid options: InformerOptions.%w", informerNameFor[T](opts.Name), err)
+	if err := cfg.Snapshot.validate(); err != nil {
+		return nil, fmt.Errorf("%s: invalid options: InformerOptions.%w", informerNameFor[T](cfg.Name), err)
 	}
-	clk := opts.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	indexer := NewIndexer(opts.Indexers)
+	indexer := NewIndexer(indexers)
 	i := &Informer[T]{
-		lw:                lw,
-		name:              opts.Name,
-		indexer:           indexer,
-		lister:            NewLister(indexer, opts.Resource),
-		clock:             clk,
-		defaultResync:     opts.ResyncPeriod,
-		backoff:           opts.Backoff,
-		missingRetry:      opts.MissingResourceRetry,
-		consistencyCheck:  opts.ConsistencyCheck,
-		noWatchList:       opts.DisableWatchList,
-		resyncCheckPeriod: opts.ResyncPeriod,
-		transform:         opts.Transform,
-		watchErrorHandler: opts.WatchErrorHandler,
-		queue:             newEventQueue(indexer, nil, klog.Background()),
-		notes:             make([]notification[T], 0, dispatchChunk),
-		metricsProvider:   opts.Metrics,
-		metricsID:         metricsID(opts),
-		ended:             make(chan struct{}),
+		cfg:     cfg,
+		indexer: indexer,
+		lister:  NewLister(indexer, cfg.Resource),
+		queue:   newEventQueue(indexer, nil, klog.Background()),
+		hooks:   observers[T]{provider: cfg.Metrics},
+		life:    lifecycle{ended: make(chan struct{})},
 	}
-	i.proc.clock = clk
+	i.fan = fanOut[T]{store: indexer, queue: i.queue, hooks: &i.hooks, applied: &i.applied,
+		notes: make([]notification[T], 0, dispatchChunk)}
+	i.fan.proc.clock = cfg.clock()
 	i.lister.applied, i.lister.name = &i.applied, informerName(i)
 	gcwork.AfterEachGC(i.queue, (*eventQueue[T]).releaseIdleChunks)
-	if opts.Deduplicate {
-		if err := i.deduplicate(opts.Transform); err != nil {
-			return nil, fmt.Errorf("%s: %w", informerNameFor[T](opts.Name), err)
+	if cfg.Deduplicate {
+		var err error
+		if lw, err = i.deduplicate(lw); err != nil {
+			return nil, fmt.Errorf("%s: %w", informerNameFor[T](cfg.Name), err)
 		}
 	}
-	if mutationDetectionRequested(opts.DetectMutations) {
-		i.detector = newMutationDetector(indexer, clk)
-		indexer.detector = i.detector
+	if cfg.DetectMutations {
+		i.hooks.detector = newMutationDetector(indexer, cfg.clock())
+		indexer.detector = i.hooks.detector
 	}
-	if opts.Shard != nil {
-		i.shardOn(opts.Shard)
-	}
-	i.snapshots = newSnapshotter(opts)
-	if rest, ok := lw.(*restListerWatcher[T]); ok && i.snapshots != nil {
-		i.snapshots.scope.Namespace = rest.namespace
-		i.snapshots.scope.LabelSelector, i.snapshots.scope.FieldSelector = selectorsOf(rest.tweak)
+	i.source = i.newSource(lw)
+	i.snapshots = newSnapshotter(cfg)
+	if i.snapshots != nil {
+		if rest, ok := lw.(*restListerWatcher[T]); ok {
+			i.snapshots.scope.Namespace = rest.namespace
+			i.snapshots.scope.LabelSelector, i.snapshots.scope.FieldSelector = selectorsOf(rest.tweak)
+		}
+		if src, ok := i.source.(*reflectorSource[T]); ok {
+			// A restore is where the reflector starts from.
+			src.beforeRun = func(logger klog.Logger, r *Reflector[T]) { i.snapshots.start(logger, r, lw, i.queue) }
+		}
 	}
 	return i, nil
 }
 
-// deduplicate turns deduplication on (see InformerOptions.Deduplicate).
-// Objects decoded by a REST or dynamic ListerWatcher that interns on decode are
-// deduplicated by its decoder, as they are decoded, when there is no
-// transform (which might write into what the decoder shares): the informer
-// then lists and watches through a copy of the ListerWatcher that shares
-// sub-objects too. Otherwise the queue's pass deduplicates every object
-// after the transform, with the decoder's table if there is one, so that
-// the strings it interned are the ones the pass finds.
-func (i *Informer[T]) deduplicate(transform TransformFunc[T]) error {
+// deduplicate turns deduplication on (see InformerOptions.Deduplicate) and
+// returns the ListerWatcher to list and watch through. Objects decoded by
+// a REST or dynamic ListerWatcher that interns on decode are deduplicated
+// by its decoder, as they are decoded, when there is no transform (which
+// might write into what the decoder shares): the informer then lists and
+// watches through a copy of the ListerWatcher that shares sub-objects too.
+// Otherwise the queue's pass deduplicates every object after the
+// transform, with the decoder's table if there is one, so that the strings
+// it interned are the ones the pass finds.
+func (i *Informer[T]) deduplicate(lw ListerWatcher[T]) (ListerWatcher[T], error) {
 	interns := wire.NewInternTable()
-	if lw, ok := any(i.lw).(*dynamicListerWatcher); ok {
+	transform := i.cfg.transform()
+	if dyn, ok := any(lw).(*dynamicListerWatcher); ok {
 		if transform == nil {
-			shared, err := lw.sharingSubObjects()
+			shared, err := dyn.sharingSubObjects()
 			if err != nil {
-				return fmt.Errorf("deduplicating on decode: %w", err)
+				return nil, fmt.Errorf("deduplicating on decode: %w", err)
 			}
-			i.lw = any(shared).(ListerWatcher[T])
-			return nil
+			return any(shared).(ListerWatcher[T]), nil
 		}
-		interns = lw.interns
+		interns = dyn.interns
 	}
-	if lw, ok := i.lw.(*restListerWatcher[T]); ok && lw.interns != nil {
-		if transform == nil && lw.sharesOnDecode {
-			shared, err := lw.sharingSubObjects()
+	if rest, ok := lw.(*restListerWatcher[T]); ok && rest.interns != nil {
+		if transform == nil && rest.sharesOnDecode {
+			shared, err := rest.sharingSubObjects()
 			if err != nil {
-				return fmt.Errorf("deduplicating on decode: %w", err)
+				return nil, fmt.Errorf("deduplicating on decode: %w", err)
 			}
-			i.lw = shared
-			return nil
+			return shared, nil
 		}
-		interns = lw.interns
+		interns = rest.interns
 	}
 	i.queue.interns, i.queue.intern = interns, wire.InternFuncFor[T]()
-	return nil
+	return lw, nil
+}
+
+// newSource returns what feeds the queue from lw: one reflector, through
+// a shard's ListerWatcher for a static shard, or a dynamic shard's range
+// reflectors. This is the only place that tells them apart.
+func (i *Informer[T]) newSource(lw ListerWatcher[T]) source[T] {
+	shard := i.cfg.Shard
+	switch {
+	case shard == nil:
+		return &reflectorSource[T]{lw: lw}
+	case shard.Group == nil:
+		return &reflectorSource[T]{lw: newShardListerWatcher(lw, shard.key(), shard.FilterOnClient, []hashRange{shard.staticRange()})}
+	}
+	d := newDynamicShard(lw, shard, i.cfg.clock())
+	// The group compares the members' object counts under this name.
+	d.countName = strings.TrimPrefix(informerName(i), "Informer ")
+	d.count = func() (int, bool) { return i.indexer.size(), d.synced() }
+	d.storeVersion = i.indexer.LastStoreSyncResourceVersion
+	return d
 }
 
 // Run starts the informer and blocks until ctx is done and every goroutine
@@ -343,121 +350,73 @@ func (i *Informer[T]) deduplicate(transform TransformFunc[T]) error {
 // logger comes from ctx. An informer runs once; later calls return at once.
 func (i *Informer[T]) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	if i.name != "" {
-		logger = klog.LoggerWithValues(logger, "informer", i.name)
+	if i.cfg.Name != "" {
+		logger = klog.LoggerWithValues(logger, "informer", i.cfg.Name)
 	}
 	i.mu.Lock()
-	if i.started {
+	if i.life.started {
 		i.mu.Unlock()
-		if i.stopped.Load() {
+		if i.life.stopped.Load() {
 			logger.Info("Warning: the informer was stopped before it ran (its factory was shut down), ignoring Run")
 		} else {
 			logger.Info("Warning: the informer has already been started, ignoring Run")
 		}
 		return
 	}
-	i.started = true
+	i.life.started = true
 	i.applied.start()
-	i.runLogger = logger
-	i.queue.transform = i.transform
+	i.life.runLogger = logger
+	i.queue.transform = i.cfg.transform()
 	i.queue.logger = logger
+	reflectorOpts := i.cfg.reflectorOptions(i.fan.proc.shouldResync)
 	newReflector := func(lw ListerWatcher[T], store ReflectorStore[T]) *Reflector[T] {
-		return NewReflector(lw, store, ReflectorOptions{
-			Name:              i.name,
-			ResyncPeriod:      i.resyncCheckPeriod,
-			ShouldResync:      i.proc.shouldResync,
-			WatchErrorHandler: i.watchErrorHandler,
-			Clock:             i.clock,
-			Backoff:           i.backoff,
-			DisableWatchList:  i.noWatchList,
-
-			MissingResourceRetry: i.missingRetry,
-		})
+		return NewReflector(lw, store, reflectorOpts)
 	}
-	var r *Reflector[T]
-	if i.dynamic == nil {
-		r = newReflector(i.lw, i.queue)
-		i.reflector.Store(r)
-	}
-	saving := i.snapshots != nil && i.snapshots.start(logger, r, i.lw, i.queue)
-	i.registerMetrics()
-	for _, l := range i.proc.snapshot() {
-		l.start(&i.listenersWG, logger, i.metrics)
+	i.hooks.started(i.cfg.metricsID(), i.metricsSnapshot)
+	for _, l := range i.fan.proc.snapshot() {
+		l.start(&i.fan.listeners, logger, i.hooks.metrics)
 	}
 	i.mu.Unlock()
 
-	dispatched := make(chan struct{})
-	go func() {
-		defer close(dispatched)
-		i.dispatch(logger)
-	}()
-	checked := make(chan struct{})
-	if period := i.consistencyCheck.Period; period > 0 && i.dynamic != nil {
+	var dispatching, observing sync.WaitGroup
+	dispatching.Go(func() { i.fan.dispatch(logger) })
+	if period := i.cfg.ConsistencyCheck.Period; period > 0 && i.cfg.dynamicShard() {
 		logger.Info("Warning: not running consistency checks: a dynamic shard's cache has no single resource version to list at", "period", period)
-		close(checked)
 	} else if period > 0 {
-		go func() {
-			defer close(checked)
-			i.runConsistencyChecks(ctx, logger, period, i.consistencyCheck.timeout())
-		}()
-	} else {
-		close(checked)
+		observing.Go(func() { i.runConsistencyChecks(ctx, logger, period, i.cfg.ConsistencyCheck.timeout()) })
 	}
-	saved := make(chan struct{})
-	if saving {
-		go func() {
-			defer close(saved)
-			i.snapshots.runPeriodic(ctx, logger, i.clock, i.indexer, i.HasSynced)
-		}()
-	} else {
-		close(saved)
+	observing.Go(func() { i.hooks.runDetector(ctx, logger) })
+	if i.snapshots != nil {
+		observing.Go(func() { i.snapshots.runPeriodic(ctx, logger, i.cfg.clock(), i.indexer, i.HasSynced) })
 	}
-	detected := make(chan struct{})
-	if i.detector != nil {
-		go func() {
-			defer close(detected)
-			i.detector.run(ctx.Done(), logger)
-		}()
-	} else {
-		close(detected)
-	}
-	if r != nil {
-		r.Run(ctx)
-	} else {
-		i.dynamic.run(ctx, logger, i.queue, newReflector)
-	}
-	<-checked
+	i.source.run(ctx, logger, i.queue, newReflector)
+	observing.Wait()
 
 	i.mu.Lock()
-	i.stopped.Store(true) // no handler can be added from now on
-	joiners := i.joining
-	i.joining = nil
+	i.life.stopped.Store(true) // no handler can be added from now on
 	i.mu.Unlock()
+	joiners := i.fan.takeJoiners()
 	i.queue.close()
-	for _, l := range i.proc.snapshot() {
+	for _, l := range i.fan.proc.snapshot() {
 		l.shutdown()
 	}
 	for _, l := range joiners {
 		l.shutdown()
 	}
-	<-dispatched
-	<-saved
-	if saving && i.HasSynced() {
+	dispatching.Wait()
+	if i.snapshots.active() && i.HasSynced() {
 		// A clean stop: the cache is final, consistent at its version.
 		i.snapshots.save(logger, i.indexer)
 	}
 	if i.snapshots != nil {
 		i.snapshots.stop(logger)
 	}
-	close(i.ended) // nothing more is applied: HasSynced is final
+	close(i.life.ended) // nothing more is applied: HasSynced is final
 	i.applied.stop()
-	i.listenersWG.Wait()
-	<-detected
-	if i.detector != nil {
-		// The handlers have returned: whatever they changed is seen now.
-		i.detector.check(logger)
-	}
-	i.unregisterMetrics()
+	i.fan.listeners.Wait()
+	// The handlers have returned: whatever they changed is seen now.
+	i.hooks.finalCheck(logger)
+	i.hooks.stopped()
 }
 
 // HasSynced reports whether the informer's first complete list has been
@@ -469,7 +428,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 // holds now are listed and applied: it stops being synced while a range
 // it gained is being listed.
 func (i *Informer[T]) HasSynced() bool {
-	return i.queue.hasSynced() && (i.dynamic == nil || i.dynamic.synced())
+	return i.queue.hasSynced() && i.source.synced()
 }
 
 // HasSyncedChecker returns a checker whose Done channel is closed once
@@ -491,7 +450,7 @@ func (c informerChecker[T]) Done() <-chan struct{} { return c.inf.queue.syncedCh
 
 // informerName describes the informer in DoneChecker names.
 func informerName[T Object](inf *Informer[T]) string {
-	return informerNameFor[T](inf.name)
+	return informerNameFor[T](inf.cfg.Name)
 }
 
 // informerNameFor is informerName for an informer of T named name.
@@ -509,19 +468,13 @@ func informerNameFor[T Object](name string) string {
 // LastSyncResourceVersion reaches the event's version. Safe for concurrent
 // use.
 func (i *Informer[T]) LastSyncResourceVersion() string {
-	if i.dynamic != nil {
-		return i.indexer.LastStoreSyncResourceVersion()
-	}
-	if r := i.reflector.Load(); r != nil {
-		return r.LastSyncResourceVersion()
-	}
-	return ""
+	return i.source.lastSyncResourceVersion()
 }
 
 // IsStopped reports whether Run has stopped (or is stopping) the informer,
 // or its [Factory] was shut down before starting it. A stopped informer
 // accepts no handlers and is never started again.
-func (i *Informer[T]) IsStopped() bool { return i.stopped.Load() }
+func (i *Informer[T]) IsStopped() bool { return i.life.stopped.Load() }
 
 // stopUnstarted stops an informer that has not been started, so that it
 // never runs and refuses handlers, which it could never notify. A started
@@ -529,39 +482,26 @@ func (i *Informer[T]) IsStopped() bool { return i.stopped.Load() }
 func (i *Informer[T]) stopUnstarted() {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if !i.started {
-		i.started = true
-		i.stopped.Store(true)
-		close(i.ended)
+	if !i.life.started {
+		i.life.started = true
+		i.life.stopped.Store(true)
+		close(i.life.ended)
 		i.applied.stop()
 	}
 }
 
 // endedChan returns a channel closed once the informer has stopped for
 // good: after it, HasSynced never changes (see Informer.ended).
-func (i *Informer[T]) endedChan() <-chan struct{} { return i.ended }
+func (i *Informer[T]) endedChan() <-chan struct{} { return i.life.ended }
 
 // lastError returns the error of the last failed list or watch since the
 // cache last received the server's full state, or nil (also before Run).
-func (i *Informer[T]) lastError() error {
-	if i.dynamic != nil {
-		return i.dynamic.lastError()
-	}
-	if r := i.reflector.Load(); r != nil {
-		return r.lastError()
-	}
-	return nil
-}
+func (i *Informer[T]) lastError() error { return i.source.lastError() }
 
 // syncBlocked returns a channel closed when the informer cannot sync until
 // something outside it changes (lastError says what); nil, which blocks
 // forever, when it has no such reason.
-func (i *Informer[T]) syncBlocked() <-chan struct{} {
-	if i.dynamic != nil {
-		return i.dynamic.syncBlocked()
-	}
-	return nil
-}
+func (i *Informer[T]) syncBlocked() <-chan struct{} { return i.source.syncBlocked() }
 
 // errStarted is returned by setters that only work before Run.
 var errStarted = errors.New("informer has already started")
@@ -571,10 +511,12 @@ var errStarted = errors.New("informer has already started")
 func (i *Informer[T]) setTransform(transform TransformFunc[T]) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.started {
+	if i.life.started {
 		return errStarted
 	}
-	i.transform = transform
+	// It replaces the whole transform, the factory's included, as
+	// client-go's SetTransform does.
+	i.cfg.Transform, i.cfg.factoryTransform = transform, nil
 	return nil
 }
 
@@ -584,10 +526,10 @@ func (i *Informer[T]) setTransform(transform TransformFunc[T]) error {
 func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.started {
+	if i.life.started {
 		return errStarted
 	}
-	i.watchErrorHandler = handler
+	i.cfg.WatchErrorHandler = handler
 	return nil
 }
 
@@ -595,7 +537,7 @@ func (i *Informer[T]) setWatchErrorHandler(handler WatchErrorHandler) error {
 // are indexed at once. It fails once the informer has stopped, or if an
 // index name is already in use.
 func (i *Informer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
-	if i.stopped.Load() {
+	if i.life.stopped.Load() {
 		// client-go's wording, which callers match on.
 		return errors.New("indexer was not added because it has stopped already")
 	}
@@ -648,48 +590,18 @@ type InformerStats struct {
 
 // Stats returns the informer's counters.
 func (i *Informer[T]) Stats() InformerStats {
-	dropped := i.reflectorStats()
+	dropped := i.source.stats()
 	return InformerStats{
 		InvalidListItems: int64(dropped.InvalidListItems),
 		DroppedEvents:    int64(dropped.droppedEvents()),
 		Queued:           i.queue.len(),
 		TransformErrors:  i.queue.transformErrors.Load(),
-		StoreErrors:      i.storeErrors.Load(),
-		MutatedObjects:   i.mutatedObjects(),
+		StoreErrors:      i.fan.storeErrors.Load(),
+		MutatedObjects:   i.hooks.mutated(),
 		Consistency:      i.consistency.load(),
 		// Counted by the ListerWatchers built from a rest.Config.
-		DropFieldsFailures: dropFieldsFailures(i.lw),
-		ShardWatches:       i.shardWatches(),
+		DropFieldsFailures: dropFieldsFailures(i.source.listerWatcher()),
+		ShardWatches:       i.source.watches(),
 		Snapshot:           i.snapshots.stats(),
 	}
-}
-
-// reflectorStats returns the counts of bad input the informer's reflector
-// dropped; for a dynamic shard, those of all its reflectors, stopped ones
-// included.
-func (i *Informer[T]) reflectorStats() ReflectorStats {
-	if i.dynamic != nil {
-		return i.dynamic.reflectorStats()
-	}
-	if r := i.reflector.Load(); r != nil {
-		return r.Stats()
-	}
-	return ReflectorStats{}
-}
-
-// shardWatches returns the number of reflectors of a dynamic shard.
-func (i *Informer[T]) shardWatches() int {
-	if i.dynamic == nil {
-		return 0
-	}
-	return i.dynamic.watches()
-}
-
-// mutatedObjects returns the number of modified objects the mutation
-// detector found.
-func (i *Informer[T]) mutatedObjects() int64 {
-	if i.detector == nil {
-		return 0
-	}
-	return i.detector.mutated.Load()
 }

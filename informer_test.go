@@ -317,7 +317,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	})
 	t.Run("stopped while events flow", func(t *testing.T) {
 		checkGoroutines := ExpectNoGoroutineLeak(t)
-		inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
+		inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: new(time.Second)})
 		lw.SetList("1", NewPod("ns", "a", "1"))
 		_, err := inf.AddEventHandler(newPLRecorder())
 		plMust(t, err)

@@ -154,9 +154,9 @@ func TestInternTablesBoundedUnderChurn(t *testing.T) {
 		opts informer.InformerOptions[*corev1.Pod]
 	}{
 		{"default", informer.InformerOptions[*corev1.Pod]{}},
-		{"Deduplicate", informer.InformerOptions[*corev1.Pod]{Deduplicate: true}},
+		{"Deduplicate", informer.InformerOptions[*corev1.Pod]{Deduplicate: new(true)}},
 		{"Deduplicate with a transform", informer.InformerOptions[*corev1.Pod]{
-			Deduplicate: true, Transform: informer.StripManagedFields[*corev1.Pod],
+			Deduplicate: new(true), Transform: informer.StripManagedFields[*corev1.Pod],
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -47,9 +47,9 @@ func (s *Indexer[T]) selectLabels(namespace string, selector labels.Selector) []
 	return src.collect(filters)
 }
 
-// source is where a Select finds its candidates: one list (base), or the
+// candidates is where a Select finds its candidates: one list (base), or the
 // lists of a label key for one value, several values or every value.
-type source[T Object] struct {
+type candidates[T Object] struct {
 	base     *posting[T]
 	key      *labelKey[T]
 	value    string   // the key's single value, when values is nil and !exists
@@ -62,8 +62,8 @@ type source[T Object] struct {
 
 // pickSource chooses the smallest candidate lists for namespace and reqs.
 // It returns false when the result is certainly empty.
-func (c *contents[T]) pickSource(namespace string, sel labels.Selector, reqs labels.Requirements) (source[T], bool) {
-	src := source[T]{base: c.all, answered: -1}
+func (c *contents[T]) pickSource(namespace string, sel labels.Selector, reqs labels.Requirements) (candidates[T], bool) {
+	src := candidates[T]{base: c.all, answered: -1}
 	if namespace != "" {
 		if src.base = c.namespaces[namespace]; src.base == nil {
 			return src, false
@@ -72,7 +72,7 @@ func (c *contents[T]) pickSource(namespace string, sel labels.Selector, reqs lab
 	src.size = len(src.base.items)
 	for j := range reqs {
 		r := &reqs[j]
-		cand := source[T]{answered: j}
+		cand := candidates[T]{answered: j}
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
 			if v, ok := exactValue(sel, reqs, j); ok {
@@ -102,8 +102,8 @@ func (c *contents[T]) pickSource(namespace string, sel labels.Selector, reqs lab
 	return src, true
 }
 
-// count returns the number of candidates of a label source.
-func (src *source[T]) count() int {
+// count returns the number of candidates of a label candidates set.
+func (src *candidates[T]) count() int {
 	switch {
 	case src.exists:
 		return src.key.count
@@ -123,7 +123,7 @@ func (src *source[T]) count() int {
 }
 
 // collect returns the candidates of src that pass every filter.
-func (src *source[T]) collect(filters []labelFilter[T]) []T {
+func (src *candidates[T]) collect(filters []labelFilter[T]) []T {
 	out := make([]T, 0, src.size)
 	add := func(p *posting[T]) {
 		if p == nil {

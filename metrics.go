@@ -1,7 +1,6 @@
 package informer
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -112,47 +111,15 @@ type InformerSnapshot struct {
 	Synced bool
 }
 
-// metricsID returns the informer's identity for a metrics provider.
-func metricsID[T Object](opts InformerOptions[T]) InformerID {
-	id := InformerID{Name: opts.Name, Resource: opts.Resource}
-	if id.Name == "" {
-		id.Name = opts.Resource.GroupResource().String()
-	}
-	if id.Name == "" {
-		var zero T
-		id.Name = fmt.Sprintf("%T", zero)
-	}
-	return id
-}
-
-// registerMetrics registers a starting informer with its metrics provider,
-// if any. i.mu must be held.
-func (i *Informer[T]) registerMetrics() {
-	if i.metricsProvider != nil {
-		i.metrics = i.metricsProvider.AddInformer(i.metricsID, i.metricsSnapshot)
-	}
-}
-
-// unregisterMetrics unregisters a stopped informer, once its handlers'
-// goroutines have exited.
-func (i *Informer[T]) unregisterMetrics() {
-	if i.metrics != nil {
-		i.metrics.Remove()
-	}
-}
-
 // metricsSnapshot reads the informer's current values.
 func (i *Informer[T]) metricsSnapshot() InformerSnapshot {
-	s := InformerSnapshot{
+	return InformerSnapshot{
 		Stats:                i.Stats(),
-		Reflector:            i.reflectorStats(),
+		Reflector:            i.source.stats(),
+		Requests:             i.source.requestStats(),
 		StoreResourceVersion: i.indexer.LastStoreSyncResourceVersion(),
 		Synced:               i.HasSynced(),
 	}
-	if r := i.reflector.Load(); r != nil {
-		s.Requests = r.RequestStats()
-	}
-	return s
 }
 
 // registerMetrics registers a starting listener with its informer's

@@ -27,12 +27,9 @@ import (
 // in every informer, as it does in client-go.
 const mutationDetectorEnv = "KUBE_CACHE_MUTATION_DETECTOR"
 
-// mutationDetectionRequested reports whether opts or the environment enable
-// the detector.
-func mutationDetectionRequested(option bool) bool {
-	if option {
-		return true
-	}
+// mutationDetectorFromEnv reports whether the environment enables the
+// detector in every informer that does not turn it off itself.
+func mutationDetectorFromEnv() bool {
 	enabled, _ := strconv.ParseBool(os.Getenv(mutationDetectorEnv))
 	return enabled
 }

@@ -65,7 +65,7 @@ func listMutating(t *testing.T, l *Lister[*corev1.Pod], name string) {
 
 func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: new(true), Clock: clk})
 	lw.SetList("5", demoPod("p1", "1"), demoPod("p2", "2"), demoPod("p3", "3"))
 	mutated := make(chan struct{})
 	mutator := ResourceEventHandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
@@ -130,7 +130,7 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 
 func TestMutationDetectorChecksPeriodically(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: new(true), Clock: clk})
 	lw.SetList("5", demoPod("p1", "1"))
 	stop := runWithLogs(t, inf)
 	Eventually(t, "synced", inf.HasSynced)
@@ -154,8 +154,8 @@ func TestMutationDetectorIsEnabledByClientGoEnvironmentVariable(t *testing.T) {
 	on, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	t.Setenv(mutationDetectorEnv, "")
 	off, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
-	if on.detector == nil || off.detector != nil || on.indexer.detector == nil {
-		t.Errorf("detector with %s=true: %v, without: %v", mutationDetectorEnv, on.detector != nil, off.detector != nil)
+	if on.hooks.detector == nil || off.hooks.detector != nil || on.indexer.detector == nil {
+		t.Errorf("detector with %s=true: %v, without: %v", mutationDetectorEnv, on.hooks.detector != nil, off.hooks.detector != nil)
 	}
 }
 
@@ -165,7 +165,7 @@ func TestMutationDetectorIsEnabledByClientGoEnvironmentVariable(t *testing.T) {
 // to and the ones sharing its bytes.
 func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Deduplicate: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: new(true), Deduplicate: new(true), Clock: clk})
 	withFields := func(name string) *corev1.Pod {
 		p := demoPod(name, "1")
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}}
@@ -200,7 +200,7 @@ func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 // share: the detector reports every object sharing it, and no other.
 func TestMutationDetectorCatchesWritesToSharedSubObjects(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: true, Deduplicate: true, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: new(true), Deduplicate: new(true), Clock: clk})
 	// p1 keeps its own labels (a sub-object is shared from its second
 	// sighting); the others share theirs.
 	lw.SetList("5", demoPod("p1", "1"), demoPod("p2", "1"), demoPod("p3", "1"), demoPod("p4", "1"), demoPod("p5", "1"))

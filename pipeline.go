@@ -1,6 +1,11 @@
 package informer
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
 
 // The house plan: the contracts between the informer's stages, each an
 // unexported interface saying what its side owns and guarantees. A watch
@@ -8,6 +13,54 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // that order. Each implementation lives in a file of its own and asserts
 // that it satisfies its contract, so that `go doc` and the compiler show
 // where a new stage or kind plugs in.
+
+// ---------------------------------------------------------------------------
+// The source.
+
+// source is what feeds an informer's queue: the reflector of its
+// ListerWatcher (reflectorSource), the range reflectors of a dynamic shard
+// (dynamicShard), and later a snapshot restore. It owns the goroutines
+// that list and watch, and what they know of the server: their errors,
+// counters and resource version. It never touches the store: everything it
+// learns goes through the queue, in order.
+type source[T Object] interface {
+	// run feeds queue until ctx is done, building each reflector it needs
+	// with newReflector (whose options come from the informer's resolved
+	// configuration), and returns once every goroutine it started has
+	// returned. It is called once.
+	run(ctx context.Context, logger klog.Logger, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T])
+	// synced reports whether the source has queued all it must before the
+	// informer counts as synced, beyond the queue's first list: true for a
+	// single reflector, the current assignment's lists for a dynamic shard.
+	synced() bool
+	// lastError returns why the source cannot sync now (the last failed
+	// list or watch since it last received the server's full state), or
+	// nil.
+	lastError() error
+	// syncBlocked returns a channel closed when the source cannot sync
+	// until something outside it changes; nil (blocking forever) when it
+	// has no such reason.
+	syncBlocked() <-chan struct{}
+	// lastSyncResourceVersion is Informer.LastSyncResourceVersion.
+	lastSyncResourceVersion() string
+	// stats adds up the bad input its reflectors dropped, stopped ones
+	// included, so that it never goes down.
+	stats() ReflectorStats
+	// requestStats counts its reflector's requests; zero when it has no
+	// single reflector.
+	requestStats() ReflectorRequestStats
+	// watches is the number of list+watch streams of a dynamic shard, 0
+	// for any other source.
+	watches() int
+	// listerWatcher is what lists the resource: consistency checks list
+	// through it and Stats reads its DropFields counter.
+	listerWatcher() ListerWatcher[T]
+	// relister returns what makes the source relist after a consistency
+	// check found differences: nil before it runs; an error (wrapping
+	// errDynamicShard) when its cache has no single resource version to
+	// check at.
+	relister() (relist func(), err error)
+}
 
 // ---------------------------------------------------------------------------
 // The store's prepared write.
@@ -106,4 +159,82 @@ type indexKind[T Object] interface {
 	// forget removes the emptied list l from the kind's lists in c, as
 	// client-go removes empty index buckets.
 	forget(c *contents[T], l *posting[T])
+}
+
+// ---------------------------------------------------------------------------
+// The observers.
+
+// observers are the hooks of the optional observers: the mutation
+// detector, installed when the informer is made, and the metrics
+// provider's InformerMetrics, installed when it starts. Each hook does
+// nothing, at the cost of one nil check per batch (never per event), when
+// its observer is off. The stages call the hooks, never the observers.
+type observers[T Object] struct {
+	// detector is the cache mutation detector; nil unless enabled.
+	detector *mutationDetector[T]
+	// provider receives the informer's metrics, if set; metrics is what it
+	// returned for this run (set at Run, read after).
+	provider MetricsProvider
+	metrics  InformerMetrics
+}
+
+// writesApplied tells the detector of the records the store applied.
+func (o *observers[T]) writesApplied(records []queueRecord[T]) {
+	if o.detector != nil {
+		o.detector.trackWrites(records)
+	}
+}
+
+// listApplied tells the detector of a list the store applied.
+func (o *observers[T]) listApplied(list []T) {
+	if o.detector != nil {
+		o.detector.track(list...)
+	}
+}
+
+// listenerAdded installs the detector's record of what l hands out.
+func (o *observers[T]) listenerAdded(l *listener[T]) {
+	if o.detector != nil {
+		l.detector, l.handOuts = o.detector, handlerHandOuts(l.name)
+	}
+}
+
+// mutated is the number of modified objects the detector found.
+func (o *observers[T]) mutated() int64 {
+	if o.detector == nil {
+		return 0
+	}
+	return o.detector.mutated.Load()
+}
+
+// runDetector compares the cached objects with their copies until ctx is
+// done.
+func (o *observers[T]) runDetector(ctx context.Context, logger klog.Logger) {
+	if o.detector != nil {
+		o.detector.run(ctx.Done(), logger)
+	}
+}
+
+// finalCheck compares once more, after the handlers have returned: what
+// they changed is seen now.
+func (o *observers[T]) finalCheck(logger klog.Logger) {
+	if o.detector != nil {
+		o.detector.check(logger)
+	}
+}
+
+// started registers a starting informer with the metrics provider, if
+// any. The informer's mu must be held.
+func (o *observers[T]) started(id InformerID, read func() InformerSnapshot) {
+	if o.provider != nil {
+		o.metrics = o.provider.AddInformer(id, read)
+	}
+}
+
+// stopped unregisters a stopped informer, once its handlers' goroutines
+// have exited.
+func (o *observers[T]) stopped() {
+	if o.metrics != nil {
+		o.metrics.Remove()
+	}
 }

@@ -123,16 +123,6 @@ func (p *processor[T]) remove(l *listener[T]) bool {
 	return false
 }
 
-// contains reports whether l is registered.
-func (p *processor[T]) contains(l *listener[T]) bool {
-	for _, candidate := range p.snapshot() {
-		if candidate == l {
-			return true
-		}
-	}
-	return false
-}
-
 // distribute hands notes to every listener: one lock acquisition and one
 // non-blocking wake-up per listener. Resync notifications only go to the
 // listeners that are due for a resync.

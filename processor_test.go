@@ -19,9 +19,9 @@ import (
 func resyncPeriods(inf *Informer[*corev1.Pod], regs ...*Registration) []time.Duration {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	inf.proc.resyncMu.Lock()
-	defer inf.proc.resyncMu.Unlock()
-	out := []time.Duration{inf.resyncCheckPeriod}
+	inf.fan.proc.resyncMu.Lock()
+	defer inf.fan.proc.resyncMu.Unlock()
+	out := []time.Duration{inf.cfg.resyncCheckPeriod}
 	for _, r := range regs {
 		out = append(out, r.target.(*listener[*corev1.Pod]).resyncPeriod)
 	}
@@ -37,7 +37,7 @@ func addWithResync(t *testing.T, inf *Informer[*corev1.Pod], period time.Duratio
 
 func TestResyncCheckPeriodFollowsHandlersAddedBeforeStart(t *testing.T) {
 	// client-go's TestResyncCheckPeriod.
-	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: 12 * time.Hour})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: new(12 * time.Hour)})
 	r1 := addWithResync(t, inf, 0)
 	if diff := cmp.Diff([]time.Duration{12 * time.Hour, 0}, resyncPeriods(inf, r1)); diff != "" {
 		t.Fatalf("after handler 1 (-want +got):\n%s", diff)
@@ -61,7 +61,7 @@ func TestResyncCheckPeriodFollowsHandlersAddedBeforeStart(t *testing.T) {
 }
 
 func TestResyncPeriodRaisedToCheckPeriodAfterStart(t *testing.T) {
-	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: 5 * time.Second})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: new(5 * time.Second)})
 	plRun(t, inf)
 	Eventually(t, "informer synced", inf.HasSynced)
 	r := addWithResync(t, inf, 2*time.Second)
@@ -108,7 +108,7 @@ func TestShouldResyncSchedulesEachListener(t *testing.T) {
 	// The schedule of client-go's TestListenerResyncPeriods: periods 0, 2 s
 	// and 3 s on an informer checking every second.
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
+	inf, _ := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: new(time.Second), Clock: clk})
 	regs := []*Registration{addWithResync(t, inf, 0), addWithResync(t, inf, 2*time.Second), addWithResync(t, inf, 3*time.Second)}
 	due := func() []bool {
 		var out []bool
@@ -127,7 +127,7 @@ func TestShouldResyncSchedulesEachListener(t *testing.T) {
 	var got []check
 	for range 6 {
 		clk.Step(time.Second)
-		any := inf.proc.shouldResync()
+		any := inf.fan.proc.shouldResync()
 		got = append(got, check{any, due()})
 	}
 	want := []check{
@@ -169,7 +169,7 @@ func TestDistributeSendsResyncNotificationsOnlyToDueListeners(t *testing.T) {
 func TestResyncAndRelistReachOnlyDueHandlersWithUnchangedObjects(t *testing.T) {
 	// client-go's TestSharedInformerWatchDisruption, with whole sequences.
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second, Clock: clk})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: new(time.Second), Clock: clk})
 	lw.SetList("2", NewPod("ns", "pod1", "1"), NewPod("ns", "pod2", "2"))
 	noResync, resync := newPLRecorder(), newPLRecorder()
 	zero, second := time.Duration(0), time.Second

@@ -122,12 +122,12 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 		return nil, errors.New("cannot add a nil event handler")
 	}
 	i.mu.Lock()
-	i.handlerCount++
+	i.fan.handlerCount++
 	name := opts.Name
 	if name == "" {
-		name = fmt.Sprintf("%T#%d", h, i.handlerCount)
+		name = fmt.Sprintf("%T#%d", h, i.fan.handlerCount)
 	}
-	if i.stopped.Load() {
+	if i.life.stopped.Load() {
 		i.mu.Unlock()
 		// Ends as client-go's does ("... was not added to shared informer
 		// because it has stopped already"): callers match on it.
@@ -141,71 +141,99 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	if opts.Logger != nil {
 		logger = *opts.Logger
 	}
-	requested := i.defaultResync
-	if opts.ResyncPeriod != nil {
-		requested = *opts.ResyncPeriod
-	}
-	requested, err := i.adjustResyncPeriod(logger, requested)
+	requested, err := i.adjustResyncPeriod(logger, i.cfg.handlerResync(opts))
 	if err != nil {
 		i.mu.Unlock()
 		return nil, fmt.Errorf("handler %s was not added: %w", name, err)
 	}
 
 	l := newListener(h, name, opts, i.queue.hasSynced)
-	l.clock = i.clock
-	if i.detector != nil {
-		l.detector, l.handOuts = i.detector, handlerHandOuts(name)
-	}
-	i.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.resyncCheckPeriod))
+	l.clock = i.cfg.clock()
+	i.hooks.listenerAdded(l)
+	i.fan.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.cfg.resyncCheckPeriod))
 	reg := &Registration{owner: i, target: l, informerName: informerName(i)}
-	if !i.started {
-		i.proc.add(l)
+	if !i.life.started {
+		i.fan.addListener(l)
 		i.mu.Unlock()
 		return reg, nil
 	}
-	l.start(&i.listenersWG, i.runLogger, i.metrics)
+	l.start(&i.fan.listeners, i.life.runLogger, i.hooks.metrics)
+	i.fan.join(l)
+	i.mu.Unlock()
+	i.fan.tryAdmitJoiners()
+	return reg, nil
+}
+
+// addListener registers l with the processor, before the informer runs.
+func (f *fanOut[T]) addListener(l *listener[T]) {
+	f.membersMu.Lock()
+	defer f.membersMu.Unlock()
+	f.proc.add(l)
+}
+
+// join queues l, started, to be admitted with the cached objects at the
+// dispatcher's next pause.
+func (f *fanOut[T]) join(l *listener[T]) {
 	// The listener is not synced before it holds its initial adds: this
 	// count stands for them until admitJoiners has queued them.
 	l.pendingInitial.Add(1)
-	i.joining = append(i.joining, l)
-	i.joinPending.Store(true)
-	i.mu.Unlock()
-	i.tryAdmitJoiners()
-	return reg, nil
+	f.membersMu.Lock()
+	f.joining = append(f.joining, l)
+	f.joinPending.Store(true)
+	f.membersMu.Unlock()
+}
+
+// takeJoiners empties and returns the handlers still waiting to join, for
+// Run to shut them down once no handler can be added.
+func (f *fanOut[T]) takeJoiners() []*listener[T] {
+	f.membersMu.Lock()
+	defer f.membersMu.Unlock()
+	joiners := f.joining
+	f.joining = nil
+	return joiners
+}
+
+// removeListener unregisters l, whether it has joined or still waits to.
+func (f *fanOut[T]) removeListener(l *listener[T]) {
+	f.membersMu.Lock()
+	defer f.membersMu.Unlock()
+	if !f.proc.remove(l) {
+		f.joining = slices.DeleteFunc(f.joining, func(j *listener[T]) bool { return j == l })
+	}
 }
 
 // tryAdmitJoiners admits the handlers waiting to join unless the event
 // processing is busy, in which case it admits them itself at its next
 // pause. It never waits: that is what lets a handler add handlers while the
 // event processing waits for room in that handler's buffer.
-func (i *Informer[T]) tryAdmitJoiners() {
+func (f *fanOut[T]) tryAdmitJoiners() {
 	// Publishing the joiner before TryLock, and the dispatcher checking
 	// joinPending after Unlock, leaves no window in which neither admits.
-	for i.joinPending.Load() && i.dispatchMu.TryLock() {
-		i.admitJoiners()
-		i.dispatchMu.Unlock()
+	for f.joinPending.Load() && f.dispatchMu.TryLock() {
+		f.admitJoiners()
+		f.dispatchMu.Unlock()
 	}
 }
 
 // admitJoiners registers the handlers waiting to join and queues their
 // initial adds: the objects cached now, all of whose notifications have
-// been handed to the listeners already. i.dispatchMu must be held.
-func (i *Informer[T]) admitJoiners() {
-	if !i.joinPending.Load() {
+// been handed to the listeners already. f.dispatchMu must be held.
+func (f *fanOut[T]) admitJoiners() {
+	if !f.joinPending.Load() {
 		return
 	}
-	i.mu.Lock()
-	joiners := i.joining
-	i.joining = nil
-	i.joinPending.Store(false)
+	f.membersMu.Lock()
+	joiners := f.joining
+	f.joining = nil
+	f.joinPending.Store(false)
 	for _, l := range joiners {
-		i.proc.add(l)
+		f.proc.add(l)
 	}
-	i.mu.Unlock()
+	f.membersMu.Unlock()
 	if len(joiners) == 0 {
 		return
 	}
-	cached := i.indexer.List()
+	cached := f.store.List()
 	notes := make([]notification[T], 0, min(len(cached), dispatchChunk))
 	for _, l := range joiners {
 		for start := 0; start < len(cached); start += dispatchChunk {
@@ -254,16 +282,16 @@ func (i *Informer[T]) adjustResyncPeriod(logger klog.Logger, requested time.Dura
 		logger.Info("Warning: resync period is too small, raising it to the minimum", "resyncPeriod", requested, "minimumResyncPeriod", minimumResyncPeriod)
 		requested = minimumResyncPeriod
 	}
-	if requested < i.resyncCheckPeriod || i.resyncCheckPeriod == 0 {
-		if i.started {
-			if i.resyncCheckPeriod == 0 {
+	if requested < i.cfg.resyncCheckPeriod || i.cfg.resyncCheckPeriod == 0 {
+		if i.life.started {
+			if i.cfg.resyncCheckPeriod == 0 {
 				return 0, fmt.Errorf("resync period %v asked of %s, which runs without resync: give the informer a resync period (InformerOptions.ResyncPeriod, or FactoryOptions.ResyncPeriod in a factory), or add the handler before the informer starts", requested, informerName(i))
 			}
-			logger.Info("Warning: resync period is below the resync check period of the running informer, raising it", "resyncPeriod", requested, "resyncCheckPeriod", i.resyncCheckPeriod)
-			return i.resyncCheckPeriod, nil
+			logger.Info("Warning: resync period is below the resync check period of the running informer, raising it", "resyncPeriod", requested, "resyncCheckPeriod", i.cfg.resyncCheckPeriod)
+			return i.cfg.resyncCheckPeriod, nil
 		}
-		i.resyncCheckPeriod = requested
-		i.proc.setResyncCheckPeriod(logger, requested)
+		i.cfg.resyncCheckPeriod = requested
+		i.fan.proc.setResyncCheckPeriod(logger, requested)
 	}
 	return requested, nil
 }
@@ -288,9 +316,7 @@ func (i *Informer[T]) RemoveEventHandler(r *Registration) error {
 	l.shutdown()
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if !i.proc.remove(l) {
-		i.joining = slices.DeleteFunc(i.joining, func(j *listener[T]) bool { return j == l })
-	}
+	i.fan.removeListener(l)
 	if !l.started {
 		l.finish()
 	}

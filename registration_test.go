@@ -16,7 +16,7 @@ import (
 
 // registered reports whether r is one of inf's current registrations.
 func registered(inf *Informer[*corev1.Pod], r *Registration) bool {
-	for _, l := range inf.proc.snapshot() {
+	for _, l := range inf.fan.proc.snapshot() {
 		if registrationTarget(l) == r.target {
 			return true
 		}
@@ -203,8 +203,8 @@ func TestRemoveEventHandlerIsHarmlessWhenRepeatedOrForeign(t *testing.T) {
 	plMust(t, err)
 	reg2, err := inf.AddEventHandler(funcs) // the same handler twice: two registrations
 	plMust(t, err)
-	if len(inf.proc.snapshot()) != 2 {
-		t.Fatalf("%d registrations, want 2", len(inf.proc.snapshot()))
+	if len(inf.fan.proc.snapshot()) != 2 {
+		t.Fatalf("%d registrations, want 2", len(inf.fan.proc.snapshot()))
 	}
 	plMust(t, other.RemoveEventHandler(reg1))
 	plMust(t, other.ShutDownEventHandler(reg1))
@@ -217,8 +217,8 @@ func TestRemoveEventHandlerIsHarmlessWhenRepeatedOrForeign(t *testing.T) {
 		t.Fatal("wrong registration removed")
 	}
 	plMust(t, inf.ShutDownEventHandler(reg2)) // never started: returns at once
-	if len(inf.proc.snapshot()) != 0 {
-		t.Fatalf("%d registrations left", len(inf.proc.snapshot()))
+	if len(inf.fan.proc.snapshot()) != 0 {
+		t.Fatalf("%d registrations left", len(inf.fan.proc.snapshot()))
 	}
 	if err := inf.RemoveEventHandler(nil); err == nil {
 		t.Fatal("removing a nil registration did not fail")
@@ -255,7 +255,7 @@ func TestShutDownEventHandlerWaitsForTheCallInProgress(t *testing.T) {
 
 func TestHandlerAddRemoveAbuse(t *testing.T) {
 	// client-go's TestSharedInformerHandlerAbuse: meant for -race.
-	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Second})
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{ResyncPeriod: new(time.Second)})
 	lw.SetList("1")
 	stopInformer := plRun(t, inf)
 	ctx, cancel := context.WithCancel(plCtx(t))

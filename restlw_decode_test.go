@@ -33,7 +33,7 @@ func checkDeduplicateOnDecode[T Object](t *testing.T) {
 		if lw.interns == nil || lw.interns.SharesSubObjects() {
 			t.Fatalf("the table of a REST ListerWatcher of %T over protobuf is %+v, want one sharing strings only", *new(T), lw.interns)
 		}
-		opts := InformerOptions[T]{Deduplicate: true}
+		opts := InformerOptions[T]{Deduplicate: new(true)}
 		if withTransform {
 			opts.Transform = StripManagedFields[T]
 		}
@@ -42,8 +42,8 @@ func checkDeduplicateOnDecode[T Object](t *testing.T) {
 			t.Fatal(err)
 		}
 		type where struct{ OwnLW, DecoderShares, Pass, PassWithDecodersTable bool }
-		got := where{OwnLW: inf.lw != ListerWatcher[T](lw), Pass: inf.queue.intern != nil, PassWithDecodersTable: inf.queue.interns == lw.interns}
-		if own, ok := inf.lw.(*restListerWatcher[T]); ok {
+		got := where{OwnLW: inf.source.listerWatcher() != ListerWatcher[T](lw), Pass: inf.queue.intern != nil, PassWithDecodersTable: inf.queue.interns == lw.interns}
+		if own, ok := inf.source.listerWatcher().(*restListerWatcher[T]); ok {
 			got.DecoderShares = own.interns.SharesSubObjects()
 		}
 		want := where{OwnLW: true, DecoderShares: true}

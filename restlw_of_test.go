@@ -72,11 +72,11 @@ func TestRESTListerWatcherOf(t *testing.T) {
 	if rlw.interns == nil {
 		t.Fatal("NewRESTListerWatcherOf of pods over protobuf does not intern on decode")
 	}
-	inf, err := NewInformer(lw, InformerOptions[anyObject]{Deduplicate: true})
+	inf, err := NewInformer(lw, InformerOptions[anyObject]{Deduplicate: new(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, ok := inf.lw.(*restListerWatcher[anyObject])
+	own, ok := inf.source.listerWatcher().(*restListerWatcher[anyObject])
 	if !ok || own == rlw || !own.interns.SharesSubObjects() || inf.queue.intern != nil {
 		t.Errorf("an informer deduplicating over NewRESTListerWatcherOf does not share on decode: own ListerWatcher %v, queue pass %v", ok && own != rlw, inf.queue.intern != nil)
 	}

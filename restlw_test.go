@@ -587,7 +587,7 @@ func TestInformerDeduplicatesOnDecode(t *testing.T) {
 		p := srv.Create(podsResource, &pods[i]).(*corev1.Pod)
 		want[p.Namespace+"/"+p.Name] = p
 	}
-	inf := runPodInformer(t, srv, informer.InformerOptions[*corev1.Pod]{Deduplicate: true, DisableWatchList: true})
+	inf := runPodInformer(t, srv, informer.InformerOptions[*corev1.Pod]{Deduplicate: new(true), DisableWatchList: true})
 	for i := range pods[40:] {
 		p := srv.Create(podsResource, &pods[40+i]).(*corev1.Pod)
 		want[p.Namespace+"/"+p.Name] = p

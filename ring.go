@@ -41,9 +41,6 @@ func roundUpPowerOfTwo(n int) int {
 // len returns the number of elements.
 func (r *ring[E]) len() int { return r.n }
 
-// capacity returns the number of elements the ring holds without growing.
-func (r *ring[E]) capacity() int { return len(r.buf) }
-
 // push appends e, growing the ring if it is full.
 func (r *ring[E]) push(e E) {
 	if r.n == len(r.buf) {

@@ -58,10 +58,21 @@ type Shard struct {
 	// resource's traffic and decoding in every member; only the cache is
 	// smaller.
 	FilterOnClient bool
+
+	// whole marks NoShard.
+	whole bool
 }
+
+// NoShard, as [InformerOptions].Shard, makes an informer of a sharded
+// factory ([FactoryOptions].Shard) hold the whole resource, as an informer
+// of an unsharded factory does. It must not be modified.
+var NoShard = &Shard{whole: true}
 
 // validate checks the shard's settings.
 func (s *Shard) validate() error {
+	if s.whole {
+		return nil
+	}
 	switch s.By {
 	case "", ShardByUID, ShardByNamespace:
 	default:
@@ -161,16 +172,3 @@ func shardSelector(key ShardKey, ranges []hashRange) string {
 
 // errShardingNotEnabled reports a server that ignored a shard selector.
 var errShardingNotEnabled = errors.New("the API server ignores shard selectors: enable its ShardedListAndWatch feature gate (kube-apiserver --feature-gates=ShardedListAndWatch=true, alpha in Kubernetes 1.37), or set Shard.FilterOnClient to filter on the client")
-
-// shardOn restricts the informer to shard; shard is valid.
-func (i *Informer[T]) shardOn(shard *Shard) {
-	if shard.Group != nil {
-		d := newDynamicShard(i.lw, shard, i.clock)
-		// The group compares the members' object counts under this name.
-		d.countName = strings.TrimPrefix(informerName(i), "Informer ")
-		d.count = func() (int, bool) { return i.indexer.size(), d.synced() }
-		i.dynamic, i.lw = d, d.ownedLW
-		return
-	}
-	i.lw = newShardListerWatcher(i.lw, shard.key(), shard.FilterOnClient, []hashRange{shard.staticRange()})
-}

@@ -270,7 +270,7 @@ func runShards(t *testing.T, server ListerWatcher[*corev1.Pod], count int, filte
 	}
 	runAll(t, infs...)
 	for _, inf := range infs {
-		Eventually(t, inf.name+" synced", inf.HasSynced)
+		Eventually(t, inf.cfg.Name+" synced", inf.HasSynced)
 	}
 	return infs
 }

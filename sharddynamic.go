@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -54,6 +55,9 @@ type dynamicShard[T Object] struct {
 	// ownedLW lists the slots held now; the informer reads its DropFields
 	// counter through it.
 	ownedLW *shardListerWatcher[T]
+	// storeVersion is the resource version the cache has reached: with
+	// one reflector per range, the informer's LastSyncResourceVersion.
+	storeVersion func() string
 
 	// mu guards owned, reflectors and each reflector's slots. Stores hold
 	// it for reading while they queue, so that once a narrowing has queued
@@ -119,8 +123,10 @@ func (d *dynamicShard[T]) lastError() error {
 	return nil
 }
 
-// reflectorStats adds up the counters of every reflector the shard ran.
-func (d *dynamicShard[T]) reflectorStats() ReflectorStats {
+var _ source[*metav1.PartialObjectMetadata] = (*dynamicShard[*metav1.PartialObjectMetadata])(nil)
+
+// stats adds up the counters of every reflector the shard ran.
+func (d *dynamicShard[T]) stats() ReflectorStats {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	sum := d.retired
@@ -144,6 +150,22 @@ func (d *dynamicShard[T]) retire(rr *rangeReflector[T]) {
 		d.retired = d.retired.plus(rr.r.Stats())
 	}
 }
+
+// lastSyncResourceVersion is the cache's resource version: each range
+// reflector has its own.
+func (d *dynamicShard[T]) lastSyncResourceVersion() string { return d.storeVersion() }
+
+// requestStats is zero: the shard has no single reflector whose requests
+// to count.
+func (d *dynamicShard[T]) requestStats() ReflectorRequestStats { return ReflectorRequestStats{} }
+
+// listerWatcher lists the slots held now.
+func (d *dynamicShard[T]) listerWatcher() ListerWatcher[T] { return d.ownedLW }
+
+// relister refuses consistency checks: each range reflector has reached
+// its own resource version, so no single list can be compared with the
+// cache.
+func (d *dynamicShard[T]) relister() (func(), error) { return nil, errDynamicShard }
 
 // watches returns the number of running reflectors.
 func (d *dynamicShard[T]) watches() int {

@@ -227,7 +227,7 @@ func TestDynamicShardTransformDoesNotHoldTheShard(t *testing.T) {
 	g.publish([]string{"x", "y"})
 	want := ownedSlots([]string{"x", "y"}, "x")
 	Eventually(t, "the narrowing applied", func() bool {
-		d := inf.dynamic
+		d := inf.source.(*dynamicShard[*corev1.Pod])
 		if !d.mu.TryRLock() {
 			return false
 		}

@@ -41,28 +41,36 @@ type snapshotter[T Object] struct {
 	saved, saveErrors, lastSaveBytes    atomic.Int64
 	restored, restoredObjects, rejected atomic.Int64
 	resumedWatches, restoreRelists      atomic.Int64
+	// saving is set by a start that keeps snapshots.
+	saving atomic.Bool
 }
 
-// newSnapshotter returns the snapshotter of an informer named name, or nil
-// when opts name no directory.
-func newSnapshotter[T Object](opts InformerOptions[T]) *snapshotter[T] {
-	so := opts.Snapshot
+// newSnapshotter returns the snapshotter of an informer of the resolved
+// configuration cfg, or nil when it names no snapshot directory.
+func newSnapshotter[T Object](cfg config[T]) *snapshotter[T] {
+	so := cfg.Snapshot
 	if so.Dir == "" {
 		return nil
 	}
-	s := &snapshotter[T]{opts: so, scope: snapshotScopeFor[T](opts.Name, opts.Resource, so.TransformID)}
+	s := &snapshotter[T]{opts: so, scope: snapshotScopeFor[T](cfg.Name, cfg.Resource, so.TransformID)}
 	switch {
-	case (so.Sensitive || sensitiveType[T](opts.Resource)) && !so.AllowSensitive:
+	case (so.Sensitive || sensitiveType[T](cfg.Resource)) && !so.AllowSensitive:
 		s.off = "the objects are sensitive (Secrets, or Snapshot.Sensitive) and Snapshot.AllowSensitive is not set"
-	case opts.Transform != nil && so.TransformID == "":
+	case cfg.transform() != nil && so.TransformID == "":
 		s.off = "the informer has a Transform and Snapshot.TransformID does not name it"
-	case opts.Shard != nil && opts.Shard.Group != nil:
+	case cfg.dynamicShard():
 		s.off = "a dynamic shard's cache has no single resource version to resume at"
 	}
-	if opts.Shard != nil {
-		s.scope.Shard = fmt.Sprintf("%s %d/%d", opts.Shard.key(), opts.Shard.Index, opts.Shard.Count)
+	if cfg.Shard != nil {
+		s.scope.Shard = fmt.Sprintf("%s %d/%d", cfg.Shard.key(), cfg.Shard.Index, cfg.Shard.Count)
 	}
 	return s
+}
+
+// active reports whether start set the snapshotter up to save: false for
+// a nil snapshotter, before start, and when start gave up.
+func (s *snapshotter[T]) active() bool {
+	return s != nil && s.saving.Load()
 }
 
 // stats returns the counters.
@@ -87,29 +95,29 @@ func (s *snapshotter[T]) stats() SnapshotStats {
 // decoded with the table lw decodes with, if it interns, so that restored
 // objects share strings (and sub-objects, if it shares them) with those
 // decoded later, and passed through q's deduplication if it has one. It
-// reports whether the informer may write snapshots. Every failure is
-// logged once and leaves a cold start.
-func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWatcher[T], q *eventQueue[T]) bool {
+// marks the snapshotter active when the informer may write snapshots.
+// Every failure is logged once and leaves a cold start.
+func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWatcher[T], q *eventQueue[T]) {
 	logger = klog.LoggerWithValues(logger, "snapshotDir", s.opts.Dir)
 	if s.off != "" {
 		logger.Info("Warning: keeping no snapshot", "reason", s.off)
-		return false
+		return
 	}
 	if r == nil {
 		logger.Info("Warning: keeping no snapshot", "reason", "a dynamic shard's cache has no single resource version to resume at")
-		return false
+		return
 	}
 	if err := prepareSnapshotDir(s.opts.Dir); err != nil {
 		s.rejected.Add(1)
 		logger.Error(err, "Keeping no snapshot; starting cold")
-		return false
+		return
 	}
 	s.path = filepath.Join(s.opts.Dir, snapshotFileName(s.scope))
 	lock, err := lockSnapshot(s.path)
 	if err != nil {
 		s.rejected.Add(1)
 		logger.Error(err, "Keeping no snapshot; starting cold")
-		return false
+		return
 	}
 	s.lock = lock
 	s.codec = newSnapshotCodec[T](decodingTable(lw))
@@ -123,11 +131,13 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		logger.V(2).Info("No snapshot to restore; starting cold", "path", s.path)
-		return true
+		s.saving.Store(true)
+		return
 	case err != nil:
 		s.rejected.Add(1)
 		logger.Info("Warning: not restoring the snapshot; starting cold", "path", s.path, "err", err)
-		return true
+		s.saving.Store(true)
+		return
 	}
 	if q.intern != nil {
 		for _, obj := range snap.objects {
@@ -144,7 +154,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 		onResumed:       func() { s.resumedWatches.Store(1) },
 		onRelisted:      func() { s.restoreRelists.Store(1) },
 	})
-	return true
+	s.saving.Store(true)
 }
 
 // runPeriodic writes a snapshot every Interval, once synced() is true,
@@ -160,7 +170,7 @@ func (s *snapshotter[T]) runPeriodic(ctx context.Context, logger klog.Logger, cl
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
-			if synced() {
+			if s.active() && synced() {
 				s.save(logger, store)
 			}
 		}

@@ -89,7 +89,7 @@ func TestNewInformerRejectsInvalidOptions(t *testing.T) {
 	}{{
 		name: "negative resync",
 		lw:   informertest.NewFakeListerWatcher[*corev1.Pod](),
-		opts: InformerOptions[*corev1.Pod]{Name: "pods", ResyncPeriod: -time.Minute},
+		opts: InformerOptions[*corev1.Pod]{Name: "pods", ResyncPeriod: new(-time.Minute)},
 		want: "Informer pods: invalid options: InformerOptions.ResyncPeriod is negative (-1m0s): use 0 for no resync",
 	}, {
 		name: "no ListerWatcher",
@@ -110,12 +110,12 @@ func TestNegativeFactoryResyncIsRejected(t *testing.T) {
 	f, err := NewFactory(&rest.Config{Host: "http://localhost:1"}, FactoryOptions{})
 	plMust(t, err)
 	defer f.Shutdown()
-	_, err = For(f, InformerOptions[*corev1.Pod]{ResyncPeriod: -time.Second})
+	_, err = For(f, InformerOptions[*corev1.Pod]{ResyncPeriod: new(-time.Second)})
 	if want := "informer for *v1.Pod: InformerOptions.ResyncPeriod is negative (-1s): use 0 for no resync"; errText(err) != want {
 		t.Errorf("For: got %q, want %q", errText(err), want)
 	}
 	// The rejected call created nothing: a valid one creates the informer.
-	_, err = For(f, InformerOptions[*corev1.Pod]{ResyncPeriod: time.Minute})
+	_, err = For(f, InformerOptions[*corev1.Pod]{ResyncPeriod: new(time.Minute)})
 	plMust(t, err)
 }
 

@@ -23,7 +23,7 @@ func TestDeduplicationChangesNoCachedValue(t *testing.T) {
 	}
 	cached := func(dedup bool) []*corev1.Pod {
 		src := &prodSource{pages: pages, watches: newWatchScript(nil)}
-		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{Deduplicate: dedup})
+		inf, err := informer.NewInformer[*corev1.Pod](ourProdListerWatcher{src}, informer.InformerOptions[*corev1.Pod]{Deduplicate: new(dedup)})
 		if err != nil {
 			t.Fatal(err)
 		}

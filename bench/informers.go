@@ -105,7 +105,7 @@ func buildOurInformer(lw informer.ListerWatcher[*corev1.Pod], watches *watchScri
 		Indexers:    map[string]informer.IndexFunc[*corev1.Pod]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*corev1.Pod]},
 		Resource:    corev1.SchemeGroupVersion.WithResource("pods"),
 		Transform:   transform,
-		Deduplicate: dedup,
+		Deduplicate: new(dedup),
 	})
 	if err != nil {
 		return nil, err

@@ -167,12 +167,14 @@ func newCoreInformer(src source, s informerSettings) (*coreInformer, error) {
 		}
 	}
 	inf, err := informer.NewInformer(src, informer.InformerOptions[client.Object]{
-		ResyncPeriod:    s.resync,
-		Transform:       transform,
-		Name:            s.name,
-		Resource:        s.resource,
-		Deduplicate:     s.deduplicate,
-		DetectMutations: s.detectMutations,
+		ResyncPeriod: new(s.resync),
+		Transform:    transform,
+		Name:         s.name,
+		Resource:     s.resource,
+		Deduplicate:  new(s.deduplicate),
+		// Nil when off, so that KUBE_CACHE_MUTATION_DETECTOR still turns
+		// it on, as for any informer without a setting of its own.
+		DetectMutations: onOrInherit(s.detectMutations),
 	})
 	if err != nil {
 		return nil, err
@@ -214,4 +216,13 @@ func (c *coreInformer) byIndex(index, value string) ([]client.Object, error) {
 // addIndex adds the index named name.
 func (c *coreInformer) addIndex(name string, fn func(obj client.Object) ([]string, error)) error {
 	return c.inf.AddIndexers(map[string]informer.IndexFunc[client.Object]{name: fn})
+}
+
+// onOrInherit is an explicit "on" for true, and nil, which inherits the
+// default, for false.
+func onOrInherit(on bool) *bool {
+	if on {
+		return new(true)
+	}
+	return nil
 }
