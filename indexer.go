@@ -30,9 +30,6 @@ type Indexer[T Object] struct {
 	// published is plan, for the writes' preparation and Index, which take
 	// no lock; replaced whenever indexes are added.
 	published atomic.Pointer[indexPlan[T]]
-	// detector, set by the informer before the Indexer is shared, records
-	// what the Lister hands out; nil unless mutation detection is enabled.
-	detector *mutationDetector[T]
 	// warmSum accumulates what warm returns (see warmed), under mu.
 	warmSum int
 }

@@ -262,7 +262,7 @@ func newInformer[T Object](lw ListerWatcher[T], cfg config[T], indexers map[stri
 	i.fan = fanOut[T]{store: indexer, queue: i.queue, hooks: &i.hooks, applied: &i.applied,
 		notes: make([]notification[T], 0, dispatchChunk)}
 	i.fan.proc.clock = cfg.clock()
-	i.lister.applied, i.lister.name = &i.applied, informerName(i)
+	i.lister.applied, i.lister.name, i.lister.hooks = &i.applied, informerName(i), &i.hooks
 	gcwork.AfterEachGC(i.queue, (*eventQueue[T]).releaseIdleChunks)
 	if cfg.Deduplicate {
 		var err error
@@ -272,7 +272,6 @@ func newInformer[T Object](lw ListerWatcher[T], cfg config[T], indexers map[stri
 	}
 	if cfg.DetectMutations {
 		i.hooks.detector = newMutationDetector(indexer, cfg.clock())
-		indexer.detector = i.hooks.detector
 	}
 	i.source = i.newSource(lw)
 	i.snapshots = newSnapshotter(cfg)

@@ -71,9 +71,10 @@ type listener[T Object] struct {
 	// metrics, if set, times the handler's batches; set before the
 	// goroutine starts.
 	metrics HandlerMetrics
-	// detector, if set, records the objects handed to the handler, at the
-	// places handOuts; set before the goroutine starts.
-	detector *mutationDetector[T]
+	// hooks, if set, are the informer's observers': the mutation detector
+	// records the objects handed to the handler at the places handOuts. Set
+	// before the goroutine starts.
+	hooks    *observers[T]
 	handOuts [notifyDelete + 1]handOutKey
 
 	pendingInitial atomic.Int64 // initial-list adds not yet delivered
@@ -306,9 +307,7 @@ func (l *listener[T]) run() {
 			if len(batch) == 0 {
 				break
 			}
-			if l.detector != nil {
-				l.detector.handedOutToHandler(&l.handOuts, batch)
-			}
+			l.hooks.handedOutToHandler(&l.handOuts, batch)
 			if l.metrics == nil {
 				l.deliverAll(batch)
 			} else {

@@ -31,6 +31,9 @@ type Lister[T Object] struct {
 	// empty in a Lister made by NewLister.
 	applied *appliedVersion
 	name    string
+	// hooks are the informer's observers' (nil in a Lister made by
+	// NewLister): the mutation detector records what the Lister hands out.
+	hooks *observers[T]
 }
 
 // NewLister returns a Lister over indexer. resource's group and resource
@@ -44,9 +47,7 @@ func NewLister[T Object](indexer *Indexer[T], resource schema.GroupVersionResour
 // error is always nil; it exists for compatibility with client-go's listers.
 func (l *Lister[T]) List(selector labels.Selector) ([]T, error) {
 	objs := l.indexer.selectLabels("", selector)
-	if d := l.indexer.detector; d != nil {
-		d.handedOutToCaller("Lister.List", 1, objs...)
-	}
+	l.hooks.handedOut("Lister.List", 1, objs)
 	return objs, nil
 }
 
@@ -58,8 +59,8 @@ func (l *Lister[T]) List(selector labels.Selector) ([]T, error) {
 // the key needs one.
 func (l *Lister[T]) Get(key string) (T, error) {
 	obj, exists, _ := l.indexer.GetByKey(key)
-	if d := l.indexer.detector; d != nil && exists {
-		d.handedOutToCaller("Lister.Get", 1, obj)
+	if exists {
+		l.hooks.handedOutOne("Lister.Get", 1, obj)
 	}
 	if !exists {
 		err := apierrors.NewNotFound(l.resource, key)
@@ -76,9 +77,7 @@ func (l *Lister[T]) Get(key string) (T, error) {
 // in no particular order. It fails if the index does not exist.
 func (l *Lister[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 	objs, err := l.indexer.ByIndex(indexName, indexedValue)
-	if d := l.indexer.detector; d != nil {
-		d.handedOutToCaller("Lister.ByIndex", 1, objs...)
-	}
+	l.hooks.handedOut("Lister.ByIndex", 1, objs)
 	return objs, err
 }
 
@@ -87,9 +86,7 @@ func (l *Lister[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 // exist or its function fails on obj.
 func (l *Lister[T]) Index(indexName string, obj T) ([]T, error) {
 	objs, err := l.indexer.Index(indexName, obj)
-	if d := l.indexer.detector; d != nil {
-		d.handedOutToCaller("Lister.Index", 1, objs...)
-	}
+	l.hooks.handedOut("Lister.Index", 1, objs)
 	return objs, err
 }
 
@@ -109,7 +106,7 @@ func (l *Lister[T]) ListIndexFuncValues(indexName string) []string {
 // Namespace returns a lister restricted to namespace. Namespace("") lists
 // every namespace and gets cluster-scoped objects.
 func (l *Lister[T]) Namespace(namespace string) NamespaceLister[T] {
-	return NamespaceLister[T]{indexer: l.indexer, resource: l.resource, namespace: namespace}
+	return NamespaceLister[T]{indexer: l.indexer, resource: l.resource, namespace: namespace, hooks: l.hooks}
 }
 
 // NamespaceLister answers typed queries about the objects of one namespace.
@@ -119,6 +116,7 @@ type NamespaceLister[T Object] struct {
 	indexer   *Indexer[T]
 	resource  schema.GroupResource
 	namespace string
+	hooks     *observers[T]
 }
 
 // List returns the objects of the namespace whose labels match selector
@@ -126,9 +124,7 @@ type NamespaceLister[T Object] struct {
 // error is always nil; it exists for compatibility with client-go's listers.
 func (l NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
 	objs := l.indexer.selectLabels(l.namespace, selector)
-	if d := l.indexer.detector; d != nil {
-		d.handedOutToCaller("NamespaceLister.List", 1, objs...)
-	}
+	l.hooks.handedOut("NamespaceLister.List", 1, objs)
 	return objs, nil
 }
 
@@ -137,8 +133,8 @@ func (l NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
 // string.
 func (l NamespaceLister[T]) Get(name string) (T, error) {
 	obj, exists := l.indexer.getByName(ObjectName{Namespace: l.namespace, Name: name})
-	if d := l.indexer.detector; d != nil && exists {
-		d.handedOutToCaller("NamespaceLister.Get", 1, obj)
+	if exists {
+		l.hooks.handedOutOne("NamespaceLister.Get", 1, obj)
 	}
 	if !exists {
 		return obj, apierrors.NewNotFound(l.resource, name)

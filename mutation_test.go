@@ -154,7 +154,7 @@ func TestMutationDetectorIsEnabledByClientGoEnvironmentVariable(t *testing.T) {
 	on, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
 	t.Setenv(mutationDetectorEnv, "")
 	off, _ := plInformer(t, InformerOptions[*corev1.Pod]{})
-	if on.hooks.detector == nil || off.hooks.detector != nil || on.indexer.detector == nil {
+	if on.hooks.detector == nil || off.hooks.detector != nil || on.lister.hooks.detector == nil {
 		t.Errorf("detector with %s=true: %v, without: %v", mutationDetectorEnv, on.hooks.detector != nil, off.hooks.detector != nil)
 	}
 }

@@ -192,10 +192,37 @@ func (o *observers[T]) listApplied(list []T) {
 	}
 }
 
-// listenerAdded installs the detector's record of what l hands out.
+// listenerAdded installs the hooks in l, with the places at which the
+// detector records what l hands out.
 func (o *observers[T]) listenerAdded(l *listener[T]) {
+	l.hooks = o
 	if o.detector != nil {
-		l.detector, l.handOuts = o.detector, handlerHandOuts(l.name)
+		l.handOuts = handlerHandOuts(l.name)
+	}
+}
+
+// handedOutToHandler records the objects of batch, handed to a handler at
+// the places keys.
+func (o *observers[T]) handedOutToHandler(keys *[notifyDelete + 1]handOutKey, batch []notification[T]) {
+	if o != nil && o.detector != nil {
+		o.detector.handedOutToHandler(keys, batch)
+	}
+}
+
+// handedOut records that a Lister's method what returned objs to its
+// caller, skip frames above the method's caller. o may be nil (a Lister
+// made by NewLister).
+func (o *observers[T]) handedOut(what string, skip int, objs []T) {
+	if o != nil && o.detector != nil {
+		o.detector.handedOutToCaller(what, skip+1, objs...)
+	}
+}
+
+// handedOutOne is handedOut for one object: no slice is made unless the
+// detector runs.
+func (o *observers[T]) handedOutOne(what string, skip int, obj T) {
+	if o != nil && o.detector != nil {
+		o.detector.handedOutToCaller(what, skip+1, obj)
 	}
 }
 
