@@ -133,36 +133,8 @@ func maxConsistencyPages(cached int) int {
 // maxLoggedKeys bounds the keys of each kind a check logs.
 const maxLoggedKeys = 10
 
-// CheckConsistency compares the cache with the server: it takes the cached
-// objects and the resource version the cache has reached (under the cache's
-// read lock, which blocks only the informer's writes, for the copy of one
-// pointer per object: 3.5 ms for 100,000 objects on a loaded 2-core
-// machine, see BenchmarkCheckConsistency), lists the resource
-// from the server at exactly that resource version (in pages of 500, so
-// served by etcd), and reports every key on which they differ. The
-// differences are also logged (one line at default verbosity when there
-// are any) and counted in [InformerStats].Consistency, which a
-// [MetricsProvider] reads. With [ConsistencyCheckOptions].Repair set in the
-// informer's options, differences make the informer relist.
-//
-// It fails, with nothing counted, if the informer is not running or has not
-// synced, or has a dynamic shard (Shard.Group, whose range reflectors each
-// reach their own resource version; its periodic checks do not run); it fails and counts a failure if the list fails, for example with
-// "410 Gone" when the cache is further behind than the server keeps history
-// (then the informer relists anyway). The list goes through the informer's
-// ListerWatcher, with its selectors; an object the informer's transform
-// rejected is reported Missing, since the cache lacks it. Safe for
-// concurrent use; it uses the logger of ctx.
-func (i *Informer[T]) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
-	logger := klog.FromContext(ctx)
-	if i.cfg.Name != "" {
-		logger = klog.LoggerWithValues(logger, "informer", i.cfg.Name)
-	}
-	return i.checkConsistency(ctx, logger)
-}
-
-// checkConsistency is CheckConsistency, logging to logger.
-func (i *Informer[T]) checkConsistency(ctx context.Context, logger klog.Logger) (ConsistencyReport, error) {
+// checkConsistency is i's CheckConsistency, logging to logger.
+func checkConsistency[T Object](ctx context.Context, logger klog.Logger, i *Informer[T]) (ConsistencyReport, error) {
 	relist, err := i.source.relister()
 	if err != nil {
 		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), err)
@@ -264,10 +236,10 @@ func firstKeys(keys []string) string {
 	return strings.Join(keys[:maxLoggedKeys], ",") + fmt.Sprintf(",... (%d more)", len(keys)-maxLoggedKeys)
 }
 
-// runConsistencyChecks checks the cache every period until ctx is done,
+// runConsistencyChecks checks i's cache every period until ctx is done,
 // each check bounded by timeout. Errors are logged; a check before the
 // informer synced is skipped.
-func (i *Informer[T]) runConsistencyChecks(ctx context.Context, logger klog.Logger, period, timeout time.Duration) {
+func runConsistencyChecks[T Object](ctx context.Context, logger klog.Logger, i *Informer[T], period, timeout time.Duration) {
 	ticker := i.cfg.clock().NewTicker(period)
 	defer ticker.Stop()
 	for {
@@ -281,7 +253,7 @@ func (i *Informer[T]) runConsistencyChecks(ctx context.Context, logger klog.Logg
 		}
 		checkCtx, cancel := context.WithTimeoutCause(ctx, timeout,
 			fmt.Errorf("the consistency check took longer than its timeout, %v (ConsistencyCheckOptions.Timeout)", timeout))
-		_, err := i.checkConsistency(checkCtx, logger)
+		_, err := checkConsistency(checkCtx, logger, i)
 		if err != nil && checkCtx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w: %w", err, context.Cause(checkCtx))
 		}

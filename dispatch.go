@@ -81,12 +81,12 @@ func (f *fanOut[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 	defer f.dispatchMu.Unlock()
 	f.admitJoiners()
 	f.filterResync = f.proc.anyNotDueForResync()
-	initial := !f.queue.hasSynced()
+	initial := !f.synced()
 	for chunk := batch; chunk != nil; chunk = chunk.next {
 		initial = f.processChunk(logger, chunk.items(), initial)
 	}
 	f.flush()
-	if !f.listenersToldSynced && f.queue.hasSynced() {
+	if !f.listenersToldSynced && f.synced() {
 		// The queue becomes synced while the dispatcher processes its first
 		// list, or before it takes a first record that is not a list.
 		f.listenersToldSynced = true
@@ -134,7 +134,7 @@ func (f *fanOut[T]) processChunk(logger klog.Logger, records []queueRecord[T], i
 			// Synced only once the listeners hold every initial add, so
 			// that a registration cannot report synced too early.
 			f.flush()
-			f.queue.markSynced()
+			f.queue.markSynced() // see synced
 			initial = false
 			// Published after the sync, so that a caller whose
 			// WaitForResourceVersion returned on the first list also sees
@@ -156,6 +156,20 @@ func (f *fanOut[T]) processChunk(logger klog.Logger, records []queueRecord[T], i
 	}
 	return initial
 }
+
+// synced reports whether the informer's first list has been applied and
+// handed to the listeners, or its queue's first record was not a list (as
+// in client-go's RealFIFO: there is no initial list to wait for). It is the
+// one place the sync is decided: the dispatcher marks it after the first
+// list (processChunk), the queue on a first record that is not a list, and
+// the informer (HasSynced, HasSyncedChecker), its listeners (each then
+// waits for its own initial adds, see listener.hasSynced) and the
+// dispatcher read it here. An informer whose source has more to deliver
+// (a dynamic shard's ranges) adds that in Informer.HasSynced.
+func (f *fanOut[T]) synced() bool { return f.queue.hasSynced() }
+
+// syncedChan is closed once synced is true.
+func (f *fanOut[T]) syncedChan() <-chan struct{} { return f.queue.syncedCh }
 
 // publishApplied lets the waiters of WaitForResourceVersion see what the
 // cache has applied. It runs once per group of records, never per event.

@@ -382,7 +382,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	if period := i.cfg.ConsistencyCheck.Period; period > 0 && i.cfg.dynamicShard() {
 		logger.Info("Warning: not running consistency checks: a dynamic shard's cache has no single resource version to list at", "period", period)
 	} else if period > 0 {
-		observing.Go(func() { i.runConsistencyChecks(ctx, logger, period, i.cfg.ConsistencyCheck.timeout()) })
+		observing.Go(func() { runConsistencyChecks(ctx, logger, i, period, i.cfg.ConsistencyCheck.timeout()) })
 	}
 	observing.Go(func() { i.hooks.runDetector(ctx, logger) })
 	if i.snapshots != nil {
@@ -427,7 +427,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 // holds now are listed and applied: it stops being synced while a range
 // it gained is being listed.
 func (i *Informer[T]) HasSynced() bool {
-	return i.queue.hasSynced() && i.source.synced()
+	return i.fan.synced() && i.source.synced()
 }
 
 // HasSyncedChecker returns a checker whose Done channel is closed once
@@ -445,7 +445,7 @@ type informerChecker[T Object] struct{ inf *Informer[T] }
 func (c informerChecker[T]) Name() string { return informerName(c.inf) }
 
 // Done is closed once the informer has synced.
-func (c informerChecker[T]) Done() <-chan struct{} { return c.inf.queue.syncedCh }
+func (c informerChecker[T]) Done() <-chan struct{} { return c.inf.fan.syncedChan() }
 
 // informerName describes the informer in DoneChecker names.
 func informerName[T Object](inf *Informer[T]) string {
@@ -602,5 +602,44 @@ func (i *Informer[T]) Stats() InformerStats {
 		DropFieldsFailures: dropFieldsFailures(i.source.listerWatcher()),
 		ShardWatches:       i.source.watches(),
 		Snapshot:           i.snapshots.stats(),
+	}
+}
+
+// CheckConsistency compares the cache with the server: it takes the cached
+// objects and the resource version the cache has reached (under the cache's
+// read lock, which blocks only the informer's writes, for the copy of one
+// pointer per object: 3.5 ms for 100,000 objects on a loaded 2-core
+// machine, see BenchmarkCheckConsistency), lists the resource
+// from the server at exactly that resource version (in pages of 500, so
+// served by etcd), and reports every key on which they differ. The
+// differences are also logged (one line at default verbosity when there
+// are any) and counted in [InformerStats].Consistency, which a
+// [MetricsProvider] reads. With [ConsistencyCheckOptions].Repair set in the
+// informer's options, differences make the informer relist.
+//
+// It fails, with nothing counted, if the informer is not running or has not
+// synced, or has a dynamic shard (Shard.Group, whose range reflectors each
+// reach their own resource version; its periodic checks do not run); it fails and counts a failure if the list fails, for example with
+// "410 Gone" when the cache is further behind than the server keeps history
+// (then the informer relists anyway). The list goes through the informer's
+// ListerWatcher, with its selectors; an object the informer's transform
+// rejected is reported Missing, since the cache lacks it. Safe for
+// concurrent use; it uses the logger of ctx.
+func (i *Informer[T]) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
+	logger := klog.FromContext(ctx)
+	if i.cfg.Name != "" {
+		logger = klog.LoggerWithValues(logger, "informer", i.cfg.Name)
+	}
+	return checkConsistency(ctx, logger, i)
+}
+
+// metricsSnapshot reads the informer's current values.
+func (i *Informer[T]) metricsSnapshot() InformerSnapshot {
+	return InformerSnapshot{
+		Stats:                i.Stats(),
+		Reflector:            i.source.stats(),
+		Requests:             i.source.requestStats(),
+		StoreResourceVersion: i.indexer.LastStoreSyncResourceVersion(),
+		Synced:               i.HasSynced(),
 	}
 }

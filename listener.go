@@ -452,3 +452,42 @@ func (l *listener[T]) finish() {
 		close(l.finished)
 	})
 }
+
+// hasSynced reports whether the informer has synced and every initial-list
+// add queued for this handler has been delivered and has returned.
+func (l *listener[T]) hasSynced() bool {
+	return l.informerSync() && l.pendingInitial.Load() == 0
+}
+
+// noteSynced closes l.synced if the listener has synced. It is called after
+// each of the two conditions of hasSynced may have become true: by the
+// listener after it delivered an initial add, and by the dispatcher once
+// the informer has synced (and for a handler added to a synced informer).
+// Both conditions are atomics that never go back once both hold, so
+// whichever side completes the pair sees it.
+func (l *listener[T]) noteSynced() {
+	if l.hasSynced() {
+		l.syncedOnce.Do(func() { close(l.synced) })
+	}
+}
+
+// syncedChan returns the channel closed once the listener has synced.
+func (l *listener[T]) syncedChan() <-chan struct{} { return l.synced }
+
+// stats returns the listener's counters.
+func (l *listener[T]) stats() HandlerStats {
+	delivered, dropped := l.delivered.Load(), l.dropped.Load()
+	l.mu.Lock()
+	queued := l.queued
+	l.mu.Unlock()
+	return HandlerStats{
+		Pending:   max(queued-delivered-dropped, 0),
+		Delivered: delivered,
+		Panics:    l.panics.Load(),
+		Coalesced: l.coalesced.Load(),
+		Dropped:   dropped,
+	}
+}
+
+func (l *listener[T]) handlerName() string           { return l.name }
+func (l *listener[T]) finishedChan() <-chan struct{} { return l.finished }

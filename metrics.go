@@ -111,17 +111,6 @@ type InformerSnapshot struct {
 	Synced bool
 }
 
-// metricsSnapshot reads the informer's current values.
-func (i *Informer[T]) metricsSnapshot() InformerSnapshot {
-	return InformerSnapshot{
-		Stats:                i.Stats(),
-		Reflector:            i.source.stats(),
-		Requests:             i.source.requestStats(),
-		StoreResourceVersion: i.indexer.LastStoreSyncResourceVersion(),
-		Synced:               i.HasSynced(),
-	}
-}
-
 // registerMetrics registers a starting listener with its informer's
 // metrics, if any. It runs before the listener's goroutine starts.
 func (l *listener[T]) registerMetrics(im InformerMetrics) {

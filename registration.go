@@ -60,45 +60,6 @@ func (r *Registration) Stats() HandlerStats { return r.target.stats() }
 // Name returns the handler's name, as used in logs.
 func (r *Registration) Name() string { return r.target.handlerName() }
 
-// hasSynced reports whether the informer has synced and every initial-list
-// add queued for this handler has been delivered and has returned.
-func (l *listener[T]) hasSynced() bool {
-	return l.informerSync() && l.pendingInitial.Load() == 0
-}
-
-// noteSynced closes l.synced if the listener has synced. It is called after
-// each of the two conditions of hasSynced may have become true: by the
-// listener after it delivered an initial add, and by the dispatcher once
-// the informer has synced (and for a handler added to a synced informer).
-// Both conditions are atomics that never go back once both hold, so
-// whichever side completes the pair sees it.
-func (l *listener[T]) noteSynced() {
-	if l.hasSynced() {
-		l.syncedOnce.Do(func() { close(l.synced) })
-	}
-}
-
-// syncedChan returns the channel closed once the listener has synced.
-func (l *listener[T]) syncedChan() <-chan struct{} { return l.synced }
-
-// stats returns the listener's counters.
-func (l *listener[T]) stats() HandlerStats {
-	delivered, dropped := l.delivered.Load(), l.dropped.Load()
-	l.mu.Lock()
-	queued := l.queued
-	l.mu.Unlock()
-	return HandlerStats{
-		Pending:   max(queued-delivered-dropped, 0),
-		Delivered: delivered,
-		Panics:    l.panics.Load(),
-		Coalesced: l.coalesced.Load(),
-		Dropped:   dropped,
-	}
-}
-
-func (l *listener[T]) handlerName() string           { return l.name }
-func (l *listener[T]) finishedChan() <-chan struct{} { return l.finished }
-
 // AddEventHandler adds h with default options: see
 // [Informer.AddEventHandlerWithOptions].
 func (i *Informer[T]) AddEventHandler(h ResourceEventHandler[T]) (*Registration, error) {
@@ -147,7 +108,7 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 		return nil, fmt.Errorf("handler %s was not added: %w", name, err)
 	}
 
-	l := newListener(h, name, opts, i.queue.hasSynced)
+	l := newListener(h, name, opts, i.fan.synced)
 	l.clock = i.cfg.clock()
 	i.hooks.listenerAdded(l)
 	i.fan.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.cfg.resyncCheckPeriod))
