@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,9 +16,10 @@ import (
 // One resolved configuration per informer: resolveConfig merges the
 // factory's defaults (FactoryOptions) with an informer's own settings
 // (InformerOptions) by one rule, and everything else (the reflector's
-// options, the handlers' default resync, the ListerWatcher's dropped
-// fields, the creation-only check of a later For) is derived from the
-// result here, so that no stage reads either options struct.
+// options, the REST ListerWatcher's options with the dropped fields, the
+// handlers' default resync, the creation-only check of a later For) is
+// derived from the result here, so that no stage reads either options
+// struct.
 
 // config is an informer's resolved configuration. Its exported fields are
 // named after the InformerOptions fields they resolve, so that
@@ -171,6 +173,21 @@ func (c *config[T]) reflectorOptions(shouldResync func() bool) ReflectorOptions 
 		Backoff:              c.Backoff,
 		DisableWatchList:     c.DisableWatchList,
 		MissingResourceRetry: c.MissingResourceRetry,
+	}
+}
+
+// restOptions are the options of the REST ListerWatcher of an informer
+// made by For from a factory with options f, listing namespace ("" for
+// all) through client.
+func (c *config[T]) restOptions(f FactoryOptions, namespace string, client *http.Client) RESTOptions {
+	return RESTOptions{
+		Scheme:           f.Scheme,
+		Resource:         c.Resource,
+		Namespace:        namespace,
+		TweakListOptions: f.TweakListOptions,
+		ContentType:      f.ContentType,
+		HTTPClient:       client,
+		DropFields:       c.dropFields(),
 	}
 }
 

@@ -297,16 +297,8 @@ func For[T Object](f *Factory, opts InformerOptions[T]) (*Informer[T], error) {
 	// As client-go's factory does, a built-in cluster-scoped type (nodes)
 	// is listed cluster-wide whatever the factory's namespace: the API
 	// server serves no nodes inside a namespace.
-	namespace := f.namespaceFor(opts.ClusterScoped || (!named && builtinClusterScopedType[T](f.opts.Scheme)))
-	restOpts := RESTOptions{
-		Scheme:           f.opts.Scheme,
-		Resource:         opts.Resource,
-		Namespace:        namespace,
-		TweakListOptions: f.opts.TweakListOptions,
-		ContentType:      f.opts.ContentType,
-		HTTPClient:       f.httpClient,
-		DropFields:       cfg.dropFields(),
-	}
+	namespace := f.namespaceFor(cfg.ClusterScoped || (!named && builtinClusterScopedType[T](f.opts.Scheme)))
+	restOpts := cfg.restOptions(f.opts, namespace, f.httpClient)
 	var lw ListerWatcher[T]
 	form := ""
 	if named {
