@@ -216,8 +216,10 @@ func (c *config[T]) metricsID() InformerID {
 // creationOnlySettings names the options of a later For call that would
 // configure the informer differently from the factory's defaults: the
 // exported fields of the two resolved configurations that differ, Resource
-// (checked on its own) aside. Functions differ unless both are nil; empty
-// and nil slices are the same.
+// (checked on its own) aside. Functions differ unless both are nil;
+// pointers and interfaces (a Backoff, a Shard, the Metrics provider, the
+// Clock) are the same only when they are the same one; empty and nil
+// slices are the same.
 func creationOnlySettings[T Object](requested, inherited config[T]) []string {
 	var set []string
 	a, b := reflect.ValueOf(requested), reflect.ValueOf(inherited)
@@ -233,6 +235,13 @@ func creationOnlySettings[T Object](requested, inherited config[T]) []string {
 			same = x.IsNil() && y.IsNil()
 		case reflect.Slice:
 			same = x.Len() == 0 && y.Len() == 0 || reflect.DeepEqual(x.Interface(), y.Interface())
+		case reflect.Pointer:
+			same = x.Pointer() == y.Pointer()
+		case reflect.Interface:
+			// The same provider or clock: never compared by walking what
+			// they hold, which may be changing.
+			same = x.IsNil() && y.IsNil() ||
+				!x.IsNil() && !y.IsNil() && x.Elem().Type() == y.Elem().Type() && x.Elem().Comparable() && x.Interface() == y.Interface()
 		default:
 			same = reflect.DeepEqual(x.Interface(), y.Interface())
 		}
