@@ -75,7 +75,7 @@ func TestInformerDeduplicatesCRDsOnDecode(t *testing.T) {
 	for i := range workloads[:24] {
 		create(&workloads[i])
 	}
-	inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*crdtypes.Workload]{Deduplicate: true, DisableWatchList: true})
+	inf := informer.MustNewInformer(t, lw, informer.InformerOptions[*crdtypes.Workload]{Deduplicate: new(true), DisableWatchList: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Run(ctx) }()
