@@ -180,10 +180,9 @@ func (c *cacheListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	// pointer into the list's Items: a pointer would keep the whole list's
 	// array alive for as long as any one of its objects stays cached
 	// (kubernetes#113305: up to the cache's size again after churn).
-	// BenchmarkCacheListerWatcherSync, 100,000 pods, load 3.4-3.7: pointing
-	// in allocates 441 instead of 1,726 B/pod, but syncs no faster beyond
-	// noise (74-168 vs 123-154 ms) and retains about the same once synced
-	// (1,564 vs 1,605 B/pod).
+	// Pointing in allocates less but syncs no faster and retains about the
+	// same once synced (BenchmarkCacheListerWatcherSync; docs/benchmarks.md,
+	// "Figures behind design choices").
 	items, err := ExtractListItems[T](list)
 	if err != nil {
 		return nil, fmt.Errorf("list result %T: %w", list, err)

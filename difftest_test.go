@@ -4,7 +4,7 @@ package informer
 // through this library, whose observable results must be identical. This
 // file holds what the harnesses share: the source of random decisions (a
 // seed or fuzz input), the generated objects, the scenario count and the
-// reporting of a divergence. The harnesses are in difftest_fifo_test.go
+// reporting of a divergence. The harnesses are in difftest_deltafifo_test.go
 // (DeltaFIFO) and difftest_informer*_test.go (Informer).
 
 import (

@@ -291,3 +291,30 @@ func TestHeadingAnchors(t *testing.T) {
 		t.Errorf("headingAnchors (-want +got):\n%s", diff)
 	}
 }
+
+// TestDesignFileMapCoversEveryRootFile checks that docs/design.md names
+// every non-test Go file of the root package, so that its file map stays
+// the place to start reading.
+func TestDesignFileMapCoversEveryRootFile(t *testing.T) {
+	design, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, name := range regexp.MustCompile(`[A-Za-z0-9_]+\.go\b`).FindAllString(string(design), -1) {
+		named[name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") && !named[f] {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("docs/design.md does not name these root files (add them to its file map): %v", missing)
+	}
+}

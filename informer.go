@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubetyped/informer/internal/gcwork"
-	"github.com/kubetyped/informer/internal/wire"
 )
 
 // InformerOptions configures an [Informer], made by [NewInformer] over a
@@ -122,19 +121,13 @@ type InformerOptions[T Object] struct {
 	// custom resources it decodes from JSON, with no Transform, are
 	// deduplicated as they are decoded: a sub-object (for custom resources,
 	// any pointer, list or map of 32 bytes of JSON or more) whose bytes were
-	// seen before is not decoded at all, so that decoding a
-	// production-like pod costs about half as much CPU as without
-	// deduplication (BenchmarkDecodePod: 13.7 µs against 25.4 µs, and
-	// 27.7 µs for k8s.io/api's Unmarshal, at load 4.7) and a sync of 5,000
-	// of them from kube-apiserver uses 1.5–1.8× less CPU than client-go's
-	// (E1: 1.51× in docs/benchmarks.md's run, 1.62–1.76× in CI-mode runs).
-	// Every other object is passed, after the transform and before it is
-	// cached, through a pass that costs 8–13 µs of CPU per production-like
-	// pod (BenchmarkDecodePod) and 7–11 µs per small pod of W1 (against
-	// 0.6 µs without), and makes W2's initial sync of 100,000 small pods
-	// about 7× slower. Either way, 100,000 production-like pods keep
-	// 12,600–13,200 B each instead of about 23,200 (W6(a); client-go
-	// 22,527). To drop fields and keep deduplicating on decode, use
+	// seen before is not decoded at all, which costs less CPU than decoding
+	// without deduplication. Every other object is passed, after the
+	// transform and before it is cached, through a deduplication pass,
+	// which costs CPU per object (W2's initial sync of small pods is
+	// several times slower). The figures (BenchmarkDecodePod, E1, W2, W6)
+	// are in docs/benchmarks.md, "Figures behind design choices". To drop
+	// fields and keep deduplicating on decode, use
 	// DropFields rather than a Transform.
 	//
 	// Nil means [FactoryOptions].Deduplicate for an informer made by
@@ -286,42 +279,6 @@ func newInformer[T Object](lw ListerWatcher[T], cfg config[T], indexers map[stri
 		}
 	}
 	return i, nil
-}
-
-// deduplicate turns deduplication on (see InformerOptions.Deduplicate) and
-// returns the ListerWatcher to list and watch through. Objects decoded by
-// a REST or dynamic ListerWatcher that interns on decode are deduplicated
-// by its decoder, as they are decoded, when there is no transform (which
-// might write into what the decoder shares): the informer then lists and
-// watches through a copy of the ListerWatcher that shares sub-objects too.
-// Otherwise the queue's pass deduplicates every object after the
-// transform, with the decoder's table if there is one, so that the strings
-// it interned are the ones the pass finds.
-func (i *Informer[T]) deduplicate(lw ListerWatcher[T]) (ListerWatcher[T], error) {
-	interns := wire.NewInternTable()
-	transform := i.cfg.transform()
-	if dyn, ok := any(lw).(*dynamicListerWatcher); ok {
-		if transform == nil {
-			shared, err := dyn.sharingSubObjects()
-			if err != nil {
-				return nil, fmt.Errorf("deduplicating on decode: %w", err)
-			}
-			return any(shared).(ListerWatcher[T]), nil
-		}
-		interns = dyn.interns
-	}
-	if rest, ok := lw.(*restListerWatcher[T]); ok && rest.interns != nil {
-		if transform == nil && rest.sharesOnDecode {
-			shared, err := rest.sharingSubObjects()
-			if err != nil {
-				return nil, fmt.Errorf("deduplicating on decode: %w", err)
-			}
-			return shared, nil
-		}
-		interns = rest.interns
-	}
-	i.queue.interns, i.queue.intern = interns, wire.InternFuncFor[T]()
-	return lw, nil
 }
 
 // newSource returns what feeds the queue from lw: one reflector, through

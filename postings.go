@@ -49,11 +49,9 @@ type membership[T Object] struct {
 // allocation: enough for the lists of an object with a few labels and
 // indexes (all, namespace, labels, index values), such as W1–W5's pods. An
 // object on more lists gets a memberships slice of exactly the size it
-// needs instead. 5 would save 48 B per entry (176 B instead of 224; W6's
-// production-like pods, on 9 lists, keep about 13,200 B each), but
-// selectors that read an entry's memberships then follow a second pointer:
-// W3 (d) (app in (...),tier!=...) took 148–184 µs per List with 5 against
-// 45–47 µs with 8 (interleaved, load 1.7–2).
+// needs instead. 5 would save 48 B per entry, but selectors that read an
+// entry's memberships then follow a second pointer, and W3 (d) lists about
+// three times slower (docs/benchmarks.md, "Figures behind design choices").
 const inlineMembers = 8
 
 // entry is one stored object with its memberships.

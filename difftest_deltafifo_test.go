@@ -96,7 +96,7 @@ func (s diffFIFOScenario) String() string {
 
 // diffGenFIFOScenario generates a scenario. It never generates the inputs
 // this library handles differently on purpose (docs/semantics.md, section
-// DeltaFIFO, and fifo.go's documentation):
+// DeltaFIFO, and deltafifo.go's documentation):
 //
 //   - a nameless object: client-go queues it under the key "" (or "ns/"),
 //     this library rejects it with an error;
