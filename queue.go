@@ -204,36 +204,39 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 	if obj == zero {
 		return errNilObject
 	}
-	rec, values, ok := q.prepareEvent(op, obj)
-	if !ok {
+	var rec queueRecord[T]
+	var values prepValues
+	if !q.prepareEvent(op, obj, &rec, &values) {
 		return nil
 	}
-	q.appendEvent(rec, &values)
+	q.appendEvent(&rec, &values)
 	return nil
 }
 
-// prepareEvent transforms and interns obj and prepares its cache write,
-// returning the index values beside it; it reports false if the transform
-// failed (logged and counted). It runs the transform and the index
-// functions, which are user code: the caller must hold no lock.
-func (q *eventQueue[T]) prepareEvent(op queueOp, obj T) (queueRecord[T], prepValues, bool) {
+// prepareEvent transforms and interns obj and prepares its cache write
+// into rec, and the index values beside it into values; it reports false
+// if the transform failed (logged and counted). It runs the transform and
+// the index functions, which are user code: the caller must hold no lock.
+// The record is filled in place and handed on by pointer, so that it is
+// copied once, into its chunk, rather than at each step: a record is about
+// 250 bytes.
+func (q *eventQueue[T]) prepareEvent(op queueOp, obj T, rec *queueRecord[T], values *prepValues) bool {
 	obj, ok := q.transformed(op, obj)
 	if !ok {
-		return queueRecord[T]{}, prepValues{}, false
+		return false
 	}
 	if q.intern != nil && op != opDelete {
 		wire.InternObject(q.interns, q.intern, obj)
 	}
-	rec := queueRecord[T]{op: op, obj: obj}
-	var values prepValues
+	rec.op, rec.obj = op, obj
 	if q.store != nil {
-		rec.prep, values = q.store.prepare(obj, op != opDelete)
+		rec.prep, *values = q.store.prepare(obj, op != opDelete)
 	}
-	return rec, values, true
+	return true
 }
 
 // appendEvent queues an event prepared by prepareEvent.
-func (q *eventQueue[T]) appendEvent(rec queueRecord[T], values *prepValues) {
+func (q *eventQueue[T]) appendEvent(rec *queueRecord[T], values *prepValues) {
 	q.mu.Lock()
 	if !q.populated {
 		// As in RealFIFO: an event before any list means there is no
@@ -247,7 +250,7 @@ func (q *eventQueue[T]) appendEvent(rec queueRecord[T], values *prepValues) {
 
 // appendPreparedLocked queues rec, its prepared write keeping its memory
 // (values, labels) in the chunk's arena. q.mu must be held.
-func (q *eventQueue[T]) appendPreparedLocked(rec queueRecord[T], values *prepValues) {
+func (q *eventQueue[T]) appendPreparedLocked(rec *queueRecord[T], values *prepValues) {
 	c := q.appendLocked(rec)
 	if c == nil || q.store == nil || rec.op == opDelete {
 		return
@@ -330,7 +333,7 @@ func (q *eventQueue[T]) queueReplace(list []T, bulk *bulkRecord[T]) error {
 	q.mu.Lock()
 	first := !q.populated
 	q.populated = true
-	q.appendLocked(queueRecord[T]{op: opReplace, bulk: bulk, firstList: first})
+	q.appendLocked(&queueRecord[T]{op: opReplace, bulk: bulk, firstList: first})
 	q.mu.Unlock()
 	return nil
 }
@@ -346,7 +349,7 @@ func (q *eventQueue[T]) resyncWithin(within func(T) bool) error {
 		rec.bulk = &bulkRecord[T]{within: within}
 	}
 	q.mu.Lock()
-	q.appendLocked(rec)
+	q.appendLocked(&rec)
 	q.mu.Unlock()
 	return nil
 }
@@ -369,7 +372,7 @@ func (q *eventQueue[T]) bookmarkObject(obj T) error {
 func (q *eventQueue[T]) appendBookmark(obj T, resourceVersion string) error {
 	bulk := &bulkRecord[T]{resourceVersion: resourceVersion}
 	q.mu.Lock()
-	q.appendLocked(queueRecord[T]{op: opBookmark, obj: obj, bulk: bulk})
+	q.appendLocked(&queueRecord[T]{op: opBookmark, obj: obj, bulk: bulk})
 	q.mu.Unlock()
 	return nil
 }
@@ -407,7 +410,7 @@ func (q *eventQueue[T]) callTransform(obj T) (out T, err error) {
 // appendLocked adds rec at the end of the queue, wakes the consumer if it
 // is waiting and returns the chunk holding rec (nil if the queue is
 // closed). q.mu must be held.
-func (q *eventQueue[T]) appendLocked(rec queueRecord[T]) *queueChunk[T] {
+func (q *eventQueue[T]) appendLocked(rec *queueRecord[T]) *queueChunk[T] {
 	if q.closed {
 		return nil
 	}
@@ -427,7 +430,7 @@ func (q *eventQueue[T]) appendLocked(rec queueRecord[T]) *queueChunk[T] {
 		}
 		q.tail = c
 	}
-	q.tail.records[q.tail.n] = rec
+	q.tail.records[q.tail.n] = *rec
 	q.tail.n++
 	q.pending++
 	if q.waiting {

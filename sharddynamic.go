@@ -313,8 +313,9 @@ func (s rangeStore[T]) event(op queueOp, obj T) error {
 	if obj == zero {
 		return errNilObject
 	}
-	rec, values, ok := d.queue.prepareEvent(op, obj)
-	if !ok {
+	var rec queueRecord[T]
+	var values prepValues
+	if !d.queue.prepareEvent(op, obj, &rec, &values) {
 		return nil
 	}
 	// The slot is that of the transformed object, as the cache's (see
@@ -323,7 +324,7 @@ func (s rangeStore[T]) event(op queueOp, obj T) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if s.rr.slots.containsHash(h) {
-		d.queue.appendEvent(rec, &values)
+		d.queue.appendEvent(&rec, &values)
 	}
 	return nil
 }
