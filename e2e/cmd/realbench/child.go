@@ -67,6 +67,9 @@ type watchRecord struct {
 // notification until it has seen the resource version the parent then
 // writes on stdin, and reports the records.
 func runChild(c childSpec) error {
+	if c.Mode == "restart" {
+		return runRestartChild(c)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mode, impl, pods := c.Mode, c.Impl, c.Pods

@@ -24,6 +24,7 @@ type childSpec struct {
 	Profile           string // path prefix of the sync's profiles; empty for none
 	Kind              string // "" for pods (E1, E2), kindWorkloads for E5
 	Form              string // E5: formTyped or formUnstructured
+	SnapshotDir       string // E4, ours: SnapshotOptions.Dir
 }
 
 // name describes the child's configuration in logs and profile names.
@@ -50,7 +51,7 @@ func (c childSpec) command(ctx context.Context) (*exec.Cmd, error) {
 	cmd := exec.CommandContext(ctx, self, "-child="+c.Mode, "-impl="+c.Impl, "-kubeconfig="+c.Kubeconfig,
 		"-n="+strconv.Itoa(c.Pods), "-drop-managed-fields="+strconv.FormatBool(c.DropManagedFields),
 		"-deduplicate="+strconv.FormatBool(c.Deduplicate), "-profile-prefix="+c.Profile,
-		"-kind="+c.Kind, "-form="+c.Form)
+		"-kind="+c.Kind, "-form="+c.Form, "-snapshot-dir="+c.SnapshotDir)
 	cmd.Stderr = os.Stderr
 	return cmd, nil
 }

@@ -56,6 +56,8 @@ type config struct {
 	// e5 runs E5 over e5Objects Workloads.
 	e5        bool
 	e5Objects int
+	// e4 runs E4, the warm restart (docs/benchmarks.md, "E4").
+	e4 bool
 	// crcache adds "E1 through crcache": controller-runtime's cache
 	// against crcache, in a section of its own.
 	crcache bool
@@ -78,6 +80,7 @@ func main() {
 	flag.BoolVar(&cfg.e2, "e2", true, "run E2 (client-go against ours)")
 	flag.BoolVar(&cfg.crcache, "crcache", true, "E1 through crcache: also sync the pods with controller-runtime's cache and with crcache, default settings on both (about 20 s)")
 	flag.BoolVar(&cfg.e5, "e5", false, "E5: sync Workloads of a real CRD with client-go's typed and dynamic informers, ours (typed and unstructured), controller-runtime's cache and crcache (several minutes, most of it creating the Workloads)")
+	flag.BoolVar(&cfg.e4, "e4", false, "E4: cold starts of client-go and ours against warm starts of ours from a snapshot, within the watch window and after compaction (restarts kube-apiserver; with -e1=false -e2=false -crcache=false to run it alone)")
 	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
@@ -89,6 +92,7 @@ func main() {
 	flag.BoolVar(&child.Deduplicate, "deduplicate", false, "internal: the child (ours) deduplicates")
 	flag.StringVar(&child.Profile, "profile-prefix", "", "internal: the path prefix of the child's profiles")
 	flag.StringVar(&child.Kind, "kind", "", "internal: what the child syncs: pods (empty) or workloads (E5)")
+	flag.StringVar(&child.SnapshotDir, "snapshot-dir", "", "internal: E4: the child's (ours) SnapshotOptions.Dir")
 	flag.StringVar(&child.Form, "form", "", "internal: E5: the child's form of Workloads (typed or unstructured)")
 	flag.Parse()
 	if child.Mode != "" {
@@ -183,7 +187,7 @@ func run(cfg config) (err error) {
 	}
 
 	var size float64
-	if cfg.e1 || cfg.e2 || cfg.crcache {
+	if cfg.e1 || cfg.e2 || cfg.crcache || cfg.e4 {
 		start := time.Now()
 		if size, err = seed(ctx, c, cfg.pods); err != nil {
 			return fmt.Errorf("creating %d pods: %w", cfg.pods, err)
@@ -229,8 +233,33 @@ func run(cfg config) (err error) {
 		}
 		rows, cacheRows = append(rows, e5...), append(cacheRows, e5Caches...)
 	}
+	var e4Rows []benchkit.Row
+	var e4Notes []string
+	if cfg.e4 {
+		// Last: it restarts kube-apiserver.
+		if e4Rows, e4Notes, err = runE4(ctx, c, cfg, kubeconfig); err != nil {
+			return fmt.Errorf("E4: %w", err)
+		}
+	}
 	info.Finish()
-	return report(os.Stdout, cfg, info, size, workloadSize, rows, cacheRows)
+	if len(rows) > 0 || len(cacheRows) > 0 || !cfg.e4 {
+		if err := report(os.Stdout, cfg, info, size, workloadSize, rows, cacheRows); err != nil {
+			return err
+		}
+	}
+	if !cfg.e4 {
+		return nil
+	}
+	info.Notes = append(info.Notes, e4Notes...)
+	if cfg.json {
+		return e4Table.WriteJSONLines(os.Stdout, info, e4Rows)
+	}
+	if len(rows) > 0 || len(cacheRows) > 0 {
+		if _, err := io.WriteString(os.Stdout, "\n"); err != nil {
+			return err
+		}
+	}
+	return e4Table.WriteMarkdown(os.Stdout, info, e4Rows)
 }
 
 // report writes rows under info's header, with the notes that say what the

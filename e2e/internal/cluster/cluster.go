@@ -351,3 +351,18 @@ func (c *Cluster) shutdown(reportExited bool) error {
 	}
 	return errors.Join(errs...)
 }
+
+// APIServerPID returns the process id of the running kube-apiserver, so
+// that a benchmark can read its CPU time from /proc; a RestartAPIServer
+// changes it.
+func (c *Cluster) APIServerPID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apiserver.cmd.Process.Pid
+}
+
+// EtcdURL returns the client URL of etcd (plain HTTP on 127.0.0.1), for a
+// benchmark that compacts its history through etcd's JSON gateway.
+func (c *Cluster) EtcdURL() string {
+	return c.etcdURL
+}
