@@ -13,6 +13,12 @@
 // of its own (this command run again as a child), so that CPU time from
 // getrusage and heap figures belong to one implementation only.
 //
+// With -e4 it also runs E4, the warm restart (a restart child per start:
+// client-go cold, ours cold writing a snapshot, ours warm within the watch
+// window and after compacting etcd and restarting kube-apiserver), printed
+// as a table of its own (cold ÷ ours warm); see docs/benchmarks.md, "Real
+// server: E4".
+//
 // With -profile, each E1 sync child writes a CPU profile and an allocation
 // profile of its sync into DIR, for go tool pprof; the allocation profile is
 // written after a collection, so that it counts every allocation of the
