@@ -19,9 +19,10 @@ import (
 
 // source is what feeds an informer's queue: the reflector of its
 // ListerWatcher (reflectorSource), the range reflectors of a dynamic shard
-// (dynamicShard), and later a snapshot restore. It owns the goroutines
-// that list and watch, and what they know of the server: their errors,
-// counters and resource version. It never touches the store: everything it
+// (dynamicShard); a snapshot restore is not a source of its own but the
+// reflector's starting point (reflectorSource.beforeRun). It owns the
+// goroutines that list and watch, and what they know of the server: their
+// errors, counters and resource version. It never touches the store: everything it
 // learns goes through the queue, in order.
 type source[T Object] interface {
 	// run feeds queue until ctx is done, building each reflector it needs
