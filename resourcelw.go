@@ -268,6 +268,7 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 		decoder := wire.NewUnstructuredDecoder(interns)
 		json := info
 		json.Serializer = wire.NewUnstructuredSerializer(decoder, info.Serializer)
+		json.StreamSerializer = wire.NewJSONWatchStream(info.StreamSerializer, watchEventTyper)
 		cfg := rest.CopyConfig(cfg)
 		cfg.NegotiatedSerializer = unstructuredCodecs{NegotiatedSerializer: codecs, json: json}
 		client, err := rest.UnversionedRESTClientForConfigAndClient(cfg, httpClient)
@@ -300,6 +301,15 @@ func (lw *dynamicListerWatcher) sharingSubObjects() (*dynamicListerWatcher, erro
 	}
 	return &shared, nil
 }
+
+// watchEventTyper knows metav1.WatchEvent at version v1, as the scheme of
+// the dynamic client's stream serializer does: the kind a watch event is
+// decoded with (see wire.NewJSONWatchStream).
+var watchEventTyper = func() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	return scheme
+}()
 
 // unstructuredCodecs is the dynamic client's codecs with json, its JSON
 // serializer decoding through wire.UnstructuredDecoder, in place of its

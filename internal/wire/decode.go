@@ -35,7 +35,8 @@ type restCodecs struct {
 // decoded with their strings interned in it. If typed is not nil, the
 // objects of its types are decoded from JSON by the typed JSON decoder
 // (json_typed_codec.go), their strings interned in interns, which must then
-// not be nil.
+// not be nil, and watch events are read by NewJSONWatchStream's framer and
+// decoder (watchjson.go).
 func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable, typed *TypedJSONTypes) runtime.NegotiatedSerializer {
 	base := serializer.NewCodecFactory(scheme).WithoutConversion()
 	mediaTypes := slices.Clone(base.SupportedMediaTypes())
@@ -43,6 +44,7 @@ func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable, typed *TypedJSO
 		info := &mediaTypes[i]
 		if info.MediaType == runtime.ContentTypeJSON && typed != nil {
 			info.Serializer = &typedJSONDecoder{Serializer: info.Serializer, types: typed, interns: interns}
+			info.StreamSerializer = NewJSONWatchStream(info.StreamSerializer, scheme)
 			continue
 		}
 		if info.MediaType != runtime.ContentTypeProtobuf {
@@ -242,13 +244,20 @@ func (d *watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKin
 	if !ok {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	// The kind the raw serializer would return: the defaults, completed
-	// from the scheme's kind of WatchEvent.
+	actual := watchEventKind(d.typer, defaults, into)
+	*event = metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: object}}
+	return event, &actual, nil
+}
+
+// watchEventKind is the kind apimachinery's serializers return with a
+// watch event decoded into into, a *metav1.WatchEvent, from bytes that
+// name no kind: the defaults, completed from typer's kind of WatchEvent.
+func watchEventKind(typer runtime.ObjectTyper, defaults *schema.GroupVersionKind, into runtime.Object) schema.GroupVersionKind {
 	var actual schema.GroupVersionKind
 	if defaults != nil {
 		actual = *defaults
 	}
-	if kinds, _, err := d.typer.ObjectKinds(into); err == nil {
+	if kinds, _, err := typer.ObjectKinds(into); err == nil {
 		if actual.Kind == "" {
 			actual.Kind = kinds[0].Kind
 		}
@@ -256,8 +265,7 @@ func (d *watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKin
 			actual.Group, actual.Version = kinds[0].Group, kinds[0].Version
 		}
 	}
-	*event = metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: object}}
-	return event, &actual, nil
+	return actual
 }
 
 // parseWatchEvent returns the type and the object's bytes of msg, a
