@@ -113,7 +113,7 @@ func runChild(c childSpec) error {
 	var hasSynced func() bool
 	switch {
 	case c.Kind == kindWorkloads:
-		hasSynced, err = startWorkloads(ctx, config, impl, c.Form, onAdd, onUpdate)
+		hasSynced, err = startWorkloads(ctx, config, impl, c.Form, c.Deduplicate, onAdd, onUpdate)
 	case c.Kind != "":
 		err = errNoE5
 	default:

@@ -207,8 +207,9 @@ func handlerFuncs(onAdd func(), onUpdate func(rv string)) toolscache.ResourceEve
 // its HasSynced: client-go's informer as a generated informer package
 // builds it (typed, JSON) or its dynamic informer; this library's informer
 // from its factory (typed or unstructured); controller-runtime's cache or
-// crcache. Every one with its default settings.
-func startWorkloads(ctx context.Context, config *rest.Config, impl, form string, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
+// crcache. Every one with its default settings, but for deduplicate, which
+// turns on this library's FactoryOptions.Deduplicate (ours only).
+func startWorkloads(ctx context.Context, config *rest.Config, impl, form string, deduplicate bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
 	scheme, err := workloadScheme()
 	if err != nil {
 		return nil, err
@@ -252,7 +253,7 @@ func startWorkloads(ctx context.Context, config *rest.Config, impl, form string,
 		go inf.RunWithContext(ctx)
 		return inf.HasSynced, nil
 	case impl == implOurs:
-		factory, err := informer.NewFactory(config, informer.FactoryOptions{Scheme: scheme})
+		factory, err := informer.NewFactory(config, informer.FactoryOptions{Scheme: scheme, Deduplicate: deduplicate})
 		if err != nil {
 			return nil, err
 		}
@@ -297,28 +298,49 @@ func startOursFor[T informer.Object](factory *informer.Factory, opts informer.In
 // runE5 is E5: cfg.e5Objects Workloads of a real CRD synced by client-go's
 // typed informer and ours, client-go's dynamic informer and ours of
 // unstructured objects, and controller-runtime's cache and crcache, each
-// in its own process, default settings everywhere, interleaved as E1. It
+// in its own process, default settings everywhere, interleaved as E1; with
+// cfg.dedupCase, ours (typed and unstructured) with Deduplicate on syncs
+// too after each of ours, and is compared with the same client-go runs. It
 // returns the rows against client-go and those against controller-runtime.
 func runE5(ctx context.Context, cfg config, kubeconfig string) (rows, cacheRows []benchkit.Row, err error) {
 	base := childSpec{Kubeconfig: kubeconfig, Pods: cfg.e5Objects, Kind: kindWorkloads}
-	spec := func(impl, form string) childSpec {
+	spec := func(impl, form string, deduplicate bool) childSpec {
 		c := base
-		c.Impl, c.Form = impl, form
+		c.Impl, c.Form, c.Deduplicate = impl, form, deduplicate
 		return c
 	}
-	children := []childSpec{
-		spec(implClientGo, formTyped), spec(implOurs, formTyped),
-		spec(implClientGo, formUnstructured), spec(implOurs, formUnstructured),
-		spec(implControllerRuntime, formTyped), spec(implCRCache, formTyped),
+	n := strconv.Itoa(cfg.e5Objects) + " Workloads"
+	var children []childSpec
+	// pairs are the comparisons against client-go: the indexes in children
+	// of client-go's side and of ours, and the row's case.
+	type pair struct {
+		theirs, ours int
+		kase         string
 	}
+	var pairs []pair
+	for _, form := range []string{formTyped, formUnstructured} {
+		kase := n + ", " + form
+		if form == formUnstructured {
+			kase += " (client-go: dynamic informer)"
+		}
+		theirs := len(children)
+		children = append(children, spec(implClientGo, form, false), spec(implOurs, form, false))
+		pairs = append(pairs, pair{theirs, theirs + 1, kase})
+		if cfg.dedupCase {
+			children = append(children, spec(implOurs, form, true))
+			pairs = append(pairs, pair{theirs, theirs + 2, kase + ", ours with Deduplicate"})
+		}
+	}
+	caches := len(children)
+	children = append(children, spec(implControllerRuntime, formTyped, false), spec(implCRCache, formTyped, false))
 	results, err := syncRuns(ctx, cfg, "E5", children)
 	if err != nil {
 		return nil, nil, err
 	}
-	n := strconv.Itoa(cfg.e5Objects) + " Workloads"
-	rows = append(syncRows("E5", n+", typed", "object", cfg.e5Objects, results[0], results[1]),
-		syncRows("E5", n+", unstructured (client-go: dynamic informer)", "object", cfg.e5Objects, results[2], results[3])...)
-	cacheRows = syncRows("E5", n+", default settings", "object", cfg.e5Objects, results[4], results[5])
+	for _, p := range pairs {
+		rows = append(rows, syncRows("E5", p.kase, "object", cfg.e5Objects, results[p.theirs], results[p.ours])...)
+	}
+	cacheRows = syncRows("E5", n+", default settings", "object", cfg.e5Objects, results[caches], results[caches+1])
 	return rows, cacheRows, nil
 }
 
