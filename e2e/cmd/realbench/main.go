@@ -19,7 +19,7 @@
 // as a table of its own (cold ÷ ours warm); see docs/benchmarks.md, "Real
 // server: E4".
 //
-// With -profile, each E1 sync child writes a CPU profile and an allocation
+// With -profile, each sync child (E1, E1 through crcache, E5) writes a CPU profile and an allocation
 // profile of its sync into DIR, for go tool pprof; the allocation profile is
 // written after a collection, so that it counts every allocation of the
 // sync.
@@ -67,7 +67,7 @@ type config struct {
 	// crcache adds "E1 through crcache": controller-runtime's cache
 	// against crcache, in a section of its own.
 	crcache bool
-	// profileDir, if set, is where each E1 sync child writes a CPU profile
+	// profileDir, if set, is where each sync child writes a CPU profile
 	// and an allocation profile of its sync.
 	profileDir string
 }
@@ -81,7 +81,7 @@ func main() {
 	flag.IntVar(&cfg.writers, "writers", 4, "E2: concurrent writers")
 	flag.BoolVar(&cfg.json, "json", false, "print JSON lines instead of a Markdown table")
 	flag.BoolVar(&cfg.droppedCase, "dropped-case", true, "E1: also sync with managed fields dropped on both sides (client-go: a transform; ours: DropFields)")
-	flag.BoolVar(&cfg.dedupCase, "dedup-case", true, "E1: also sync ours with Deduplicate on, beside the same client-go runs")
+	flag.BoolVar(&cfg.dedupCase, "dedup-case", true, "E1 and E5: also sync ours with Deduplicate on, beside the same client-go runs")
 	flag.BoolVar(&cfg.e1, "e1", true, "run E1 (client-go against ours)")
 	flag.BoolVar(&cfg.e2, "e2", true, "run E2 (client-go against ours)")
 	flag.BoolVar(&cfg.crcache, "crcache", true, "E1 through crcache: also sync the pods with controller-runtime's cache and with crcache, default settings on both (about 20 s)")
@@ -89,7 +89,7 @@ func main() {
 	flag.BoolVar(&cfg.e4, "e4", false, "E4: cold starts of client-go and ours against warm starts of ours from a snapshot, within the watch window and after compaction (restarts kube-apiserver; with -e1=false -e2=false -crcache=false to run it alone)")
 	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
-	flag.StringVar(&cfg.profileDir, "profile", "", "E1: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
+	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache and E5: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
 	var child childSpec
 	flag.StringVar(&child.Mode, "child", "", "internal: run as the informer process of one implementation (sync or watch)")
 	flag.StringVar(&child.Impl, "impl", "", "internal: the child's implementation (client-go, ours, controller-runtime or crcache)")
