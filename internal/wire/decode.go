@@ -236,15 +236,24 @@ type watchEventDecoder struct {
 
 // Decode implements runtime.Decoder.
 func (d *watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	return decodeWatchEvent(d.Serializer, d.typer, parseWatchEvent, data, defaults, into)
+}
+
+// decodeWatchEvent decodes data into into, if it is a *metav1.WatchEvent,
+// with parse, which returns the event's type and its object's bytes (a
+// sub-slice of data) or false; into anything else, or what parse does not
+// read, it decodes with delegate. The kind returned with an event is the
+// one apimachinery's serializers return (watchEventKind).
+func decodeWatchEvent(delegate runtime.Decoder, typer runtime.ObjectTyper, parse func([]byte) (string, []byte, bool), data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	event, ok := into.(*metav1.WatchEvent)
 	if !ok {
-		return d.Serializer.Decode(data, defaults, into)
+		return delegate.Decode(data, defaults, into)
 	}
-	eventType, object, ok := parseWatchEvent(data)
+	eventType, object, ok := parse(data)
 	if !ok {
-		return d.Serializer.Decode(data, defaults, into)
+		return delegate.Decode(data, defaults, into)
 	}
-	actual := watchEventKind(d.typer, defaults, into)
+	actual := watchEventKind(typer, defaults, into)
 	*event = metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: object}}
 	return event, &actual, nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,14 +19,7 @@ import (
 // decoder.
 func workloadCodecs(t testing.TB) (codec, typed runtime.Decoder, interns *InternTable) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := crdtypes.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	types := NewTypedJSONTypes(scheme, reflect.TypeFor[*crdtypes.Workload](), reflect.TypeFor[*crdtypes.WorkloadList]())
-	if types == nil {
-		t.Fatal("the typed JSON decoder cannot decode workloads")
-	}
+	scheme, types := workloadJSONTypes(t)
 	decoder := func(codecs runtime.NegotiatedSerializer) runtime.Decoder {
 		d, err := runtime.NewClientNegotiator(codecs, crdtypes.GroupVersion).Decoder(runtime.ContentTypeJSON, nil)
 		if err != nil {

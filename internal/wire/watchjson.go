@@ -297,18 +297,13 @@ type jsonWatchEventDecoder struct {
 
 // Decode implements runtime.Decoder.
 func (d *jsonWatchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	// client-go's watch decoder gives an empty event and no defaults.
-	event, ok := into.(*metav1.WatchEvent)
-	if !ok || defaults != nil || event.Type != "" || event.Object.Raw != nil || event.Object.Object != nil {
+	// client-go's watch decoder gives an empty event and no defaults; the
+	// serializer would merge into anything else, and combine defaults with
+	// the kind it reads in its own way.
+	if event, ok := into.(*metav1.WatchEvent); ok && (defaults != nil || event.Type != "" || event.Object.Raw != nil || event.Object.Object != nil) {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	eventType, object, ok := parseJSONWatchEvent(data)
-	if !ok {
-		return d.Serializer.Decode(data, defaults, into)
-	}
-	actual := watchEventKind(d.typer, nil, into)
-	*event = metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: object}}
-	return event, &actual, nil
+	return decodeWatchEvent(d.Serializer, d.typer, parseJSONWatchEvent, data, defaults, into)
 }
 
 // The envelope parseJSONWatchEvent reads: the API server's encoding of a

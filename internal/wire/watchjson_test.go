@@ -21,9 +21,9 @@ import (
 	"github.com/kubetyped/informer/internal/testkit"
 )
 
-// workloadStreamCodecs returns apimachinery's codecs of Workloads and ours
-// (NewRESTCodecs with the typed JSON decoder, so with NewJSONWatchStream).
-func workloadStreamCodecs(t testing.TB) (theirs, ours runtime.NegotiatedSerializer) {
+// workloadJSONTypes returns a scheme of W8's Workloads and the typed JSON
+// decoder's types of Workload and WorkloadList.
+func workloadJSONTypes(t testing.TB) (*runtime.Scheme, *TypedJSONTypes) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := crdtypes.AddToScheme(scheme); err != nil {
@@ -33,6 +33,14 @@ func workloadStreamCodecs(t testing.TB) (theirs, ours runtime.NegotiatedSerializ
 	if types == nil {
 		t.Fatal("the typed JSON decoder cannot decode Workloads")
 	}
+	return scheme, types
+}
+
+// workloadStreamCodecs returns apimachinery's codecs of Workloads and ours
+// (NewRESTCodecs with the typed JSON decoder, so with NewJSONWatchStream).
+func workloadStreamCodecs(t testing.TB) (theirs, ours runtime.NegotiatedSerializer) {
+	t.Helper()
+	scheme, types := workloadJSONTypes(t)
 	return serializer.NewCodecFactory(scheme).WithoutConversion(), NewRESTCodecs(scheme, NewInternTable(), types)
 }
 
