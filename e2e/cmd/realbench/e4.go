@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,20 +84,27 @@ func runE4(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 		child := func(impl string) childSpec {
 			return childSpec{Mode: "restart", Impl: impl, Kubeconfig: kubeconfig, Pods: cfg.pods, SnapshotDir: dir}
 		}
+		// profiled names a child's profiles after its start, as E1's are.
+		profiled := func(c childSpec, start string) childSpec {
+			if cfg.profileDir != "" {
+				c.Profile = filepath.Join(cfg.profileDir, fmt.Sprintf("e4-%s-run%d", start, run+1))
+			}
+			return c
+		}
 		// A cold start of ours needs no snapshot: remove the last run's.
 		if err := clearDir(dir); err != nil {
 			return nil, nil, err
 		}
-		if r.clientGoCold, err = restartOnce(ctx, c, w, child(implClientGo)); err != nil {
+		if r.clientGoCold, err = restartOnce(ctx, c, w, profiled(child(implClientGo), "client-go-cold")); err != nil {
 			return nil, nil, err
 		}
-		if r.oursCold, err = restartOnce(ctx, c, w, child(implOurs)); err != nil {
+		if r.oursCold, err = restartOnce(ctx, c, w, profiled(child(implOurs), "ours-cold")); err != nil {
 			return nil, nil, err
 		}
 		if err := w.changeShare(ctx, run*2); err != nil {
 			return nil, nil, err
 		}
-		if r.warmA, err = restartOnce(ctx, c, w, child(implOurs)); err != nil {
+		if r.warmA, err = restartOnce(ctx, c, w, profiled(child(implOurs), "ours-warm-a")); err != nil {
 			return nil, nil, err
 		}
 		if !r.warmA.ResumedWatch {
@@ -108,7 +116,7 @@ func runE4(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 		if err := compact(ctx, c, client); err != nil {
 			return nil, nil, err
 		}
-		if r.warmB, err = restartOnce(ctx, c, w, child(implOurs)); err != nil {
+		if r.warmB, err = restartOnce(ctx, c, w, profiled(child(implOurs), "ours-warm-b")); err != nil {
 			return nil, nil, err
 		}
 		if !r.warmB.RestoreRelist {

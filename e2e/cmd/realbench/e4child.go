@@ -103,6 +103,10 @@ func runRestartChild(c childSpec) error {
 	}
 	var received atomic.Int64
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, bytes: &received} })
+	profile, err := startRestartProfile(c.Profile)
+	if err != nil {
+		return err
+	}
 	sampler := benchkit.StartHeapSampler(time.Millisecond)
 	var inf restartInformer
 	switch c.Impl {
@@ -126,6 +130,9 @@ func runRestartChild(c childSpec) error {
 	res := restartResult{SyncedAt: time.Now().UnixNano(), BytesReceived: received.Load()}
 	cpu, err := benchkit.CPUTime()
 	if err != nil {
+		return err
+	}
+	if err := profile.stop(); err != nil {
 		return err
 	}
 	res.CPUSeconds = cpu.Seconds()
@@ -166,6 +173,16 @@ func runRestartChild(c childSpec) error {
 	final.SaveCPUSeconds = (after - before).Seconds()
 	final.SavedBytes = inf.snapshot().LastSaveBytes
 	return out.Encode(final)
+}
+
+// startRestartProfile starts the restart child's profile (see
+// startSyncProfile) if prefix is not empty; it covers the child from its
+// flags' parsing until synced, so a warm start's snapshot read is in it.
+func startRestartProfile(prefix string) (*syncProfile, error) {
+	if prefix == "" {
+		return nil, nil
+	}
+	return startSyncProfile(prefix)
 }
 
 // startRestartClientGo starts client-go's pod informer from its shared

@@ -89,7 +89,7 @@ func main() {
 	flag.BoolVar(&cfg.e4, "e4", false, "E4: cold starts of client-go and ours against warm starts of ours from a snapshot, within the watch window and after compaction (restarts kube-apiserver; with -e1=false -e2=false -crcache=false to run it alone)")
 	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
-	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache and E5: directory where each sync child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync")
+	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache, E4 and E5: directory where each sync or restart child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync (E4: of its start until synced)")
 	var child childSpec
 	flag.StringVar(&child.Mode, "child", "", "internal: run as the informer process of one implementation (sync or watch)")
 	flag.StringVar(&child.Impl, "impl", "", "internal: the child's implementation (client-go, ours, controller-runtime or crcache)")
