@@ -402,27 +402,30 @@ type decodedSnapshot[T Object] struct {
 }
 
 // readSnapshot reads and checks the snapshot at path, and decodes its
-// objects if it was written under want. The whole file is checked
-// against its checksum before anything is decoded. It returns an error
-// wrapping os.ErrNotExist if there is none.
+// objects if it was written under want. It reads the file once, in
+// snapshotReadBuffer-sized pieces, decoding each record from a buffer it
+// reuses as it goes and updating the checksum, so that neither the file's
+// bytes nor a copy of them are alive beside the decoded objects (the
+// decoders copy what they keep); if the checksum at the end does not
+// match, the objects decoded are dropped and the snapshot rejected, as
+// when a record does not decode. It returns an error wrapping
+// os.ErrNotExist if there is none.
 func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec[T]) (*decodedSnapshot[T], error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	rest, ok := strings.CutPrefix(string(data[:min(len(data), len(snapshotMagic))]), snapshotMagic)
-	if !ok || rest != "" {
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	r := &snapshotReader{br: bufio.NewReaderSize(f, snapshotReadBuffer), left: info.Size() - 4}
+	magic := make([]byte, len(snapshotMagic))
+	if err := r.readFull(magic); err != nil || string(magic) != snapshotMagic {
 		return nil, fmt.Errorf("%w: no snapshot magic", errSnapshotCorrupt)
 	}
-	if len(data) < len(snapshotMagic)+4 {
-		return nil, fmt.Errorf("%w: %d bytes", errSnapshotCorrupt, len(data))
-	}
-	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if got := crc32.Checksum(body, castagnoli); got != sum {
-		return nil, fmt.Errorf("%w: checksum %08x, want %08x", errSnapshotCorrupt, got, sum)
-	}
-	r := body[len(snapshotMagic):]
-	headerJSON, r, err := nextRecord(r, snapshotMaxHeader)
+	headerJSON, err := r.record(snapshotMaxHeader)
 	if err != nil {
 		return nil, fmt.Errorf("%w: header: %w", errSnapshotCorrupt, err)
 	}
@@ -439,14 +442,15 @@ func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec
 	if header.Encoding != codec.encoding {
 		return nil, fmt.Errorf("%w: encoding %q, want %q", errSnapshotForeign, header.Encoding, codec.encoding)
 	}
-	if header.Objects < 0 || header.Objects > len(r) {
-		return nil, fmt.Errorf("%w: %d objects in %d bytes", errSnapshotCorrupt, header.Objects, len(r))
+	if header.Objects < 0 || int64(header.Objects) > r.left {
+		return nil, fmt.Errorf("%w: %d objects in %d bytes", errSnapshotCorrupt, header.Objects, r.left)
 	}
+	// The objects decoded will stay: see raiseGCGoal.
+	defer raiseGCGoal(snapshotHeapFactor * r.left)()
 	objects := make([]T, 0, header.Objects)
 	var zero T
 	for {
-		var rec []byte
-		rec, r, err = nextRecord(r, snapshotMaxRecord)
+		rec, err := r.record(snapshotMaxRecord)
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", errSnapshotCorrupt, len(objects), err)
 		}
@@ -462,22 +466,69 @@ func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec
 		}
 		objects = append(objects, obj)
 	}
-	if len(r) != 0 || len(objects) != header.Objects {
-		return nil, fmt.Errorf("%w: %d objects and %d bytes after them, header says %d objects", errSnapshotCorrupt, len(objects), len(r), header.Objects)
+	if r.left != 0 || len(objects) != header.Objects {
+		return nil, fmt.Errorf("%w: %d objects and %d bytes after them, header says %d objects", errSnapshotCorrupt, len(objects), r.left, header.Objects)
+	}
+	var sum [4]byte
+	if _, err := io.ReadFull(r.br, sum[:]); err != nil {
+		return nil, fmt.Errorf("%w: checksum: %w", errSnapshotCorrupt, err)
+	}
+	if want := binary.BigEndian.Uint32(sum[:]); r.crc != want {
+		return nil, fmt.Errorf("%w: checksum %08x, want %08x", errSnapshotCorrupt, r.crc, want)
 	}
 	return &decodedSnapshot[T]{header: header, objects: objects}, nil
 }
 
-// nextRecord cuts one length-prefixed record from r.
-func nextRecord(r []byte, limit uint64) (record, rest []byte, err error) {
-	n, size := binary.Uvarint(r)
+// snapshotReadBuffer is the size of readSnapshot's reads: large enough that
+// the reads cost nothing next to decoding, small next to the file.
+const snapshotReadBuffer = 1 << 20
+
+// snapshotReader reads a snapshot's content, up to the checksum, and
+// computes its CRC-32C.
+type snapshotReader struct {
+	br *bufio.Reader
+	// left is what is left to read before the checksum.
+	left int64
+	crc  uint32
+	// buf holds the last record; the next one reuses it.
+	buf []byte
+}
+
+// readFull fills p, which must not reach past the checksum.
+func (r *snapshotReader) readFull(p []byte) error {
+	if int64(len(p)) > r.left {
+		return io.ErrUnexpectedEOF
+	}
+	n, err := io.ReadFull(r.br, p)
+	r.crc = crc32.Update(r.crc, castagnoli, p[:n])
+	r.left -= int64(n)
+	return err
+}
+
+// record reads one length-prefixed record of at most limit bytes. The
+// result is valid until the next call.
+func (r *snapshotReader) record(limit uint64) ([]byte, error) {
+	prefix, _ := r.br.Peek(int(min(binary.MaxVarintLen64, r.left)))
+	n, size := binary.Uvarint(prefix)
 	if size <= 0 {
-		return nil, nil, errors.New("bad length")
+		return nil, errors.New("bad length")
 	}
-	if n > limit || n > uint64(len(r)-size) {
-		return nil, nil, fmt.Errorf("length %d past the end", n)
+	r.crc = crc32.Update(r.crc, castagnoli, prefix[:size])
+	if _, err := r.br.Discard(size); err != nil {
+		return nil, err
 	}
-	return r[size : size+int(n)], r[size+int(n):], nil
+	r.left -= int64(size)
+	if n > limit || n > uint64(r.left) {
+		return nil, fmt.Errorf("length %d past the end", n)
+	}
+	if uint64(cap(r.buf)) < n {
+		r.buf = make([]byte, n, max(n, uint64(2*cap(r.buf))))
+	}
+	r.buf = r.buf[:n]
+	if err := r.readFull(r.buf); err != nil {
+		return nil, err
+	}
+	return r.buf, nil
 }
 
 // snapshotFileName is the file an informer's snapshots are written to in

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +218,19 @@ func TestSnapshotRestartAfterGone(t *testing.T) {
 	got := inf.Stats().Snapshot
 	if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, RestoreRelists: 1}, got); diff != "" {
 		t.Errorf("snapshot stats (-want +got):\n%s", diff)
+	}
+	// The current version, the watch that failed, then a consistent list
+	// in pages (not one at "0", which the watch cache answers whole).
+	calls, err := lw.WaitForCalls(plCtx(t), 3)
+	plMust(t, err)
+	wantCalls := []informertest.FakeCall{
+		{Verb: "list", Options: metav1.ListOptions{Limit: 1}},
+		{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: "7", AllowWatchBookmarks: true}},
+		{Verb: "list", Options: metav1.ListOptions{Limit: defaultPageSize}},
+	}
+	ignoreTimeout := cmp.Transformer("noTimeout", func(o metav1.ListOptions) metav1.ListOptions { o.TimeoutSeconds = nil; return o })
+	if diff := cmp.Diff(wantCalls, calls[:3], ignoreTimeout); diff != "" {
+		t.Errorf("calls after a 410 (-want +got):\n%s", diff)
 	}
 }
 
@@ -460,5 +475,35 @@ func TestSnapshotRestartQuietResourceLists(t *testing.T) {
 	rec.expect(t, plAdd("default/a", "15", true), plAdd("default/d", "20", true))
 	if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, RestoreRelists: 1}, inf.Stats().Snapshot); diff != "" {
 		t.Errorf("snapshot stats (-want +got):\n%s", diff)
+	}
+}
+
+// TestRaiseGCGoal: restores raise GOGC while they run, the last one puts
+// back what it was, and GOGC=off is left alone.
+func TestRaiseGCGoal(t *testing.T) {
+	gogc := func() int {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return int(s[0].Value.Uint64())
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	lowerA := raiseGCGoal(1 << 30)
+	raisedA := gogc()
+	lowerB := raiseGCGoal(1 << 30)
+	raisedB := gogc()
+	lowerA()
+	afterA := gogc()
+	lowerB()
+	if got := gogc(); raisedA <= 150 || raisedB <= raisedA || afterA <= 150 || afterA >= raisedB || got != 150 {
+		t.Errorf("GOGC 150, raised by A to %d, by B to %d, %d once A ended and %d once both did; want more than 150, more again, less than with both, and 150",
+			raisedA, raisedB, afterA, got)
+	}
+
+	debug.SetGCPercent(-1)
+	lower := raiseGCGoal(1 << 30)
+	during := gogc()
+	lower()
+	if got := gogc(); during != got {
+		t.Errorf("GOGC off: %d during a restore and %d after it, want it unchanged", during, got)
 	}
 }
