@@ -58,6 +58,19 @@ type SnapshotOptions struct {
 	// AllowSensitive allows snapshots of Secrets and of informers marked
 	// Sensitive. Their files hold the objects' data in clear.
 	AllowSensitive bool
+	// Example, for an informer of an interface type T (such as
+	// controller-runtime's client.Object), is an object of the concrete
+	// type its ListerWatcher returns, a pointer to a struct: restored
+	// objects are decoded into new objects of that type. Without it such
+	// an informer keeps no snapshot. Ignored when T is a concrete type.
+	Example any
+	// ScopeID, for an informer made by [NewInformer] over a ListerWatcher
+	// other than [NewRESTListerWatcher]'s, names what the ListerWatcher
+	// lists beyond the informer's resource (its namespace, selectors and
+	// dropped fields), which the informer cannot see: a snapshot is
+	// restored only by an informer with the same ScopeID. Change it
+	// whenever what the ListerWatcher lists changes.
+	ScopeID string
 }
 
 // validate rejects options that cannot work.
@@ -147,6 +160,7 @@ type snapshotScope struct {
 	Shard         string   `json:"shard,omitempty"`
 	DropFields    []string `json:"dropFields,omitempty"`
 	TransformID   string   `json:"transformID,omitempty"`
+	ScopeID       string   `json:"scopeID,omitempty"`
 }
 
 // differences names the fields in which s and o differ.
@@ -164,6 +178,7 @@ func (s snapshotScope) differences(o snapshotScope) []string {
 		{"field selector", s.FieldSelector, o.FieldSelector},
 		{"shard", s.Shard, o.Shard},
 		{"transform", s.TransformID, o.TransformID},
+		{"scope id", s.ScopeID, o.ScopeID},
 	} {
 		if f.a != f.b {
 			diff = append(diff, fmt.Sprintf("%s %q (want %q)", f.name, f.a, f.b))
@@ -179,12 +194,34 @@ func (s snapshotScope) differences(o snapshotScope) []string {
 // resource; the ListerWatcher's namespace, selectors, shard and dropped
 // fields are added by whoever knows them (For, shardOn).
 func snapshotScopeFor[T Object](name string, resource schema.GroupVersionResource, transformID string) snapshotScope {
-	typ := reflect.TypeFor[T]()
+	return snapshotScopeOf(reflect.TypeFor[T](), name, resource, transformID)
+}
+
+// snapshotScopeOf is snapshotScopeFor with the objects' type typ.
+func snapshotScopeOf(typ reflect.Type, name string, resource schema.GroupVersionResource, transformID string) snapshotScope {
 	typeName := typ.String()
 	if typ.Kind() == reflect.Pointer {
 		typeName = "*" + typ.Elem().PkgPath() + "." + typ.Elem().Name()
 	}
 	return snapshotScope{Type: typeName, Resource: resource.String(), Name: name, TransformID: transformID}
+}
+
+// snapshotItemType returns the type of the objects of an informer of T: T
+// itself, or example's type if T is an interface type; an error if
+// example is no pointer to a struct implementing T.
+func snapshotItemType[T Object](example any) (reflect.Type, error) {
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Interface {
+		return typ, nil
+	}
+	if example == nil {
+		return nil, fmt.Errorf("the informer's objects are of the interface type %v and Snapshot.Example does not name their concrete type", typ)
+	}
+	ex := reflect.TypeOf(example)
+	if ex.Kind() != reflect.Pointer || ex.Elem().Kind() != reflect.Struct || !ex.Implements(typ) {
+		return nil, fmt.Errorf("Snapshot.Example is a %v, not a pointer to a struct implementing %v", ex, typ)
+	}
+	return ex, nil
 }
 
 // sensitiveType reports the objects written only with AllowSensitive
@@ -215,7 +252,13 @@ type protobufSizer interface {
 // metadata-only objects), decoded by the REST ListerWatcher's decoder with
 // interns if not nil, and JSON for the others.
 func newSnapshotCodec[T Object](interns *wire.InternTable) snapshotCodec[T] {
-	elem := reflect.TypeFor[T]().Elem()
+	return newSnapshotCodecOf[T](interns, reflect.TypeFor[T]())
+}
+
+// newSnapshotCodecOf is newSnapshotCodec for objects of itemType, a
+// pointer to a struct implementing T (see snapshotItemType).
+func newSnapshotCodecOf[T Object](interns *wire.InternTable, itemType reflect.Type) snapshotCodec[T] {
+	elem := itemType.Elem()
 	newT := func() T { return reflect.New(elem).Interface().(T) }
 	if _, ok := any(newT()).(protobufSizer); ok {
 		if _, ok := any(newT()).(wire.ProtobufMessage); ok {

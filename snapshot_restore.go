@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -29,6 +30,9 @@ type snapshotter[T Object] struct {
 	// off, if set, says why the informer keeps no snapshot although a
 	// directory is configured; Run logs it once.
 	off string
+
+	// itemType is the objects' type (see snapshotItemType).
+	itemType reflect.Type
 
 	// set at start, in Run's goroutine
 	path  string
@@ -55,8 +59,16 @@ func newSnapshotter[T Object](cfg config[T]) *snapshotter[T] {
 	if so.Dir == "" {
 		return nil
 	}
-	s := &snapshotter[T]{opts: so, scope: snapshotScopeFor[T](cfg.Name, cfg.Resource, so.TransformID)}
+	s := &snapshotter[T]{opts: so}
+	itemType, typeErr := snapshotItemType[T](so.Example)
+	if typeErr == nil {
+		s.itemType = itemType
+		s.scope = snapshotScopeOf(itemType, cfg.Name, cfg.Resource, so.TransformID)
+		s.scope.ScopeID = so.ScopeID
+	}
 	switch {
+	case typeErr != nil:
+		s.off = typeErr.Error()
 	case (so.Sensitive || sensitiveType[T](cfg.Resource)) && !so.AllowSensitive:
 		s.off = "the objects are sensitive (Secrets, or Snapshot.Sensitive) and Snapshot.AllowSensitive is not set"
 	case cfg.transform() != nil && so.TransformID == "":
@@ -123,7 +135,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 		return
 	}
 	s.lock = lock
-	s.codec = newSnapshotCodec[T](decodingTable(lw))
+	s.codec = newSnapshotCodecOf[T](decodingTable(lw), s.itemType)
 	start := time.Now()
 	snap, err := readSnapshot(s.path, s.scope, s.codec)
 	if err == nil {

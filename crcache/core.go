@@ -147,6 +147,28 @@ type informerSettings struct {
 	// those names.
 	deduplicate     bool
 	detectMutations bool
+	// snapshot is where the informer keeps its snapshot (Options.Snapshot).
+	snapshot snapshotSettings
+}
+
+// snapshotSettings are Options.Snapshot for one informer: options, and
+// what the cache knows of the informer that the core cannot see.
+type snapshotSettings struct {
+	options informer.SnapshotOptions
+	// example is an object of the informer's concrete type.
+	example runtime.Object
+	// scopeID names the informer's form, namespace, selectors and dropped
+	// fields, so that a snapshot is restored only by one listing the same.
+	scopeID string
+}
+
+// coreOptions returns the core's SnapshotOptions of s.
+func (s snapshotSettings) coreOptions() informer.SnapshotOptions {
+	o := s.options
+	if o.Dir != "" {
+		o.Example, o.ScopeID = s.example, s.scopeID
+	}
+	return o
 }
 
 // newCoreInformer returns an informer that is not running yet.
@@ -175,6 +197,7 @@ func newCoreInformer(src source, s informerSettings) (*coreInformer, error) {
 		// Nil when off, so that KUBE_CACHE_MUTATION_DETECTOR still turns
 		// it on, as for any informer without a setting of its own.
 		DetectMutations: onOrInherit(s.detectMutations),
+		Snapshot:        s.snapshot.coreOptions(),
 	})
 	if err != nil {
 		return nil, err

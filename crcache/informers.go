@@ -298,6 +298,7 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		name += " in " + s.namespace
 	}
 	inf, err := newCoreInformer(src, informerSettings{
+		snapshot:          s.snapshotOptions(key.form, proto, req),
 		name:              name,
 		resource:          mapping.Resource,
 		resync:            jitter(ptr.Deref(s.config.SyncPeriod, defaultSyncPeriod)),
@@ -318,6 +319,25 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		disableDeepCopy: disableDeepCopy,
 		fields:          map[string]client.IndexerFunc{},
 	}, nil
+}
+
+// snapshotOptions returns the snapshot settings of the informer of req,
+// whose objects are of proto's type: none for the metadata form, whose
+// objects' kind their encoding does not hold.
+func (s *informerSet) snapshotOptions(form objectForm, proto runtime.Object, req listWatchRequest) snapshotSettings {
+	o := s.lean.snapshot
+	if o.Dir == "" || form == formMetadata {
+		return snapshotSettings{}
+	}
+	var label, field string
+	if req.selector.label != nil {
+		label = req.selector.label.String()
+	}
+	if req.selector.field != nil {
+		field = req.selector.field.String()
+	}
+	return snapshotSettings{options: o, example: proto,
+		scopeID: fmt.Sprintf("crcache %s namespace=%q labels=%q fields=%q dropFields=%q", form, req.namespace, label, field, req.dropFields)}
 }
 
 // jitter spreads resyncs of informers created together over ±10% of

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	informer "github.com/kubetyped/informer"
 )
 
 // Options are crcache's settings beyond controller-runtime's cache.Options:
@@ -45,6 +47,19 @@ type Options struct {
 	// *metav1.PartialObjectMetadata with its apiVersion and kind set), in
 	// each of its forms. A kind need not be in cache.Options.ByObject.
 	ByObject map[client.Object]ByObject
+	// Snapshot makes every informer of the cache keep a snapshot of its
+	// cache on disk and, when the process starts again, resume from it
+	// instead of listing everything again: the core's
+	// informer.SnapshotOptions (see its docs and the module's
+	// docs/restart.md for what lands on disk). Each informer has a file of
+	// its own in Snapshot.Dir; a snapshot is restored only by an informer
+	// of the same kind, form, namespace, selectors and dropped fields.
+	// Objects in the metadata form (*metav1.PartialObjectMetadata) keep no
+	// snapshot: their kind is not in their encoding. An informer with a
+	// transform (cache.Options.DefaultTransform or ByObject's) keeps one
+	// only if Snapshot.TransformID names the transform. Example and
+	// ScopeID are set by the cache.
+	Snapshot informer.SnapshotOptions
 }
 
 // ByObject are the settings of one kind in [Options].ByObject.
@@ -88,6 +103,7 @@ type leanOptions struct {
 	defaults        leanSettings
 	byGVK           map[schema.GroupVersionKind]leanSettings
 	detectMutations bool
+	snapshot        informer.SnapshotOptions
 }
 
 // resolvedLean is what one informer applies.
@@ -121,6 +137,7 @@ func resolveLean(config *rest.Config, opts cache.Options, o Options) (leanOption
 		defaults:        leanSettings{dropFields: o.DropFields, deduplicate: o.Deduplicate},
 		byGVK:           make(map[schema.GroupVersionKind]leanSettings, len(o.ByObject)),
 		detectMutations: o.DetectMutations,
+		snapshot:        o.Snapshot,
 	}
 	for obj, bo := range o.ByObject {
 		gvk, err := apiutil.GVKForObject(obj, opts.Scheme)
