@@ -1,11 +1,11 @@
-// Command bench runs the workloads of shared/benchmarks.md (W1–W5 and churn, and W6, W8 and W8u on request) on
+// Command bench runs the workloads of shared/benchmarks.md (W1–W5 and churn, and W6, W8, W8u and W1save on request) on
 // client-go's informer machinery and on this module's, side by side in one
 // process, and prints one table of client-go ÷ ours ratios, headed by a
 // legend and the run's commit, time, versions and load average.
 //
 //	go run ./bench                 # full sizes, Markdown table
 //	go run ./bench -json           # the same rows as JSON lines
-//	go run ./bench -run W1,W3      # pick workloads (W6, W8 and W8u run only when named)
+//	go run ./bench -run W1,W3      # pick workloads (W6, W8, W8u and W1save run only when named)
 //	go run ./bench -run churn      # what Job-like churn leaves on the heap (bench/churn.go)
 //	go run ./bench -quick          # small sizes, for CI
 //	go run ./bench -svg docs/benchmarks.svg
@@ -70,6 +70,9 @@ var workloads = []workload{
 	// times (several minutes): only when -run names it.
 	{id: "W8", run: runCustomResources, onRequest: true},
 	{id: "W8u", run: runW8Unstructured, onRequest: true},
+	// W1save writes snapshots of 100,000 pods back to back (a few hundred
+	// MB each, synced to disk): only when -run names it.
+	{id: "W1save", run: runDispatchWhileSaving, onRequest: true},
 }
 
 func main() { os.Exit(benchMain()) }
@@ -79,7 +82,7 @@ func main() { os.Exit(benchMain()) }
 // 2 for bad flags.
 func benchMain() int {
 	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
-	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6, W8 and W8u only when named)")
+	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6, W8, W8u and W1save only when named)")
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
@@ -147,7 +150,7 @@ func selectWorkloads(list string) ([]workload, error) {
 	}
 	for _, id := range ids {
 		if !slices.ContainsFunc(workloads, func(w workload) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
-			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6,W8,W8u)", id)
+			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6,W8,W8u,W1save)", id)
 		}
 	}
 	return out, nil
