@@ -379,13 +379,14 @@ func newTestCacheWith(tb testing.TB, cluster *fakeCluster, opts cache.Options, l
 	return c
 }
 
-// startCache starts c until the test ends and waits for its goroutine then.
-func startCache(tb testing.TB, c cache.Cache) {
+// startCache starts c until the test ends, or until the stop it returns
+// is called, and waits for its goroutine then.
+func startCache(tb testing.TB, c cache.Cache) (stop func()) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
-	tb.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -396,6 +397,8 @@ func startCache(tb testing.TB, c cache.Cache) {
 			tb.Errorf("Start did not return within a minute of its context's end")
 		}
 	})
+	tb.Cleanup(stop)
+	return stop
 }
 
 // newControllerRuntimeCache returns controller-runtime's own cache with its
