@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -514,5 +516,43 @@ func TestRaiseGCGoal(t *testing.T) {
 	lower()
 	if got := gogc(); during != got {
 		t.Errorf("GOGC off: %d during a restore and %d after it, want it unchanged", during, got)
+	}
+}
+
+// metaObject is an interface type of objects, as controller-runtime's
+// client.Object is.
+type metaObject interface {
+	metav1.Object
+	k8sruntime.Object
+}
+
+// TestSnapshotItemType: an informer of an interface type decodes snapshots
+// into Snapshot.Example's type, a pointer to a struct implementing it, and
+// keeps none without one; a concrete type needs none.
+func TestSnapshotItemType(t *testing.T) {
+	type result struct {
+		Type string
+		Err  bool
+	}
+	try := func(typ reflect.Type, err error) result {
+		r := result{Err: err != nil}
+		if typ != nil {
+			r.Type = typ.String()
+		}
+		return r
+	}
+	got := []result{
+		try(snapshotItemType[*corev1.Pod](nil)),
+		try(snapshotItemType[metaObject](&corev1.Pod{})),
+		try(snapshotItemType[metaObject](nil)),
+		try(snapshotItemType[metaObject](corev1.Pod{})),
+		try(snapshotItemType[metaObject]("pods")),
+	}
+	want := []result{{Type: "*v1.Pod"}, {Type: "*v1.Pod"}, {Err: true}, {Err: true}, {Err: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("item types (-want +got):\n%s", diff)
+	}
+	if diff := (snapshotScope{ScopeID: "a"}).differences(snapshotScope{ScopeID: "b"}); len(diff) != 1 {
+		t.Errorf("scopes differing in ScopeID: differences %q, want one", diff)
 	}
 }
