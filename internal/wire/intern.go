@@ -141,6 +141,9 @@ type InternTable struct {
 	seen []uint64
 	// buf holds the encoding of the sub-object being shared.
 	buf []byte
+	// unquoted holds the last string with escapes that the typed JSON
+	// decoder unquoted, before it is interned (json_typed_decode.go).
+	unquoted []byte
 	// uses counts the passes and decodes that held mu (lock); usesAtGC is
 	// its value at the last garbage collection's sweepAfterGC, and
 	// idleSweeps the sweeps left to make while it stays unused.

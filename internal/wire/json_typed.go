@@ -37,7 +37,8 @@ import (
 //   - numbers into integers must be integers in range (strconv.ParseInt),
 //     into floats strconv.ParseFloat at the float's size;
 //   - strings without escapes and in valid UTF-8 are their bytes; others
-//     are unquoted by sigs.k8s.io/json itself (invalid UTF-8 becomes U+FFFD).
+//     are unquoted by encoding/json's rules (appendUnquoted: invalid UTF-8
+//     and unpaired surrogates become U+FFFD).
 //
 // A value of a type the nodes do not model (interface{} values, which
 // sigs.k8s.io/json decodes with int64 for integers; []byte as base64;

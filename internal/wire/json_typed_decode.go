@@ -309,23 +309,41 @@ func (s *tjState) key() ([]byte, error) {
 		return nil, err
 	}
 	if !plain {
-		str, err := unquote(raw)
-		if err != nil {
-			return nil, err
+		var ok bool
+		if raw, ok = appendUnquoted(nil, raw); !ok {
+			return nil, s.fail("in an object's key")
 		}
-		raw = []byte(str)
 	}
 	return raw, s.colon()
 }
 
-// str reads a string value.
+// maxKeptUnquoted is the largest buffer of unquoted bytes a table keeps
+// for the next string with escapes: a rare huge string is not held for the
+// table's lifetime.
+const maxKeptUnquoted = 64 << 10
+
+// str reads a string value: interned if the decoding has a table, which
+// also lends the buffer a string with escapes is unquoted into.
 func (s *tjState) str() (string, error) {
 	raw, plain, err := s.strBytes()
 	if err != nil {
 		return "", err
 	}
 	if !plain {
-		return unquote(raw)
+		var buf []byte
+		if s.strs != nil {
+			buf = s.strs.unquoted[:0]
+		}
+		var ok bool
+		if raw, ok = appendUnquoted(buf, raw); !ok {
+			return "", s.fail("in a string")
+		}
+		if s.strs == nil {
+			return string(raw), nil
+		}
+		if cap(raw) <= maxKeptUnquoted {
+			s.strs.unquoted = raw
+		}
 	}
 	if s.strs != nil {
 		return s.strs.strFrom(raw), nil
@@ -398,16 +416,6 @@ func (s *tjState) strBytes() (raw []byte, plain bool, err error) {
 	}
 	s.i = j
 	return nil, false, s.fail("in a string")
-}
-
-// unquote returns the value of a quoted JSON string as sigs.k8s.io/json
-// reads it (escapes, surrogate pairs, invalid UTF-8 as U+FFFD).
-func unquote(quoted []byte) (string, error) {
-	var str string
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(quoted, &str); err != nil {
-		return "", fmt.Errorf("%w: %w", errTypedJSON, err)
-	}
-	return str, nil
 }
 
 // number reads a number, checking its syntax.

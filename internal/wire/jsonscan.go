@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // This file reads JSON documents in place, for the wire filters that work
@@ -197,4 +199,107 @@ func cutRanges(data []byte, cuts [][2]int) []byte {
 		w += copy(data[w:], data[cut[1]:next])
 	}
 	return data[:w]
+}
+
+// appendUnquoted appends to out the value of quoted, a JSON string with its
+// quotes, as encoding/json (and so sigs.k8s.io/json) decodes it, and
+// reports false where encoding/json would reject the string (an unknown
+// escape, a \u without four hex digits, a control byte, no closing quote).
+// Its rules, which a decoded value must follow to equal client-go's:
+//   - a \u escape of a high surrogate followed by a \u escape of a low one
+//     is their pair's code point; any other surrogate escape is U+FFFD,
+//     and an escape after it is read on its own;
+//   - a byte that does not start valid UTF-8 (surrogates encoded in UTF-8
+//     included) is U+FFFD, and the next byte is read on its own.
+//
+// Decoders call it only for strings with escapes or bytes of 0x80 or more
+// (a plain string is its bytes), so it is written for clarity over speed.
+func appendUnquoted(out, quoted []byte) ([]byte, bool) {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+		return out, false
+	}
+	s := quoted[1 : len(quoted)-1]
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(s) {
+				return out, false
+			}
+			switch s[i+1] {
+			case '"', '\\', '/':
+				out = append(out, s[i+1])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hex4(s[i+2:])
+				if !ok {
+					return out, false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					// A pair only if a valid low surrogate's escape follows.
+					if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if r2, ok := hex4(s[i+2:]); ok {
+							if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+								out = utf8.AppendRune(out, pair)
+								i += 6
+								continue
+							}
+						}
+					}
+					r = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default:
+				return out, false
+			}
+			i += 2
+		case c == '"' || c < 0x20:
+			return out, false
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return out, true
+}
+
+// hex4 reads the four hex digits of a \u escape at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }

@@ -1,10 +1,8 @@
 package wire
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -523,96 +521,11 @@ func (s *unstrState) str() (raw []byte, plain, ok bool) {
 
 // unescape returns the content of quoted, a JSON string with escapes or
 // bytes that are not valid UTF-8, quotes included, as encoding/json decodes
-// it, in a buffer of s's that the next call reuses. It decodes the escapes
-// of one character itself, and hands the rare rest (surrogates, invalid
-// UTF-8, which encoding/json replaces by U+FFFD by its own rules) to
-// unstrUnquote.
+// it (appendUnquoted), in a buffer of s's that the next call reuses.
 func (s *unstrState) unescape(quoted []byte) ([]byte, bool) {
-	out := s.esc[:0]
-	raw := quoted[1 : len(quoted)-1]
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
-		}
-		i++
-		if i == len(raw) {
-			return nil, false
-		}
-		switch raw[i] {
-		case '"', '\\', '/':
-			out = append(out, raw[i])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := unstrHex4(raw[i+1:])
-			if !ok || utf16.IsSurrogate(r) {
-				return s.unquoted(quoted)
-			}
-			out = utf8.AppendRune(out, r)
-			i += 4
-		default:
-			return nil, false
-		}
-	}
+	out, ok := appendUnquoted(s.esc[:0], quoted)
 	s.esc = out
-	if !utf8.Valid(out) {
-		return s.unquoted(quoted)
-	}
-	return out, true
-}
-
-// unquoted is unescape through unstrUnquote.
-func (s *unstrState) unquoted(quoted []byte) ([]byte, bool) {
-	v, ok := unstrUnquote(quoted)
-	if !ok {
-		return nil, false
-	}
-	s.esc = append(s.esc[:0], v...)
-	return s.esc, true
-}
-
-// unstrHex4 reads the four hex digits of a \u escape.
-func unstrHex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
-// unstrUnquote decodes a JSON string with escapes or bytes that are not valid
-// UTF-8, quotes included, as encoding/json does (which sigs.k8s.io/json
-// shares): such strings are rare, and this leaves their rules (surrogate
-// pairs, replacement characters) to the code client-go's decoding uses.
-func unstrUnquote(quoted []byte) (string, bool) {
-	var v string
-	if err := json.Unmarshal(quoted, &v); err != nil {
-		return "", false
-	}
-	return v, true
+	return out, ok
 }
 
 // number reads a number as sigs.k8s.io/json's PreserveInts does: an int64

@@ -1,0 +1,53 @@
+package wire
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	kjson "sigs.k8s.io/json"
+)
+
+// unquoteCases are JSON strings, quotes included, whose decoding has rules
+// of its own: escapes, surrogate pairs and lone surrogates, invalid UTF-8,
+// and malformed escapes.
+var unquoteCases = []string{
+	`""`, `"plain"`, `"a\"b\\c\/d\be\ff\ng\rh\ti"`, `"\u00e9\u4e16"`, `"é世界"`,
+	`"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ud83d\u0041"`, `"\ude00\ud83d"`, `"\ud83d\ud83d\ude00"`,
+	`"\uDBFF\uDFFF"`, `"\ud800\\u"`, "\"\xff\"", "\"a\xed\xa0\x80b\"", "\"\xe4\xb8\"", "\"\xf0\x9f\x98\x80\"",
+	`"\x"`, `"\u12"`, `"\u12g4"`, `"\"`, "\"a\x01\"", `"a"b"`, `"`, `x`, `"{\"apiVersion\":\"apps/v1\"}"`,
+}
+
+// checkUnquote compares appendUnquoted with sigs.k8s.io/json's decoding of
+// quoted into a string: the same value, or both fail.
+func checkUnquote(t *testing.T, quoted string) {
+	t.Helper()
+	var want string
+	wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(quoted), &want)
+	got, ok := appendUnquoted([]byte("prefix"), []byte(quoted))
+	if ok != (wantErr == nil) {
+		t.Fatalf("unquoting %q: ok %v, sigs.k8s.io/json's error %v", quoted, ok, wantErr)
+	}
+	if ok {
+		if diff := cmp.Diff("prefix"+want, string(got)); diff != "" {
+			t.Fatalf("unquoting %q (-sigs.k8s.io/json +appendUnquoted):\n%s", quoted, diff)
+		}
+	}
+}
+
+func TestAppendUnquoted(t *testing.T) {
+	for _, quoted := range unquoteCases {
+		checkUnquote(t, quoted)
+	}
+}
+
+func FuzzAppendUnquoted(f *testing.F) {
+	for _, quoted := range unquoteCases {
+		f.Add(quoted)
+	}
+	f.Fuzz(func(t *testing.T, quoted string) {
+		if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+			return // not one string token (white space around it, another value)
+		}
+		checkUnquote(t, quoted)
+	})
+}
