@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,6 +93,14 @@ type tjNode struct {
 	elem *tjNode // of pointers, slices and maps
 	// fields are a struct's fields (promoted ones included) by JSON name.
 	fields map[string]*tjField
+	// fieldTab finds a struct's fields without hashing the key as a Go
+	// map does (field): the field whose name is key is fieldTab[
+	// fieldSlot(key, fieldMul) >> fieldShift], if any, a slot no other
+	// field's name takes. Nil when no multiplier tried gives every name a
+	// slot of its own: fields is used then.
+	fieldTab   []*tjField
+	fieldMul   uint64
+	fieldShift uint8
 	// emptyData is the data pointer of an empty, non-nil slice.
 	emptyData unsafe.Pointer
 	// shareable says that values of the node can be shared between
@@ -103,9 +112,78 @@ type tjNode struct {
 // tjField is a struct field: where it is in the struct, its node, and its
 // index among the struct's fields (for telling a key seen twice).
 type tjField struct {
+	name   string
 	offset uintptr
 	node   *tjNode
 	index  int
+}
+
+// field returns the field of struct node n whose JSON name is key, or nil.
+//
+// Why not the map alone: looking keys up in fields (a Go map: the key's
+// hash, then a group's probe) took 8.5% of the decoder's CPU in
+// BenchmarkTypedJSONWorkload/typed; a slot from eight of the key's bytes
+// and one comparison is cheaper (see docs/benchmarks.md, W8).
+func (n *tjNode) field(key []byte) *tjField {
+	if n.fieldTab == nil {
+		return n.fields[string(key)]
+	}
+	f := n.fieldTab[fieldSlot(key, n.fieldMul)>>n.fieldShift]
+	if f != nil && f.name == string(key) {
+		return f
+	}
+	return nil
+}
+
+// fieldSlot mixes key's length and its first and last four bytes (all of
+// a shorter key) with mul; the top bits of the result choose a slot of
+// fieldTab.
+func fieldSlot(key []byte, mul uint64) uint64 {
+	n := len(key)
+	var x uint64
+	if n >= 4 {
+		x = uint64(binary.LittleEndian.Uint32(key))<<32 | uint64(binary.LittleEndian.Uint32(key[n-4:]))
+	} else {
+		for _, c := range key {
+			x = x<<8 | uint64(c)
+		}
+	}
+	return (x ^ uint64(n)<<59) * mul
+}
+
+// buildFieldTab sets n.fieldTab, if it finds a multiplier that gives each
+// of n's fields a slot of its own in a table of at most 8 times as many
+// slots as fields (a few hundred tries at most, once per type).
+func (n *tjNode) buildFieldTab() {
+	if len(n.fields) == 0 {
+		return
+	}
+	bits := 1
+	for 1<<bits < len(n.fields) {
+		bits++
+	}
+	mul := uint64(0x9e3779b97f4a7c15)
+	for size := bits; size <= bits+3; size++ {
+		tab := make([]*tjField, 1<<size)
+		shift := uint8(64 - size)
+		for try := 0; try < 64; try++ {
+			mul = mul*6364136223846793005 + 1442695040888963407 | 1
+			clear(tab)
+			ok := true
+			for name, f := range n.fields {
+				slot := &tab[fieldSlot([]byte(name), mul)>>shift]
+				if *slot != nil {
+					ok = false
+					break
+				}
+				*slot = f
+			}
+			if ok {
+				n.fieldTab, n.fieldMul, n.fieldShift = tab, mul, shift
+				return
+			}
+		}
+	}
 }
 
 var (
@@ -254,6 +332,7 @@ func (b *tjBuilder) node(t reflect.Type) (*tjNode, error) {
 		if err := b.structFields(n, t, 0, map[reflect.Type]bool{}); err != nil {
 			return nil, err
 		}
+		n.buildFieldTab()
 	default: // interfaces, arrays, complex numbers, channels, functions, uintptr
 		n.kind = tjDelegate
 	}
@@ -327,7 +406,7 @@ func (b *tjBuilder) structFields(n *tjNode, t reflect.Type, base uintptr, embedd
 		if err != nil {
 			return err
 		}
-		n.fields[name] = &tjField{offset: base + f.Offset, node: node, index: len(n.fields)}
+		n.fields[name] = &tjField{name: name, offset: base + f.Offset, node: node, index: len(n.fields)}
 	}
 	return nil
 }

@@ -378,3 +378,43 @@ func TestTypedJSONShares(t *testing.T) {
 		t.Errorf("decoding a key seen twice: %v, want %v", err, errSharedTwice)
 	}
 }
+
+// TestTypedJSONFieldTables checks the field tables of W8's Workload and
+// every type it holds: each struct has one (no fallback to the map), which
+// finds each field by its name and no field by a name that is not one.
+func TestTypedJSONFieldTables(t *testing.T) {
+	d, err := NewTypedJSON(reflect.TypeFor[crdtypes.WorkloadList]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*tjNode]bool{}
+	var walk func(n *tjNode)
+	walk = func(n *tjNode) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		walk(n.elem)
+		if n.kind != tjStruct {
+			return
+		}
+		if n.fieldTab == nil && len(n.fields) > 0 {
+			t.Errorf("%v: no field table", n.typ)
+		}
+		for name, f := range n.fields {
+			if got := n.field([]byte(name)); got != f {
+				t.Errorf("%v: field(%q) = %v, want the field at offset %d", n.typ, name, got, f.offset)
+			}
+			for _, other := range []string{name + "x", strings.ToUpper(name), name[:len(name)-1], ""} {
+				if _, isField := n.fields[other]; !isField && n.field([]byte(other)) != nil {
+					t.Errorf("%v: field(%q) found a field", n.typ, other)
+				}
+			}
+			walk(f.node)
+		}
+	}
+	walk(d.root)
+	if len(seen) < 50 {
+		t.Errorf("walked %d nodes, want the Workload's whole tree", len(seen))
+	}
+}

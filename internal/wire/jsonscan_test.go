@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,4 +51,32 @@ func FuzzAppendUnquoted(f *testing.F) {
 		}
 		checkUnquote(t, quoted)
 	})
+}
+
+// TestPlainPrefix compares plainPrefix with a byte loop: it stops at the
+// word holding the first byte that ends a plain string, whatever the bytes
+// around it.
+func TestPlainPrefix(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	special := []byte{'"', '\\', 0, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0xa0, 0xff, 'a', '#', ']', '[', '\\' + 1, '"' - 1}
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			if r.IntN(4) == 0 {
+				b[i] = special[r.IntN(len(special))]
+			} else {
+				b[i] = byte(0x20 + r.IntN(0x60))
+			}
+		}
+		end := len(b)
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+				end = i
+				break
+			}
+		}
+		if got, want := plainPrefix(b), end/8*8; got != want {
+			t.Fatalf("plainPrefix(%q) = %d, want %d", b, got, want)
+		}
+	}
 }
