@@ -11,7 +11,10 @@ import (
 	"sync"
 	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The JSON decoder of typed objects (custom resources): it decodes JSON into
@@ -101,6 +104,12 @@ type tjNode struct {
 	fieldTab   []*tjField
 	fieldMul   uint64
 	fieldShift uint8
+	// decodeMap, if set, decodes a map of kind tjMap with typed map
+	// operations instead of reflect's (tjKnownMaps).
+	decodeMap func(s *tjState, n *tjNode, p unsafe.Pointer) error
+	// unmarshal, if set, calls the UnmarshalJSON of a tjUnmarshaler
+	// without reflect (tjKnownUnmarshalers).
+	unmarshal func(p unsafe.Pointer, data []byte) error
 	// emptyData is the data pointer of an empty, non-nil slice.
 	emptyData unsafe.Pointer
 	// shareable says that values of the node can be shared between
@@ -194,6 +203,33 @@ var (
 	numberType          = reflect.TypeFor[json.Number]()
 )
 
+// tjKnownMaps are the decoders of the maps custom resources hold most
+// (from the core API's types they embed), with typed map operations:
+// reflect's MapIndex and SetMapIndex made mapObject 15% of the decoder's
+// CPU in BenchmarkTypedJSONWorkload/typed. Other maps go through reflect.
+var tjKnownMaps = map[reflect.Type]func(s *tjState, n *tjNode, p unsafe.Pointer) error{
+	reflect.TypeFor[corev1.ResourceList]():                       decodeMapOf[corev1.ResourceName, resource.Quantity],
+	reflect.TypeFor[map[corev1.ResourceName]string]():            decodeMapOf[corev1.ResourceName, string],
+	reflect.TypeFor[map[string]resource.Quantity]():              decodeMapOf[string, resource.Quantity],
+	reflect.TypeFor[map[string]intstr.IntOrString]():             decodeMapOf[string, intstr.IntOrString],
+	reflect.TypeFor[map[string]int64]():                          decodeMapOf[string, int64],
+	reflect.TypeFor[map[string]int32]():                          decodeMapOf[string, int32],
+	reflect.TypeFor[map[string]bool]():                           decodeMapOf[string, bool],
+	reflect.TypeFor[map[string][]string]():                       decodeMapOf[string, []string],
+	reflect.TypeFor[map[corev1.ResourceName]resource.Quantity](): decodeMapOf[corev1.ResourceName, resource.Quantity],
+}
+
+// tjKnownUnmarshalers call the UnmarshalJSON of the types with one that
+// custom resources hold most, without reflect.
+var tjKnownUnmarshalers = map[reflect.Type]func(p unsafe.Pointer, data []byte) error{
+	reflect.TypeFor[resource.Quantity](): func(p unsafe.Pointer, data []byte) error {
+		return (*resource.Quantity)(p).UnmarshalJSON(data)
+	},
+	reflect.TypeFor[intstr.IntOrString](): func(p unsafe.Pointer, data []byte) error {
+		return (*intstr.IntOrString)(p).UnmarshalJSON(data)
+	},
+}
+
 // typedJSONs caches NewTypedJSON's results (*TypedJSON or error) by type.
 var typedJSONs sync.Map
 
@@ -271,6 +307,7 @@ func (b *tjBuilder) node(t reflect.Type) (*tjNode, error) {
 		return n, nil
 	case t.Kind() != reflect.Pointer && ptr.Implements(unmarshalerType):
 		n.kind = tjUnmarshaler
+		n.unmarshal = tjKnownUnmarshalers[t]
 		return n, nil
 	case ptr.Implements(textUnmarshalerType), t == numberType:
 		n.kind = tjDelegate
@@ -326,6 +363,7 @@ func (b *tjBuilder) node(t reflect.Type) (*tjNode, error) {
 			return nil, err
 		}
 		n.kind, n.elem = tjMap, elem
+		n.decodeMap = tjKnownMaps[t]
 	case reflect.Struct:
 		n.kind = tjStruct
 		n.fields = map[string]*tjField{}

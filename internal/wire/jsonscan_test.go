@@ -2,6 +2,7 @@ package wire
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -78,5 +79,29 @@ func TestPlainPrefix(t *testing.T) {
 		if got, want := plainPrefix(b), end/8*8; got != want {
 			t.Fatalf("plainPrefix(%q) = %d, want %d", b, got, want)
 		}
+	}
+}
+
+// TestCountElements checks the element counts the typed decoder sizes
+// arrays by: commas in strings (escaped quotes included) and nested values
+// do not count, and an array longer than countWindow gets 0.
+func TestCountElements(t *testing.T) {
+	long := "[" + strings.Repeat(`"x",`, countWindow/4) + `"x"]`
+	cases := map[string]int{
+		`[1]`:                       1,
+		`[1,2,3]`:                   3,
+		`[{"a":[1,2],"b":"c,d"},2]`: 2,
+		`["a\",b",["c","d"]]`:       2,
+		`["a\\",["c","d"]]`:         2,
+		`[[[],{}],[],{"x":"]"}]`:    3,
+		long:                        0,
+		`[1,2`:                      0,
+	}
+	got := map[string]int{}
+	for array := range cases {
+		got[array] = countElements([]byte(array), 1)
+	}
+	if diff := cmp.Diff(cases, got); diff != "" {
+		t.Errorf("countElements (-want +got):\n%s", diff)
 	}
 }
