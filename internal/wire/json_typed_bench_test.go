@@ -72,3 +72,23 @@ func BenchmarkTypedJSONWorkload(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkTypedJSONListPage decodes a list page of 500 W8 workloads
+// (one op: the page) into a WorkloadList, with a table per page.
+func BenchmarkTypedJSONListPage(b *testing.B) {
+	page := workloadPage(b, crdPageSizeForBench)
+	b.SetBytes(int64(len(page)))
+	d, err := NewTypedJSON(reflect.TypeFor[crdtypes.WorkloadList]())
+	if err != nil {
+		b.Fatal(err)
+	}
+	loopCPU(b, func(int) {
+		var list crdtypes.WorkloadList
+		if _, err := decodeTyped(d, page, &list, NewInternTable()); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// crdPageSizeForBench is the list page size of W8 (bench's crdPageSize).
+const crdPageSizeForBench = 500
