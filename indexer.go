@@ -214,8 +214,9 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 		// The index functions run without the lock (they may read the
 		// Indexer); the values are current if no index was added meanwhile.
 		plan := s.published.Load()
-		p, v, err := prepareWrite(plan, s.seed, obj, true)
-		if err != nil {
+		var p writePrep
+		var v prepValues
+		if err := prepareWrite(plan, s.seed, obj, true, &p, &v); err != nil {
 			return old, false, err
 		}
 		s.mu.Lock()
@@ -308,8 +309,9 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 func buildContents[T Object](plan *indexPlan[T], items []T, seed maphash.Seed) (*contents[T], error) {
 	fresh := newContents(plan, len(items), seed)
 	for _, obj := range items {
-		p, v, err := prepareWrite(plan, seed, obj, true)
-		if err != nil {
+		var p writePrep
+		var v prepValues
+		if err := prepareWrite(plan, seed, obj, true, &p, &v); err != nil {
 			return nil, err
 		}
 		fresh.put(obj, &p, v.slice())

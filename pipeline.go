@@ -73,7 +73,7 @@ type source[T Object] interface {
 //
 //   - prepare runs on the goroutine that queues the event, without any lock:
 //     it reads the object (name, resource version, labels) and calls the index
-//     functions, and returns everything the write needs as a writePrep and the
+//     functions, and fills in everything the write needs: a writePrep and the
 //     index values beside it (writeprep.go);
 //   - apply runs under the store's write lock, for a run of records at once
 //     (beginWrites, warm for each, putPrepared or deletePrepared for each,
@@ -82,23 +82,26 @@ type source[T Object] interface {
 //     function failed) are computed again first, without the lock
 //     (refreshPrep).
 //
-// The queue holds the store only through writeStore: it treats the writePrep
-// as opaque, and keeps its memory in a prepArena per chunk of records, which
-// the prepared write owns and fills (writeprep.go).
+// The queue holds the store only through writeStore, and the writePreparer
+// the store hands it: it treats the writePrep as opaque, and keeps its
+// memory in a prepArena per chunk of records, which the prepared write owns
+// and fills (writeprep.go).
 
 // writeStore is the store as the queue sees it: it prepares writes and
 // answers the relist's question "is this object cached at this version?".
 // Every method may be called from any goroutine, without any lock held; the
 // store takes its own. *Indexer implements it.
 type writeStore[T Object] interface {
-	// prepare computes, without the store's lock, the part of storing (store
-	// true) or deleting obj that depends on obj alone. obj is not the zero
-	// T. The result is applied later by the store's apply side; index
-	// values are returned beside it, in a prepValues the caller hands to
-	// prepArena.keep, so that nothing here needs a heap allocation of its
-	// own. An index function that fails leaves the values uncomputed: apply
-	// computes them again, and reports the error.
-	prepare(obj T, store bool) (writePrep, prepValues)
+	// preparer returns what computes, without the store's lock, the part
+	// of storing or deleting an object that depends on the object alone
+	// (writePreparer.prepare), into a record the caller owns: the writePrep
+	// and, beside it, the index values in a prepValues the caller hands to
+	// prepArena.keep, so that nothing needs a heap allocation of its own.
+	// The result is applied later by the store's apply side. An index
+	// function that fails leaves the values uncomputed: apply computes them
+	// again, and reports the error. It is called once, when the queue is
+	// made; the preparer always uses the store's current indexes.
+	preparer() writePreparer[T]
 	// cachedAt returns the stored object with obj's name if it is at obj's
 	// (non-empty) resource version.
 	cachedAt(obj T) (T, bool)

@@ -67,7 +67,7 @@ type queueRecord[T Object] struct {
 	// informer has processed it.
 	firstList bool
 	// prep is the cache's part of an add, update or delete, computed when
-	// the record is queued (writeStore.prepare), opaque to the queue; its
+	// the record is queued (writePreparer), opaque to the queue; its
 	// slices point into the chunk's arena. Unset when the queue has no
 	// cache.
 	prep writePrep
@@ -152,8 +152,10 @@ type eventQueue[T Object] struct {
 	intern          wire.InternFunc[T]
 	logger          klog.Logger
 	transformErrors atomic.Int64
-	// store prepares the cache's part of each event (nil: no preparation).
+	// store prepares the cache's part of each event (nil: no preparation),
+	// with prep, its preparer.
 	store writeStore[T]
+	prep  writePreparer[T]
 	// reuseCached makes prepareListed keep the cached object for an item
 	// listed at the cached resource version; on unless a test compares
 	// object identity with client-go's (difftest).
@@ -179,6 +181,9 @@ func newEventQueue[T Object](store writeStore[T], transform TransformFunc[T], lo
 		transform:   transform,
 		logger:      logger,
 		syncedCh:    make(chan struct{}),
+	}
+	if store != nil {
+		q.prep = store.preparer()
 	}
 	q.ready.L = &q.mu
 	return q
@@ -214,7 +219,8 @@ func (q *eventQueue[T]) addEvent(op queueOp, obj T) error {
 }
 
 // prepareEvent transforms and interns obj and prepares its cache write
-// into rec, and the index values beside it into values; it reports false
+// into rec, and the index values beside it into values (both zero); it
+// reports false
 // if the transform failed (logged and counted). It runs the transform and
 // the index functions, which are user code: the caller must hold no lock.
 // The record is filled in place and handed on by pointer, so that it is
@@ -230,7 +236,7 @@ func (q *eventQueue[T]) prepareEvent(op queueOp, obj T, rec *queueRecord[T], val
 	}
 	rec.op, rec.obj = op, obj
 	if q.store != nil {
-		rec.prep, *values = q.store.prepare(obj, op != opDelete)
+		q.prep.prepare(obj, op != opDelete, &rec.prep, values)
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"hash/maphash"
+	"sync/atomic"
 )
 
 // writePrep is the store's prepared write (see pipeline.go): the part of
@@ -107,34 +108,52 @@ func (v *prepValues) slice() [][]string {
 // prepareWrite prepares storing (store true) or deleting obj, which must not
 // be the zero T, for an Indexer whose name table uses seed and whose
 // indexes are plan: it is the one place a write is prepared, for the
-// queue (Indexer.prepare), Indexer.Add and Update, and Replace. It takes no
-// lock and may run concurrently with anything, as index functions may. The
-// queue points p.values at v's values once they have their final place
-// (prepArena.keep); a write applied at once passes v's values to
-// contents.put beside p. An index function's error is returned with
-// p.indexCount -1.
-func prepareWrite[T Object](plan *indexPlan[T], seed maphash.Seed, obj T, store bool) (p writePrep, v prepValues, err error) {
+// queue (writePreparer), Indexer.Add and Update, and Replace. It fills p
+// and v, which must be zero, in place. It takes no lock and may run
+// concurrently with anything, as index functions may. The queue points
+// p.values at v's values once they have their final place (prepArena.keep);
+// a write applied at once passes v's values to contents.put beside p. An
+// index function's error is returned with p.indexCount -1 and v empty.
+func prepareWrite[T Object](plan *indexPlan[T], seed maphash.Seed, obj T, store bool, p *writePrep, v *prepValues) error {
 	p.name = NameOf(obj)
 	p.hash = hashObjectName(seed, p.name)
 	p.rv = obj.GetResourceVersion()
 	p.indexCount = -1
 	if !store {
-		return p, v, nil
+		return nil
 	}
 	p.labels = obj.GetLabels()
-	if err := plan.prepare(obj, p.name, &v); err != nil {
-		return p, prepValues{}, err
+	if err := plan.prepare(obj, p.name, v); err != nil {
+		*v = prepValues{}
+		return err
 	}
 	p.indexCount = len(plan.indexes)
-	return p, v, nil
+	return nil
 }
 
-// prepare implements writeStore: prepareWrite with the Indexer's current
-// indexes. An index function that fails leaves the values uncomputed: the
-// write computes them again and reports the error.
-func (s *Indexer[T]) prepare(obj T, store bool) (writePrep, prepValues) {
-	p, v, _ := prepareWrite(s.published.Load(), s.seed, obj, store)
-	return p, v
+// writePreparer is what the queue prepares an Indexer's writes with
+// (writeStore.preparer): the Indexer's current indexes and its name seed,
+// by value, so that the queue's call is a direct one that fills the
+// queued record in place. Through an interface the compiler could not see
+// that prepare keeps no pointer to the record, and would move every record
+// to the heap; returning the prepared write by value instead copied it
+// four times between prepareWrite and the record (BenchmarkQueueAndStore).
+// The zero writePreparer belongs to no store and must not be used.
+type writePreparer[T Object] struct {
+	plan *atomic.Pointer[indexPlan[T]]
+	seed maphash.Seed
+}
+
+// preparer implements writeStore.
+func (s *Indexer[T]) preparer() writePreparer[T] {
+	return writePreparer[T]{plan: &s.published, seed: s.seed}
+}
+
+// prepare is prepareWrite with the Indexer's current indexes, into p and v
+// (both zero). An index function that fails leaves the values uncomputed:
+// the write computes them again and reports the error (refreshPrep).
+func (w writePreparer[T]) prepare(obj T, store bool, p *writePrep, v *prepValues) {
+	_ = prepareWrite(w.plan.Load(), w.seed, obj, store, p, v)
 }
 
 // prepArena holds the labels and index values of the prepared writes of one

@@ -10,11 +10,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// prepare prepares storing (store true) or deleting obj in s, as the
+// queue does.
+func prepare(s *Indexer[*corev1.Pod], obj *corev1.Pod, store bool) (p writePrep, v prepValues) {
+	s.preparer().prepare(obj, store, &p, &v)
+	return p, v
+}
+
 // preparedWrite stores (store true) or deletes obj in s the way the
 // informer does: prepared without the lock, labels copied as pairs when
 // withPairs, then applied under beginWrites.
 func preparedWrite(s *Indexer[*corev1.Pod], obj *corev1.Pod, store, withPairs bool) (old *corev1.Pod, oldRV string, existed bool, err error) {
-	p, v := s.prepare(obj, store)
+	p, v := prepare(s, obj, store)
 	if withPairs {
 		var arena prepArena // as the queue keeps it
 		arena.keep(&p, &v)
@@ -90,7 +97,7 @@ func TestPreparedWritesMatchPlainWrites(t *testing.T) {
 func TestPutPreparedIndexesWhatWasAddedSince(t *testing.T) {
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
 	pod := NewPod("ns", "a", "1", PodNode("n1"))
-	p, v := s.prepare(pod, true)
+	p, v := prepare(s, pod, true)
 	p.values = v.slice()
 	if err := s.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
 		return []string{p.Name}, nil
