@@ -3,13 +3,17 @@ package informer
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/kubetyped/informer/internal/benchkit"
 )
 
 // prefilledLW lists nothing at resource version "1" and serves one watch
@@ -148,6 +152,83 @@ func benchPods(n int) []*corev1.Pod {
 		}}
 	}
 	return pods
+}
+
+// BenchmarkQueueAndStore measures, on one goroutine, the two stages W1's
+// events cross before the listeners: queueing (transform, the store's
+// prepared write, the chunk and its arena) and applying a batch to the
+// cache (fanOut.process with no handler). One op is the whole W1 sequence
+// of 200,000 events (benchEvents) into a new informer with the namespace
+// index, drained one chunk at a time. Besides wall time per event, it
+// reports each stage's CPU time per event on the goroutine's thread
+// (benchkit.ThreadCPUTime, or wall time where that is unsupported), which
+// other processes on a loaded machine barely change, so that two builds
+// can be compared there (docs/benchmarks.md, "W1 against 624ceee").
+func BenchmarkQueueAndStore(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	clock := benchkit.ThreadCPUTime
+	if _, err := clock(); err != nil {
+		clock = func() (time.Duration, error) { return time.Duration(time.Now().UnixNano()), nil }
+	}
+	now := func() time.Duration {
+		t, err := clock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
+	events := benchEvents(200_000)
+	logger := klog.Background()
+	var queueing, applying time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		inf := MustNewInformer(b, &prefilledLW{}, InformerOptions[*corev1.Pod]{
+			Indexers: map[string]IndexFunc[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]},
+		})
+		q := inf.queue
+		b.StartTimer()
+		for start := 0; start < len(events); start += queueChunkSize {
+			t0 := now()
+			for _, ev := range events[start:min(start+queueChunkSize, len(events))] {
+				if err := deliverTo(q, ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+			t1 := now()
+			batch, _ := q.next()
+			inf.fan.process(logger, batch)
+			q.recycle(batch)
+			t2 := now()
+			queueing += t1 - t0
+			applying += t2 - t1
+		}
+		if n := len(inf.indexer.List()); n != 0 {
+			b.Fatalf("%d objects cached after every object was deleted", n)
+		}
+	}
+	n := float64(b.N * len(events))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
+	b.ReportMetric(float64(queueing.Nanoseconds())/n, "cpu-ns/queued")
+	b.ReportMetric(float64(applying.Nanoseconds())/n, "cpu-ns/applied")
+}
+
+// deliverTo queues a watch event's object as the reflector does.
+func deliverTo(q *eventQueue[*corev1.Pod], ev watch.Event) error {
+	pod, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("%s event holds a %T", ev.Type, ev.Object)
+	}
+	switch ev.Type {
+	case watch.Added:
+		return q.Add(pod)
+	case watch.Modified:
+		return q.Update(pod)
+	case watch.Deleted:
+		return q.Delete(pod)
+	}
+	return fmt.Errorf("unexpected %s event", ev.Type)
 }
 
 // BenchmarkInitialSync measures the time from Run until one handler has
