@@ -187,15 +187,6 @@ const maxWritesPerLock = 64
 // must not hold the cache's lock. The caller keeps fewer than dispatchChunk
 // - maxWritesPerLock notes pending, so the buffer never grows.
 func (f *fanOut[T]) applyWrites(logger klog.Logger, records []queueRecord[T], initial bool) int {
-	// Index functions are not called under the cache's lock: values that
-	// are missing (an index function failed) or stale (an index was added)
-	// are computed first.
-	indexCount := f.store.publishedCount()
-	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
-		if rec := &records[k]; rec.op != opDelete && rec.prep.indexCount != indexCount {
-			f.store.refreshPrep(rec.obj, &rec.prep)
-		}
-	}
 	f.store.beginWrites()
 	f.store.warmed(warmWrites(f.store, records))
 	n := 0
@@ -209,10 +200,15 @@ func (f *fanOut[T]) applyWrites(logger klog.Logger, records []queueRecord[T], in
 		old, oldRV, existed, err := f.store.putPrepared(rec.obj, &rec.prep)
 		switch {
 		case err == errStalePrep:
-			// An index was added since refreshPrep: the caller calls
-			// again from this record.
+			// An index was added since the record was queued, or an index
+			// function failed then. Index functions are not called under
+			// the cache's lock: the values of the records left are
+			// computed again without it, and the caller calls again from
+			// this record. Checking here rather than in a pass before the
+			// lock saves that pass for every run.
 			f.store.endWrites()
 			f.hooks.writesApplied(records[:n])
+			f.refreshPreps(records[n:])
 			return n
 		case err != nil:
 			f.storeFailed(logger, err, rec.op, rec.obj)
@@ -228,6 +224,18 @@ func (f *fanOut[T]) applyWrites(logger klog.Logger, records []queueRecord[T], in
 	f.store.endWrites()
 	f.hooks.writesApplied(records[:n])
 	return n
+}
+
+// refreshPreps computes again, without the cache's lock, the index values
+// of the leading stores of records whose values are missing (an index
+// function failed) or stale (an index was added).
+func (f *fanOut[T]) refreshPreps(records []queueRecord[T]) {
+	indexCount := f.store.publishedCount()
+	for k := 0; k < len(records) && records[k].op.isWrite(); k++ {
+		if rec := &records[k]; rec.op != opDelete && rec.prep.indexCount != indexCount {
+			f.store.refreshPrep(rec.obj, &rec.prep)
+		}
+	}
 }
 
 // applyReplace swaps the cache for a complete list, then notes a

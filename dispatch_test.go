@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2/ktesting"
 )
 
 func TestDispatcherAppliesLongRunsOfWritesInOrder(t *testing.T) {
@@ -86,5 +87,62 @@ func TestInformerDropsAndCountsEventsItsIndexRejects(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"ns/a@4"}, versionsOf(inf.indexer.List())); diff != "" {
 		t.Errorf("cache (-want +got):\n%s", diff)
+	}
+}
+
+// TestDispatcherRefreshesMissingAndStaleValuesWithinARun queues writes
+// whose index values are missing (the index function failed) in the middle
+// of a run, or stale (an index was added after they were queued): the
+// dispatcher stops the run there, computes the values again without the
+// cache's lock, and goes on, dropping and counting the write whose function
+// still fails.
+func TestDispatcherRefreshesMissingAndStaleValuesWithinARun(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	inf := MustNewInformer(t, &prefilledLW{}, InformerOptions[*corev1.Pod]{Indexers: map[string]IndexFunc[*corev1.Pod]{
+		"strict": func(p *corev1.Pod) ([]string, error) {
+			if p.Name == "bad" {
+				return nil, errors.New("bad pod")
+			}
+			return []string{p.Name}, nil
+		},
+	}})
+	q := inf.queue
+	process := func() {
+		batch, _ := q.next()
+		inf.fan.process(logger, batch)
+		q.recycle(batch)
+	}
+	plMust(t, q.Add(NewPod("ns", "a", "2")))
+	plMust(t, q.Add(NewPod("ns", "bad", "3")))
+	plMust(t, q.Add(NewPod("ns", "c", "4")))
+	process()
+	plMust(t, q.Add(NewPod("ns", "d", "5")))
+	plMust(t, inf.indexer.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
+		return []string{"name-" + p.Name}, nil
+	}}))
+	plMust(t, q.Update(NewPod("ns", "a", "6")))
+	process()
+
+	mustCheck(t, inf.indexer)
+	if diff := cmp.Diff([]string{"ns/a@6", "ns/c@4", "ns/d@5"}, versionsOf(inf.indexer.List())); diff != "" {
+		t.Errorf("cache (-want +got):\n%s", diff)
+	}
+	got := map[string][]string{}
+	for _, index := range []string{"strict", "byName"} {
+		for _, value := range inf.indexer.ListIndexFuncValues(index) {
+			keys, err := inf.indexer.IndexKeys(index, value)
+			plMust(t, err)
+			got[index+"="+value] = keys
+		}
+	}
+	want := map[string][]string{
+		"strict=a": {"ns/a"}, "strict=c": {"ns/c"}, "strict=d": {"ns/d"},
+		"byName=name-a": {"ns/a"}, "byName=name-c": {"ns/c"}, "byName=name-d": {"ns/d"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("indexes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(InformerStats{StoreErrors: 1}, inf.Stats()); diff != "" {
+		t.Errorf("Stats (-want +got):\n%s", diff)
 	}
 }

@@ -112,19 +112,35 @@ func newIndexPlan[T Object](indexes []userIndex[T]) *indexPlan[T] {
 	return plan
 }
 
-// The functions below call the index kinds of a plan in order. They switch
-// on the concrete kinds instead of calling through indexKind: see
-// pipeline.go for why. A new kind adds a case to each.
+// The functions below call the index kinds of a plan in order. The
+// namespace and label kinds, at their fixed positions in every plan, are
+// called directly; the function kinds after them, if any, through a type
+// switch on the concrete kind, in a function of its own. Neither goes
+// through indexKind: see pipeline.go for why. Looping over the built-in
+// kinds with the switch cost W1 about 130 instructions per event
+// (BenchmarkQueueAndStore under callgrind, docs/benchmarks.md "W1 against
+// 624ceee"), though they are the same in every plan. A new kind adds a case
+// to each switch.
 
 // prepare runs every kind's prepare for obj, stored under name.
 func (plan *indexPlan[T]) prepare(obj T, name ObjectName, v *prepValues) error {
-	for _, k := range plan.kinds {
+	if err := (namespaceKind[T]{}).prepare(obj, name, v); err != nil {
+		return err
+	}
+	if err := (labelKind[T]{}).prepare(obj, name, v); err != nil {
+		return err
+	}
+	if len(plan.kinds) == int(firstFuncOwner) {
+		return nil
+	}
+	return plan.prepareFuncKinds(obj, name, v)
+}
+
+// prepareFuncKinds runs the prepare of each kind after the built-in ones.
+func (plan *indexPlan[T]) prepareFuncKinds(obj T, name ObjectName, v *prepValues) error {
+	for _, k := range plan.kinds[firstFuncOwner:] {
 		var err error
 		switch k := k.(type) {
-		case namespaceKind[T]:
-			err = k.prepare(obj, name, v)
-		case labelKind[T]:
-			err = k.prepare(obj, name, v)
 		case *funcKind[T]:
 			err = k.prepare(obj, name, v)
 		default:
@@ -140,13 +156,18 @@ func (plan *indexPlan[T]) prepare(obj T, name ObjectName, v *prepValues) error {
 // lists returns how many lists an object prepared as p, with the function
 // kinds' values, joins, the list of every object included.
 func (c *contents[T]) lists(p *writePrep, values [][]string) int {
-	n := 1
-	for _, k := range c.kinds {
+	n := 1 + (namespaceKind[T]{}).lists(p, values) + (labelKind[T]{}).lists(p, values)
+	if len(c.kinds) == int(firstFuncOwner) {
+		return n
+	}
+	return n + c.funcKindLists(p, values)
+}
+
+// funcKindLists is lists for the kinds after the built-in ones.
+func (c *contents[T]) funcKindLists(p *writePrep, values [][]string) int {
+	n := 0
+	for _, k := range c.kinds[firstFuncOwner:] {
 		switch k := k.(type) {
-		case namespaceKind[T]:
-			n += k.lists(p, values)
-		case labelKind[T]:
-			n += k.lists(p, values)
 		case *funcKind[T]:
 			n += k.lists(p, values)
 		default:
@@ -159,20 +180,22 @@ func (c *contents[T]) lists(p *writePrep, values [][]string) int {
 // file puts the entry e on its lists of every kind for p and values: a new
 // entry (stored false) with each kind's file, a stored one with its refile.
 func (c *contents[T]) file(e *entry[T], p *writePrep, values [][]string, stored bool) {
-	for _, k := range c.kinds {
+	if stored {
+		(namespaceKind[T]{}).refile(c, e, p, values)
+		(labelKind[T]{}).refile(c, e, p, values)
+	} else {
+		(namespaceKind[T]{}).file(c, e, p, values)
+		(labelKind[T]{}).file(c, e, p, values)
+	}
+	if len(c.kinds) > int(firstFuncOwner) {
+		c.fileFuncKinds(e, p, values, stored)
+	}
+}
+
+// fileFuncKinds is file for the kinds after the built-in ones.
+func (c *contents[T]) fileFuncKinds(e *entry[T], p *writePrep, values [][]string, stored bool) {
+	for _, k := range c.kinds[firstFuncOwner:] {
 		switch k := k.(type) {
-		case namespaceKind[T]:
-			if stored {
-				k.refile(c, e, p, values)
-			} else {
-				k.file(c, e, p, values)
-			}
-		case labelKind[T]:
-			if stored {
-				k.refile(c, e, p, values)
-			} else {
-				k.file(c, e, p, values)
-			}
 		case *funcKind[T]:
 			if stored {
 				k.refile(c, e, p, values)

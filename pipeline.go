@@ -79,8 +79,9 @@ type source[T Object] interface {
 //     (beginWrites, warm for each, putPrepared or deletePrepared for each,
 //     endWrites; writeprep.go): it files the object from the writePrep
 //     alone. Values stale or missing since prepare (an index added, an index
-//     function failed) are computed again first, without the lock
-//     (refreshPrep).
+//     function failed) are refused (errStalePrep): the run stops there, and
+//     they are computed again without the lock (refreshPrep) before it goes
+//     on.
 //
 // The queue holds the store only through writeStore, and the writePreparer
 // the store hands it: it treats the writePrep as opaque, and keeps its
@@ -134,12 +135,13 @@ var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjec
 //   - funcKind (index_func.go): one user index, one list per value its
 //     IndexFunc returns.
 //
-// The store's write loop calls the kinds through a type switch (the functions
-// beside indexPlan, indexes.go), not through the interface: an interface call
-// makes the compiler move the prepared write of every Indexer.Add and
-// Replace item to the heap, an allocation per write. A new kind is one file
-// implementing indexKind and one case in each of
-// those switches. The values of the function kinds travel beside the
+// The store's write loop calls the kinds directly (the namespace and label
+// kinds, which every plan holds at their positions) or through a type
+// switch (the kinds after them; the functions beside indexPlan, indexes.go),
+// not through the interface: an interface call makes the compiler move the
+// prepared write of every Indexer.Add and Replace item to the heap, an
+// allocation per write. A new kind is one file implementing indexKind and
+// one case in each of those switches. The values of the function kinds travel beside the
 // writePrep, not in it, for the same reason: the compiler does not tell a
 // writePrep's fields apart, and the strings a write stores make its content
 // escape, so values reached through it would be moved to the heap too.

@@ -252,9 +252,10 @@ func (s *Indexer[T]) refreshPrep(obj T, p *writePrep) {
 // publishedCount returns the number of indexes, read without the lock.
 func (s *Indexer[T]) publishedCount() int { return len(s.published.Load().indexes) }
 
-// errStalePrep tells the caller of putPrepared that an index was added since
-// the values were computed: it must refresh them without the lock.
-var errStalePrep = errors.New("index values computed before an index was added")
+// errStalePrep tells the caller of putPrepared that the values are missing
+// (an index function failed when the write was prepared) or stale (an index
+// was added since): it must refresh them without the lock.
+var errStalePrep = errors.New("index values missing or computed before an index was added")
 
 // putPrepared stores obj like upsert, from p computed by prepareWrite and
 // refreshPrep for obj. It also returns the replaced object's resource
