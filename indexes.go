@@ -117,7 +117,7 @@ func newIndexPlan[T Object](indexes []userIndex[T]) *indexPlan[T] {
 // called directly; the function kinds after them, if any, through a type
 // switch on the concrete kind, in a function of its own. Neither goes
 // through indexKind: see pipeline.go for why. Looping over the built-in
-// kinds with the switch cost W1 about 130 instructions per event
+// kinds with the switch cost W1 about 110 instructions per event
 // (BenchmarkQueueAndStore under callgrind, docs/benchmarks.md "W1 against
 // 624ceee"), though they are the same in every plan. A new kind adds a case
 // to each switch.
