@@ -109,6 +109,10 @@ type writeStore[T Object] interface {
 	// cachedUnder returns the object stored under name if it is at
 	// resourceVersion (non-empty).
 	cachedUnder(name ObjectName, resourceVersion string) (T, bool)
+	// size returns the number of stored objects. A list into an empty
+	// store, such as the first one, has nothing to reuse, so the queue
+	// asks once per list instead of once per object (cachedAt).
+	size() int
 }
 
 var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjectMetadata])(nil)

@@ -289,6 +289,15 @@ func (q *eventQueue[T]) replace(list []T, bulk *bulkRecord[T]) error {
 // other items are transformed and interned. A cached object kept has been
 // transformed already; it is not transformed again.
 func (q *eventQueue[T]) prepareListed(items, reused []T) []T {
+	// An empty store (the first list) has nothing to reuse: asking it about
+	// every object cost a name hash and a lookup each (W2).
+	reuseCached := q.reuseCached && q.store.size() > 0
+	if !reuseCached && len(reused) == 0 && q.transform == nil && q.intern == nil {
+		// Nothing would change an item: leave the list as it is, without
+		// the pointer writes (each with a write barrier while the
+		// collector marks, which it does during a large list; W2).
+		return items
+	}
 	kept := items[:0]
 	for _, obj := range items {
 		if len(reused) > 0 && obj == reused[0] {
@@ -296,7 +305,7 @@ func (q *eventQueue[T]) prepareListed(items, reused []T) []T {
 			kept = append(kept, obj)
 			continue
 		}
-		if q.reuseCached {
+		if reuseCached {
 			if cached, ok := q.store.cachedAt(obj); ok {
 				kept = append(kept, cached)
 				continue

@@ -341,6 +341,37 @@ func TestEventQueuePreparesWritesForItsStore(t *testing.T) {
 // listed items: they are kept as they are, not transformed again, even the
 // one the cache has since replaced; an item listed at its cached version
 // becomes the cached object, and the others are transformed once.
+// TestEventQueuePrepareListedReusesOnlyWhatIsCached checks both sides of
+// prepareListed without a transform: a list into the empty store keeps its
+// own objects, and a relist of unchanged objects keeps the cached ones.
+func TestEventQueuePrepareListedReusesOnlyWhatIsCached(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	store := NewIndexer[*corev1.Pod](nil)
+	q := newEventQueue(store, nil, logger)
+	a, b := NewPod("", "a", "1"), NewPod("", "b", "1")
+	first := q.prepareListed([]*corev1.Pod{a, b}, nil)
+	assertSamePods(t, "first list", []*corev1.Pod{a, b}, first)
+	plMust(t, store.Replace(first, "1"))
+
+	listedA, listedB := NewPod("", "a", "1"), NewPod("", "b", "2")
+	relist := q.prepareListed([]*corev1.Pod{listedA, listedB}, nil)
+	assertSamePods(t, "relist", []*corev1.Pod{a, listedB}, relist)
+}
+
+// assertSamePods fails t unless got holds exactly the objects of want, the
+// same pointers in the same order.
+func assertSamePods(t *testing.T, what string, want, got []*corev1.Pod) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
+	}
+	for i := range min(len(want), len(got)) {
+		if got[i] != want[i] {
+			t.Errorf("%s: item %d is %p, want %p", what, i, got[i], want[i])
+		}
+	}
+}
+
 func TestEventQueuePrepareListedKeepsReusedObjects(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	store := NewIndexer[*corev1.Pod](nil)
@@ -363,15 +394,7 @@ func TestEventQueuePrepareListedKeepsReusedObjects(t *testing.T) {
 	plMust(t, store.Update(NewPod("", "b", "2"))) // the cache moves on
 	listedC, d := NewPod("", "c", "1"), NewPod("", "d", "1")
 	got := q.prepareListed([]*corev1.Pod{a, b, listedC, d}, reused)
-	want := []*corev1.Pod{a, b, c, d}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("prepared (-want +got):\n%s", diff)
-	}
-	for i, p := range got {
-		if p != want[i] {
-			t.Errorf("item %d is %p, want %p", i, p, want[i])
-		}
-	}
+	assertSamePods(t, "prepared", []*corev1.Pod{a, b, c, d}, got)
 	for _, p := range []*corev1.Pod{a, b, c} {
 		if p.Labels != nil {
 			t.Errorf("%s was transformed: labels %v", p.Name, p.Labels)
