@@ -194,8 +194,15 @@ var restoreGC struct {
 }
 
 // gcSettle is a pending return to the GOGC the restores raised the goal
-// from (settleGCGoal).
-type gcSettle struct{ done bool }
+// from (settleGCGoal). Its calls after each collection (gcwork.AfterEachGC)
+// stop once it is collected; the pointer field keeps it out of the tiny
+// allocator, whose blocks pointer-free values this small share with live
+// ones, so that it could otherwise never be collected and its calls never
+// stop.
+type gcSettle struct {
+	done bool
+	_    *byte
+}
 
 // raiseGCGoal raises the garbage collector's goal (GOGC, through
 // debug.SetGCPercent) so that the heap can grow by expected bytes, the
