@@ -112,8 +112,9 @@ type SnapshotStats struct {
 }
 
 // snapshotFormat is the version of the file format this code writes; it
-// reads no other.
-const snapshotFormat = 1
+// reads no other. Format 2 writes protobuf objects as records of
+// references (internal/wire/refcode.go); format 1 wrote their encodings.
+const snapshotFormat = 2
 
 // snapshotMagic starts every snapshot file.
 const snapshotMagic = "KTISNAP\n"
@@ -237,8 +238,11 @@ func sensitiveType[T Object](resource schema.GroupVersionResource) bool {
 // snapshotCodec encodes and decodes the objects of a T.
 type snapshotCodec[T Object] struct {
 	encoding string // "protobuf" or "json"
-	// decode decodes one record into a new object.
-	decode func(data []byte) (T, error)
+	// newObject returns a new object of the objects' type.
+	newObject func() T
+	// interns is the table restored objects' strings are interned in; nil
+	// for a table of the restore's own (a record of references needs one).
+	interns *wire.InternTable
 }
 
 // protobufSizer is implemented by the gogo-generated protobuf types of
@@ -259,39 +263,83 @@ func newSnapshotCodec[T Object](interns *wire.InternTable) snapshotCodec[T] {
 // pointer to a struct implementing T (see snapshotItemType).
 func newSnapshotCodecOf[T Object](interns *wire.InternTable, itemType reflect.Type) snapshotCodec[T] {
 	elem := itemType.Elem()
-	newT := func() T { return reflect.New(elem).Interface().(T) }
-	if _, ok := any(newT()).(protobufSizer); ok {
-		if _, ok := any(newT()).(wire.ProtobufMessage); ok {
-			return snapshotCodec[T]{encoding: "protobuf", decode: func(data []byte) (T, error) {
-				obj := newT()
-				err := wire.Unmarshal(interns, data, any(obj).(wire.ProtobufMessage))
-				return obj, err
-			}}
+	c := snapshotCodec[T]{encoding: "json", interns: interns, newObject: func() T { return reflect.New(elem).Interface().(T) }}
+	if _, ok := any(c.newObject()).(protobufSizer); ok {
+		if _, ok := any(c.newObject()).(wire.ProtobufMessage); ok {
+			c.encoding = "protobuf"
 		}
 	}
-	return snapshotCodec[T]{encoding: "json", decode: func(data []byte) (T, error) {
-		obj := newT()
-		err := json.Unmarshal(data, obj)
-		return obj, err
-	}}
+	return c
 }
 
-// encode appends obj's encoding to buf[:0] and returns it.
-func (c snapshotCodec[T]) encode(buf []byte, obj T) ([]byte, error) {
-	if c.encoding == "json" {
+// snapshotEncoder encodes the records of one snapshot: in protobuf, as
+// records of references (internal/wire/refcode.go), whose string table
+// the snapshot's records build in order.
+type snapshotEncoder[T Object] struct {
+	codec snapshotCodec[T]
+	refs  *wire.RefEncoder
+	// scratch is what refs decodes each record into to find its strings.
+	scratch wire.ProtobufMessage
+	// pb and rec are reused buffers: the object's protobuf encoding and
+	// its record.
+	pb, rec []byte
+}
+
+// newEncoder returns the encoder of one snapshot's records.
+func (c snapshotCodec[T]) newEncoder() *snapshotEncoder[T] {
+	e := &snapshotEncoder[T]{codec: c}
+	if c.encoding == "protobuf" {
+		e.refs = wire.NewRefEncoder()
+		e.scratch = any(c.newObject()).(wire.ProtobufMessage)
+	}
+	return e
+}
+
+// encode returns obj's record, valid until the next call.
+func (e *snapshotEncoder[T]) encode(obj T) ([]byte, error) {
+	if e.codec.encoding == "json" {
 		return json.Marshal(obj)
 	}
 	m := any(obj).(protobufSizer)
 	size := m.Size()
-	if cap(buf) < size {
-		buf = make([]byte, size)
+	if cap(e.pb) < size {
+		e.pb = make([]byte, size)
 	}
-	buf = buf[:size]
-	n, err := m.MarshalToSizedBuffer(buf)
+	e.pb = e.pb[:size]
+	n, err := m.MarshalToSizedBuffer(e.pb)
 	if err != nil {
 		return nil, err
 	}
-	return buf[size-n:], nil
+	e.rec, err = e.refs.Append(e.rec[:0], e.pb[size-n:], e.scratch)
+	return e.rec, err
+}
+
+// snapshotDecoder decodes the records of one snapshot, in their order.
+type snapshotDecoder[T Object] struct {
+	codec   snapshotCodec[T]
+	refs    *wire.RefDecoder
+	interns *wire.InternTable
+}
+
+// newDecoder returns the decoder of one snapshot's records.
+func (c snapshotCodec[T]) newDecoder() *snapshotDecoder[T] {
+	d := &snapshotDecoder[T]{codec: c, interns: c.interns}
+	if c.encoding == "protobuf" {
+		d.refs = wire.NewRefDecoder()
+		if d.interns == nil {
+			d.interns = wire.NewInternTable()
+		}
+	}
+	return d
+}
+
+// decode decodes one record into a new object.
+func (d *snapshotDecoder[T]) decode(rec []byte) (T, error) {
+	obj := d.codec.newObject()
+	if d.codec.encoding == "json" {
+		return obj, json.Unmarshal(rec, obj)
+	}
+	return obj, d.refs.Unmarshal(d.interns, rec, any(obj).(wire.ProtobufMessage))
 }
 
 // castagnoli is the CRC-32C table: hardware-accelerated on amd64 and
@@ -373,8 +421,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // encodeSnapshot writes the file's content to w: the magic, the header's
-// length and JSON, each object's length and encoding, a zero length, and
-// the CRC-32C of everything before it. It returns the bytes written.
+// length and JSON, each object's length and record (its JSON, or for
+// protobuf its record of references, internal/wire/refcode.go), a zero
+// length, and the CRC-32C of everything before it. It returns the bytes
+// written.
 func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
 	if header.Format == 0 {
 		header.Format = snapshotFormat
@@ -400,13 +450,12 @@ func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshot
 	if err := writeRecord(headerJSON); err != nil {
 		return 0, err
 	}
-	var buf []byte
+	enc := codec.newEncoder()
 	for _, obj := range objects {
-		data, err := codec.encode(buf, obj)
+		data, err := enc.encode(obj)
 		if err != nil {
 			return 0, fmt.Errorf("encoding %s: %w", KeyOf(obj), err)
 		}
-		buf = data[:0]
 		if len(data) == 0 {
 			// Zero ends the records; an object always encodes to something.
 			return 0, fmt.Errorf("encoding %s: empty encoding", KeyOf(obj))
@@ -491,6 +540,7 @@ func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec
 	// The objects decoded will stay: see raiseGCGoal.
 	defer raiseGCGoal(snapshotHeapFactor * r.left)()
 	objects := make([]T, 0, header.Objects)
+	dec := codec.newDecoder()
 	var zero T
 	for {
 		rec, err := r.record(snapshotMaxRecord)
@@ -500,7 +550,7 @@ func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec
 		if len(rec) == 0 {
 			break
 		}
-		obj, err := codec.decode(rec)
+		obj, err := dec.decode(rec)
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", errSnapshotCorrupt, len(objects), err)
 		}

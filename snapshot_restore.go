@@ -176,7 +176,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 // snapshotHeapFactor estimates the heap a restore's objects take from the
 // snapshot file's size: 5,000 production-like pods in protobuf, 48 MB on
 // disk, take about 90 MB decoded (BenchmarkSnapshotRestore's peak heap).
-const snapshotHeapFactor = 2
+const snapshotHeapFactor = 3
 
 // restoreGC is the state of raiseGCGoal: the restores under way and the
 // GOGC they raised the goal from.

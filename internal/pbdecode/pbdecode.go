@@ -212,13 +212,14 @@ func Generate() ([]byte, error) {
 func (g *generator) dispatch() {
 	g.p("// unmarshalInterned decodes data into msg through t, holding t.mu, if")
 	g.p("// msg's type has an interning decoder (see Unmarshal), and reports")
-	g.p("// whether it did.")
-	g.p("func unmarshalInterned(t *InternTable, data []byte, msg ProtobufMessage) (handled bool, err error) {")
+	g.p("// whether it did. refs, if not nil, is the form of data's strings")
+	g.p("// other than the wire's (see refcode.go), set on t while it decodes.")
+	g.p("func unmarshalInterned(t *InternTable, refs *refMode, data []byte, msg ProtobufMessage) (handled bool, err error) {")
 	g.p("switch m := msg.(type) {")
 	for _, root := range roots {
 		g.p("case *%s:", g.typeName(root))
-		g.p("t.lock()")
-		g.p("defer t.mu.Unlock()")
+		g.p("t.lockWith(refs)")
+		g.p("defer t.unlock()")
 		g.p("return true, %s(t, data, m)", RootName(root))
 	}
 	g.p("}")

@@ -100,7 +100,7 @@ type ProtobufMessage interface {
 // allocation. The objects are equal either way.
 func Unmarshal(interns *InternTable, data []byte, msg ProtobufMessage) error {
 	if interns != nil {
-		if handled, err := unmarshalInterned(interns, data, msg); handled {
+		if handled, err := unmarshalInterned(interns, nil, data, msg); handled {
 			return err
 		}
 	}

@@ -19,104 +19,105 @@ import (
 
 // unmarshalInterned decodes data into msg through t, holding t.mu, if
 // msg's type has an interning decoder (see Unmarshal), and reports
-// whether it did.
-func unmarshalInterned(t *InternTable, data []byte, msg ProtobufMessage) (handled bool, err error) {
+// whether it did. refs, if not nil, is the form of data's strings
+// other than the wire's (see refcode.go), set on t while it decodes.
+func unmarshalInterned(t *InternTable, refs *refMode, data []byte, msg ProtobufMessage) (handled bool, err error) {
 	switch m := msg.(type) {
 	case *corev1.Pod:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalPod(t, data, m)
 	case *corev1.PodList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalPodList(t, data, m)
 	case *corev1.Node:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalNode(t, data, m)
 	case *corev1.NodeList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalNodeList(t, data, m)
 	case *corev1.Service:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalService(t, data, m)
 	case *corev1.ServiceList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalServiceList(t, data, m)
 	case *corev1.ConfigMap:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalConfigMap(t, data, m)
 	case *corev1.ConfigMapList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalConfigMapList(t, data, m)
 	case *corev1.Secret:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalSecret(t, data, m)
 	case *corev1.SecretList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalSecretList(t, data, m)
 	case *corev1.Namespace:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalNamespace(t, data, m)
 	case *corev1.NamespaceList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalNamespaceList(t, data, m)
 	case *discoveryv1.EndpointSlice:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalEndpointSlice(t, data, m)
 	case *discoveryv1.EndpointSliceList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalEndpointSliceList(t, data, m)
 	case *appsv1.Deployment:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalDeployment(t, data, m)
 	case *appsv1.DeploymentList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalDeploymentList(t, data, m)
 	case *appsv1.ReplicaSet:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalReplicaSet(t, data, m)
 	case *appsv1.ReplicaSetList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalReplicaSetList(t, data, m)
 	case *appsv1.StatefulSet:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalStatefulSet(t, data, m)
 	case *appsv1.StatefulSetList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalStatefulSetList(t, data, m)
 	case *appsv1.DaemonSet:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalDaemonSet(t, data, m)
 	case *appsv1.DaemonSetList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalDaemonSetList(t, data, m)
 	case *batchv1.Job:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalJob(t, data, m)
 	case *batchv1.JobList:
-		t.lock()
-		defer t.mu.Unlock()
+		t.lockWith(refs)
+		defer t.unlock()
 		return true, unmarshalJobList(t, data, m)
 	}
 	return false, nil

@@ -58,7 +58,7 @@ func decodeBoth[T any, P pbMessage[T]](t testing.TB, table *InternTable, data []
 	want := P(new(T))
 	wantErr := want.Unmarshal(bytes.Clone(data))
 	got := P(new(T))
-	handled, gotErr := unmarshalInterned(table, data, got)
+	handled, gotErr := unmarshalInterned(table, nil, data, got)
 	if !handled {
 		t.Fatalf("no interning decoder for %T", got)
 	}
@@ -103,15 +103,35 @@ func randomObjects[T any, P pbMessage[T]](t testing.TB, seed uint64, n int) [][]
 	return out
 }
 
-// rootTest is the test of one root of the generated decoder.
+// rootTest is the tests of one root of the generated decoder.
 type rootTest struct {
-	typ  reflect.Type
-	test func(t *testing.T, seed uint64)
+	typ reflect.Type
+	// decode is checkRoot, refs checkRefRecords (refcode_test.go).
+	decode, refs func(t *testing.T, seed uint64)
 }
 
-// testRoot returns the test of root T: checkRoot.
+// testRoot returns the tests of root T.
 func testRoot[T any, P pbMessage[T]]() rootTest {
-	return rootTest{reflect.TypeFor[T](), checkRoot[T, P]}
+	return rootTest{reflect.TypeFor[T](), checkRoot[T, P], checkRefRecords[T, P]}
+}
+
+// rootTests returns the tests of every root of the generated decoder, in
+// pbdecode.Roots' order.
+func rootTests() []rootTest {
+	return []rootTest{
+		testRoot[corev1.Pod](), testRoot[corev1.PodList](),
+		testRoot[corev1.Node](), testRoot[corev1.NodeList](),
+		testRoot[corev1.Service](), testRoot[corev1.ServiceList](),
+		testRoot[corev1.ConfigMap](), testRoot[corev1.ConfigMapList](),
+		testRoot[corev1.Secret](), testRoot[corev1.SecretList](),
+		testRoot[corev1.Namespace](), testRoot[corev1.NamespaceList](),
+		testRoot[discoveryv1.EndpointSlice](), testRoot[discoveryv1.EndpointSliceList](),
+		testRoot[appsv1.Deployment](), testRoot[appsv1.DeploymentList](),
+		testRoot[appsv1.ReplicaSet](), testRoot[appsv1.ReplicaSetList](),
+		testRoot[appsv1.StatefulSet](), testRoot[appsv1.StatefulSetList](),
+		testRoot[appsv1.DaemonSet](), testRoot[appsv1.DaemonSetList](),
+		testRoot[batchv1.Job](), testRoot[batchv1.JobList](),
+	}
 }
 
 // checkRoot decodes random objects of type T both ways, twice through each
@@ -151,24 +171,11 @@ func checkRoot[T any, P pbMessage[T]](t *testing.T, seed uint64) {
 // TestUnmarshalRootsEqualUnmarshal runs checkRoot for every root of the
 // generated decoder, and fails if one has no test here.
 func TestUnmarshalRootsEqualUnmarshal(t *testing.T) {
-	tests := []rootTest{
-		testRoot[corev1.Pod](), testRoot[corev1.PodList](),
-		testRoot[corev1.Node](), testRoot[corev1.NodeList](),
-		testRoot[corev1.Service](), testRoot[corev1.ServiceList](),
-		testRoot[corev1.ConfigMap](), testRoot[corev1.ConfigMapList](),
-		testRoot[corev1.Secret](), testRoot[corev1.SecretList](),
-		testRoot[corev1.Namespace](), testRoot[corev1.NamespaceList](),
-		testRoot[discoveryv1.EndpointSlice](), testRoot[discoveryv1.EndpointSliceList](),
-		testRoot[appsv1.Deployment](), testRoot[appsv1.DeploymentList](),
-		testRoot[appsv1.ReplicaSet](), testRoot[appsv1.ReplicaSetList](),
-		testRoot[appsv1.StatefulSet](), testRoot[appsv1.StatefulSetList](),
-		testRoot[appsv1.DaemonSet](), testRoot[appsv1.DaemonSetList](),
-		testRoot[batchv1.Job](), testRoot[batchv1.JobList](),
-	}
+	tests := rootTests()
 	var tested []reflect.Type
 	for i, rt := range tests {
 		tested = append(tested, rt.typ)
-		t.Run(rt.typ.String(), func(t *testing.T) { rt.test(t, 40+uint64(i)) })
+		t.Run(rt.typ.String(), func(t *testing.T) { rt.decode(t, 40+uint64(i)) })
 	}
 	if roots := pbdecode.Roots(); !slices.Equal(roots, tested) {
 		t.Errorf("the decoder's roots are %v, the roots tested %v", roots, tested)

@@ -144,6 +144,10 @@ type InternTable struct {
 	// unquoted holds the last string with escapes that the typed JSON
 	// decoder unquoted, before it is interned (json_typed_decode.go).
 	unquoted []byte
+	// refs, while the decoder decodes a record whose strings are not in
+	// the wire's form (refcode.go), says what their bytes are; nil
+	// otherwise. Set and cleared with mu held (lockWith, unlock).
+	refs *refMode
 	// uses counts the passes and decodes that held mu (lock); usesAtGC is
 	// its value at the last garbage collection's sweepAfterGC, and
 	// idleSweeps the sweeps left to make while it stays unused.
@@ -188,6 +192,26 @@ func newBareInternTable() *InternTable {
 func (t *InternTable) lock() {
 	t.mu.Lock()
 	t.uses++
+}
+
+// lockWith is lock for a decode of a record whose strings are in the form
+// refs says (nil: the wire's). A decode of references uses refs' own set
+// of raw sub-objects instead of t.raw (see refMode.raw).
+func (t *InternTable) lockWith(refs *refMode) {
+	t.lock()
+	if refs != nil {
+		t.refs = refs
+		t.raw, refs.raw = refs.raw, t.raw
+	}
+}
+
+// unlock ends what lockWith began.
+func (t *InternTable) unlock() {
+	if refs := t.refs; refs != nil {
+		t.raw, refs.raw = refs.raw, t.raw
+		t.refs = nil
+	}
+	t.mu.Unlock()
 }
 
 // sweepAfterGC sweeps the table if it was used since the previous garbage
@@ -264,6 +288,9 @@ func (t *InternTable) bytesFrom(b []byte) []byte {
 	if len(b) == 0 {
 		return []byte{}
 	}
+	if t.refs != nil {
+		return t.refs.bytes(t, b)
+	}
 	if !t.shareSubObjects {
 		return bytes.Clone(b)
 	}
@@ -276,6 +303,11 @@ func (t *InternTable) bytesFrom(b []byte) []byte {
 func (t *InternTable) intern(s string, keep bool) string {
 	if len(s) == 0 {
 		return s
+	}
+	if t.refs != nil {
+		// Checked here rather than in strFrom, which stays within the
+		// inlining budget: only strFrom calls intern while refs is set.
+		return t.refs.str(unsafe.Slice(unsafe.StringData(s), len(s)))
 	}
 	var front *[frontWays]frontEntry
 	var k uint64

@@ -1,0 +1,187 @@
+package wire
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubetyped/informer/internal/prodpods"
+	"github.com/kubetyped/informer/internal/testkit"
+)
+
+// encodeRefs writes the records of references of encoded, objects of type
+// T, with one encoder, as a snapshot does.
+func encodeRefs[T any, P pbMessage[T]](t testing.TB, encoded [][]byte) [][]byte {
+	t.Helper()
+	enc := NewRefEncoder()
+	recs := make([][]byte, len(encoded))
+	for i, data := range encoded {
+		rec, err := enc.Append(nil, data, P(new(T)))
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		recs[i] = rec
+	}
+	return recs
+}
+
+// decodeRefs reads recs back through table with one decoder, and fails
+// unless each equals k8s.io/api's Unmarshal of encoded's object.
+func decodeRefs[T any, P pbMessage[T]](t testing.TB, table *InternTable, encoded, recs [][]byte) {
+	t.Helper()
+	dec := NewRefDecoder()
+	for i, rec := range recs {
+		want := P(new(T))
+		if err := want.Unmarshal(bytes.Clone(encoded[i])); err != nil {
+			t.Fatal(err)
+		}
+		got := P(new(T))
+		if err := dec.Unmarshal(table, rec, got); err != nil {
+			t.Fatalf("record %d of %T: %v", i, got, err)
+		}
+		// reflect.DeepEqual, as decodeBoth: cmp does not tell nil from
+		// empty bytes.
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("record %d of %T differs from Unmarshal (-Unmarshal +references):\n%s", i, got, testkit.DiffLarge(want, got))
+		}
+	}
+}
+
+// checkRefRecords writes random objects of type T, each three times so
+// that their strings are repeated, as records of references and reads
+// them back through each kind of table: the objects must equal
+// Unmarshal's. Then it reads truncations and mutations of some records:
+// an error or an object, never a panic.
+func checkRefRecords[T any, P pbMessage[T]](t *testing.T, seed uint64) {
+	var encoded [][]byte
+	for _, data := range randomObjects[T, P](t, seed, 10) {
+		encoded = append(encoded, data, data, data)
+	}
+	recs := encodeRefs[T, P](t, encoded)
+	for _, table := range decoderTables() {
+		decodeRefs[T, P](t, table, encoded, recs)
+	}
+	r := rand.New(rand.NewPCG(seed, 2))
+	for _, rec := range recs[:6] {
+		dec := NewRefDecoder()
+		table := newBareInternTable()
+		for n := 0; n < len(rec); n += max(7, len(rec)/50) {
+			dec.Unmarshal(table, rec[:n], P(new(T)))
+		}
+		for range 30 {
+			m := bytes.Clone(rec)
+			m[r.IntN(len(m))] = byte(r.Uint32())
+			dec.Unmarshal(table, m, P(new(T)))
+		}
+	}
+}
+
+// TestRefRecordsRoundTrip runs checkRefRecords for every root of the
+// generated decoder.
+func TestRefRecordsRoundTrip(t *testing.T) {
+	for i, rt := range rootTests() {
+		t.Run(rt.typ.String(), func(t *testing.T) { rt.refs(t, 60+uint64(i)) })
+	}
+}
+
+// TestRefRecordsOfProductionPods writes production-like pods as records of
+// references: every record is one of references (none falls back to
+// plain), they are smaller than the pods' encodings, they read back
+// equal through each kind of table, and strings repeated across pods are
+// one copy.
+func TestRefRecordsOfProductionPods(t *testing.T) {
+	pods := prodpods.New(300)
+	encoded := make([][]byte, len(pods))
+	var plainBytes, refBytes int
+	for i := range pods {
+		data, err := pods[i].Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoded[i] = data
+		plainBytes += len(data)
+	}
+	recs := encodeRefs[corev1.Pod](t, encoded)
+	for i, rec := range recs {
+		if rec[0] != refCoded {
+			t.Fatalf("record %d is plain", i)
+		}
+		refBytes += len(rec)
+	}
+	// About 60% of these pods' bytes are strings of their own (managed
+	// fields naming the pod's IPs and containers' IDs, for one), which
+	// references do not shorten.
+	if refBytes >= plainBytes*4/5 {
+		t.Errorf("records of references take %d bytes, the encodings %d: want less than 80%%", refBytes, plainBytes)
+	}
+	for _, table := range decoderTables() {
+		decodeRefs[corev1.Pod](t, table, encoded, recs)
+	}
+	// The first pod's image is written in place, the others refer to the
+	// table: one copy.
+	dec := NewRefDecoder()
+	restored := make([]corev1.Pod, 3)
+	for i := range restored {
+		if err := dec.Unmarshal(newBareInternTable(), recs[i], &restored[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, c := restored[1].Spec.Containers[0].Image, restored[2].Spec.Containers[0].Image
+	if b != c || unsafe.StringData(b) != unsafe.StringData(c) {
+		t.Errorf("the second and third pods' first images %q and %q are not one copy", b, c)
+	}
+}
+
+// TestRefRecordOfTypeWithoutDecoder writes an object of a type without an
+// interning decoder as a plain record, which reads back without a table.
+func TestRefRecordOfTypeWithoutDecoder(t *testing.T) {
+	obj := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Labels: map[string]string{"a": "b"}}}
+	data, err := obj.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRefEncoder().Append(nil, data, new(corev1.PersistentVolume))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec[0] != refPlain {
+		t.Fatalf("record kind %d, want plain", rec[0])
+	}
+	var got corev1.PersistentVolume
+	if err := NewRefDecoder().Unmarshal(nil, rec, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(obj, &got) {
+		t.Errorf("read back %+v, want %+v", &got, obj)
+	}
+}
+
+// TestRefRecordBadReference reads a record referring past the table: an
+// error, not a panic or a wrong object.
+func TestRefRecordBadReference(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	data, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := NewRefEncoder()
+	for range 2 { // the second makes "p" and "ns" table entries
+		if _, err := enc.Append(nil, data, new(corev1.Pod)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := enc.Append(nil, data, new(corev1.Pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh decoder has no table: the references do not resolve.
+	err = NewRefDecoder().Unmarshal(newBareInternTable(), rec, new(corev1.Pod))
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(errBadReference.Error())) {
+		t.Errorf("got error %v, want %v", err, errBadReference)
+	}
+}
