@@ -29,6 +29,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -51,6 +52,10 @@ var aliases = map[string]string{
 	"maps":                                   "maps",
 	"unsafe":                                 "unsafe",
 }
+
+// A resource.Quantity is decoded by InternTable.quantity, which calls its
+// Unmarshal but for records of references (refcode.go), whose quantities
+// it reuses.
 
 // sameShape lists the types whose Unmarshal is written by hand (not in a
 // generated.pb.go) but follows the generated code's rules, so that the
@@ -352,6 +357,10 @@ func parseTag(s string) (tag, error) {
 // message queues t, a message type, for writing, and returns the
 // expression decoding b into the message at pointer expression ptr.
 func (g *generator) decodeMessage(t reflect.Type, b, ptr string) string {
+	if t == reflect.TypeFor[resource.Quantity]() {
+		g.typeName(t) // imports its package
+		return fmt.Sprintf("t.quantity(%s, %s)", ptr, b)
+	}
 	if handWritten(t) {
 		g.typeName(t) // imports its package
 		return fmt.Sprintf("%s.Unmarshal(%s)", strings.TrimPrefix(ptr, "&"), b)

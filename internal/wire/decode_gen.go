@@ -14347,7 +14347,7 @@ func unmarshalCorev1NodeAllocatableMappedResources(t *InternTable, data []byte, 
 			if m.Quantity == nil {
 				m.Quantity = new(resource.Quantity)
 			}
-			if err := m.Quantity.Unmarshal(data[s:e]); err != nil {
+			if err := t.quantity(m.Quantity, data[s:e]); err != nil {
 				return pbField("NodeAllocatableMappedResources", "quantity", err)
 			}
 			i = e
@@ -14396,7 +14396,7 @@ func unmarshalCorev1NodeAllocatableOverheadResources(t *InternTable, data []byte
 			if m.PerPod == nil {
 				m.PerPod = new(resource.Quantity)
 			}
-			if err := m.PerPod.Unmarshal(data[s:e]); err != nil {
+			if err := t.quantity(m.PerPod, data[s:e]); err != nil {
 				return pbField("NodeAllocatableOverheadResources", "perPod", err)
 			}
 			i = e
@@ -14413,7 +14413,7 @@ func unmarshalCorev1NodeAllocatableOverheadResources(t *InternTable, data []byte
 			if m.PerContainer == nil {
 				m.PerContainer = new(resource.Quantity)
 			}
-			if err := m.PerContainer.Unmarshal(data[s:e]); err != nil {
+			if err := t.quantity(m.PerContainer, data[s:e]); err != nil {
 				return pbField("NodeAllocatableOverheadResources", "perContainer", err)
 			}
 			i = e
@@ -15888,7 +15888,7 @@ func unmarshalCorev1EmptyDirVolumeSource(t *InternTable, data []byte, m *corev1.
 			if m.SizeLimit == nil {
 				m.SizeLimit = new(resource.Quantity)
 			}
-			if err := m.SizeLimit.Unmarshal(data[s:e]); err != nil {
+			if err := t.quantity(m.SizeLimit, data[s:e]); err != nil {
 				return pbField("EmptyDirVolumeSource", "sizeLimit", err)
 			}
 			i = e
@@ -20371,7 +20371,7 @@ func unmarshalCorev1ResourceFieldSelector(t *InternTable, data []byte, m *corev1
 			} else if s, e, err = pbLen(data, next); err != nil {
 				return pbField("ResourceFieldSelector", "divisor", err)
 			}
-			if err := m.Divisor.Unmarshal(data[s:e]); err != nil {
+			if err := t.quantity(&m.Divisor, data[s:e]); err != nil {
 				return pbField("ResourceFieldSelector", "divisor", err)
 			}
 			i = e
@@ -21593,7 +21593,7 @@ func unmarshalCorev1ResourceListEntry(t *InternTable, data []byte, s, e int, m c
 				return pbField("map entry", "value", err)
 			}
 			value = resource.Quantity{}
-			if err := value.Unmarshal(data[s:e]); err != nil {
+			if err := t.quantity(&value, data[s:e]); err != nil {
 				return pbField("map entry", "value", err)
 			}
 			i = e

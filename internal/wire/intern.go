@@ -12,6 +12,7 @@ import (
 	"weak"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -276,6 +277,15 @@ func (t *InternTable) strFrom(b []byte) string {
 		return ""
 	}
 	return t.intern(unsafe.String(unsafe.SliceData(b), len(b)), false)
+}
+
+// quantity decodes b, a resource.Quantity's encoding, into q as
+// q.Unmarshal does (see refMode.quantity for records of references).
+func (t *InternTable) quantity(q *resource.Quantity, b []byte) error {
+	if t.refs != nil && !t.refs.recording {
+		return t.refs.quantity(q, b)
+	}
+	return q.Unmarshal(b)
 }
 
 // bytesFrom returns a slice of b's content that does not point into b,

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubetyped/informer/internal/prodpods"
@@ -183,5 +184,47 @@ func TestRefRecordBadReference(t *testing.T) {
 	err = NewRefDecoder().Unmarshal(newBareInternTable(), rec, new(corev1.Pod))
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(errBadReference.Error())) {
 		t.Errorf("got error %v, want %v", err, errBadReference)
+	}
+}
+
+// TestRefRecordsQuantities reads quantities from records of references:
+// equal to Unmarshal's, and one held as an inf.Dec is never shared between
+// two objects (adding to one leaves the other as it was).
+func TestRefRecordsQuantities(t *testing.T) {
+	pod := func(cpu, memory string) []byte {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
+			}}}},
+		}
+		data, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	// 30 digits do not fit an int64: held as an inf.Dec.
+	const huge = "123456789012345678901234567890"
+	encoded := [][]byte{pod("100m", huge), pod("100m", huge), pod("250m", huge)}
+	recs := encodeRefs[corev1.Pod](t, encoded)
+	for _, table := range decoderTables() {
+		decodeRefs[corev1.Pod](t, table, encoded, recs)
+	}
+	dec := NewRefDecoder()
+	restored := make([]corev1.Pod, len(recs))
+	for i := range restored {
+		if err := dec.Unmarshal(newBareInternTable(), recs[i], &restored[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := restored[0].Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]
+	b := restored[1].Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]
+	a.Add(resource.MustParse("1"))
+	if got := b.String(); got != huge {
+		t.Errorf("after adding to the first pod's memory, the second's is %s, want %s", got, huge)
+	}
+	if got := restored[2].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.String() != "250m" {
+		t.Errorf("the third pod's cpu is %s, want 250m", got.String())
 	}
 }
