@@ -174,8 +174,10 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 }
 
 // snapshotHeapFactor estimates the heap a restore's objects take from the
-// snapshot file's size: 5,000 production-like pods in protobuf, 48 MB on
-// disk, take about 90 MB decoded (BenchmarkSnapshotRestore's peak heap).
+// snapshot file's size: 5,000 production-like pods as records of
+// references, 35 MB on disk, take about 94 MB decoded
+// (BenchmarkSnapshotRestore's peak heap); at 2, the collector ran once at
+// the end of each restore.
 const snapshotHeapFactor = 3
 
 // restoreGC is the state of raiseGCGoal: the restores under way and the
