@@ -278,8 +278,6 @@ func newSnapshotCodecOf[T Object](interns *wire.InternTable, itemType reflect.Ty
 type snapshotEncoder[T Object] struct {
 	codec snapshotCodec[T]
 	refs  *wire.RefEncoder
-	// scratch is what refs decodes each record into to find its strings.
-	scratch wire.ProtobufMessage
 	// pb and rec are reused buffers: the object's protobuf encoding and
 	// its record.
 	pb, rec []byte
@@ -290,7 +288,6 @@ func (c snapshotCodec[T]) newEncoder() *snapshotEncoder[T] {
 	e := &snapshotEncoder[T]{codec: c}
 	if c.encoding == "protobuf" {
 		e.refs = wire.NewRefEncoder()
-		e.scratch = any(c.newObject()).(wire.ProtobufMessage)
 	}
 	return e
 }
@@ -310,8 +307,8 @@ func (e *snapshotEncoder[T]) encode(obj T) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.rec, err = e.refs.Append(e.rec[:0], e.pb[size-n:], e.scratch)
-	return e.rec, err
+	e.rec = e.refs.Append(e.rec[:0], e.pb[size-n:], any(obj).(wire.ProtobufMessage))
+	return e.rec, nil
 }
 
 // snapshotDecoder decodes the records of one snapshot, in their order.

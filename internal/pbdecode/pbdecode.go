@@ -231,6 +231,18 @@ func (g *generator) dispatch() {
 	g.p("return false, nil")
 	g.p("}")
 	g.p("")
+	g.p("// refFieldsOf returns the fields of msg's type to the records of")
+	g.p("// references (refcode.go), or nil if it has no interning decoder.")
+	g.p("func refFieldsOf(msg ProtobufMessage) refFields {")
+	g.p("switch msg.(type) {")
+	for _, root := range roots {
+		g.p("case *%s:", g.typeName(root))
+		g.p("return %s", refFieldsName(root))
+	}
+	g.p("}")
+	g.p("return nil")
+	g.p("}")
+	g.p("")
 	g.p("// decodesInternedType reports whether obj's type has an interning")
 	g.p("// decoder (see unmarshalInterned).")
 	g.p("func decodesInternedType(obj any) bool {")
@@ -490,6 +502,9 @@ func (g *generator) message(t reflect.Type) error {
 	}
 	g.p("return nil")
 	g.p("}")
+	if err := g.refFields(t); err != nil {
+		return err
+	}
 	if len(tags) > 0 {
 		g.p("")
 		g.p("// %s are the tags of %s's repeated fields of messages and strings.", g.tagsName(t), name)
@@ -838,6 +853,89 @@ func (g *generator) mapEntry(t reflect.Type) error {
 	g.p("}")
 	g.p("m[key] = value")
 	g.p("return nil")
+	g.p("}")
+	g.p("")
+	g.p("// %s are the fields of a map entry of %s to the records of", g.mapRefFieldsName(t), g.typeName(t))
+	g.p("// references (refcode.go).")
+	g.p("func %s(num int32) (refKind, refFields) {", g.mapRefFieldsName(t))
+	g.p("switch num {")
+	g.p("case 1:")
+	g.p("return refString, nil")
+	g.p("case 2:")
+	kind, sub := g.refKindOf(t.Elem())
+	g.p("return %s, %s", kind, sub)
+	g.p("}")
+	g.p("return refOther, nil")
+	g.p("}")
+	return nil
+}
+
+// refFieldsName returns the name of the refFields function of message
+// type t.
+func refFieldsName(t reflect.Type) string {
+	return "refFields" + ident(t)
+}
+
+// mapRefFieldsName returns the name of the refFields function of an
+// entry of map type t.
+func (g *generator) mapRefFieldsName(t reflect.Type) string {
+	return "refFields" + strings.TrimPrefix(g.mapFuncName(t), "unmarshal")
+}
+
+// refKindOf returns what a field's value of type ft (the element type of
+// a slice) is to the records of references (refcode.go), as the decoder
+// reads it: a string or bytes it takes from the intern table (refString),
+// a message it decodes field by field (refMessage, with its refFields),
+// or anything else, copied as it is (refOther): numbers, and messages
+// decoded by their own Unmarshal (resource.Quantity, metav1.Time).
+func (g *generator) refKindOf(ft reflect.Type) (kind, sub string) {
+	if ft.Kind() == reflect.Pointer || (ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8) {
+		ft = ft.Elem()
+	}
+	switch {
+	case ft.Kind() == reflect.String, ft.Kind() == reflect.Slice:
+		return "refString", "nil"
+	case ft.Kind() == reflect.Map:
+		return "refMessage", g.mapRefFieldsName(ft)
+	case ft.Kind() == reflect.Struct && !handWritten(ft):
+		return "refMessage", refFieldsName(ft)
+	}
+	return "refOther", "nil"
+}
+
+// refFields writes the refFields function of message type t: what each
+// of its fields is to the records of references (refcode.go).
+func (g *generator) refFields(t reflect.Type) error {
+	g.p("")
+	g.p("// %s are the fields of %s to the records of references", refFieldsName(t), g.typeName(t))
+	g.p("// (refcode.go).")
+	g.p("func %s(num int32) (refKind, refFields) {", refFieldsName(t))
+	cases := false
+	for i := range t.NumField() {
+		f := t.Field(i)
+		s, ok := f.Tag.Lookup("protobuf")
+		if !ok {
+			continue
+		}
+		tg, err := parseTag(s)
+		if err != nil {
+			return fmt.Errorf("%s.%s: %w", t, f.Name, err)
+		}
+		if kind, sub := g.refKindOf(f.Type); kind != "refOther" {
+			if !cases {
+				g.p("switch num {")
+				cases = true
+			}
+			g.p("case %d: // %s", tg.num, tg.name)
+			g.p("return %s, %s", kind, sub)
+		}
+	}
+	if cases {
+		g.p("}")
+	} else {
+		g.p("_ = num")
+	}
+	g.p("return refOther, nil")
 	g.p("}")
 	return nil
 }

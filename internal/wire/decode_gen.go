@@ -123,6 +123,62 @@ func unmarshalInterned(t *InternTable, refs *refMode, data []byte, msg ProtobufM
 	return false, nil
 }
 
+// refFieldsOf returns the fields of msg's type to the records of
+// references (refcode.go), or nil if it has no interning decoder.
+func refFieldsOf(msg ProtobufMessage) refFields {
+	switch msg.(type) {
+	case *corev1.Pod:
+		return refFieldsCorev1Pod
+	case *corev1.PodList:
+		return refFieldsCorev1PodList
+	case *corev1.Node:
+		return refFieldsCorev1Node
+	case *corev1.NodeList:
+		return refFieldsCorev1NodeList
+	case *corev1.Service:
+		return refFieldsCorev1Service
+	case *corev1.ServiceList:
+		return refFieldsCorev1ServiceList
+	case *corev1.ConfigMap:
+		return refFieldsCorev1ConfigMap
+	case *corev1.ConfigMapList:
+		return refFieldsCorev1ConfigMapList
+	case *corev1.Secret:
+		return refFieldsCorev1Secret
+	case *corev1.SecretList:
+		return refFieldsCorev1SecretList
+	case *corev1.Namespace:
+		return refFieldsCorev1Namespace
+	case *corev1.NamespaceList:
+		return refFieldsCorev1NamespaceList
+	case *discoveryv1.EndpointSlice:
+		return refFieldsDiscoveryv1EndpointSlice
+	case *discoveryv1.EndpointSliceList:
+		return refFieldsDiscoveryv1EndpointSliceList
+	case *appsv1.Deployment:
+		return refFieldsAppsv1Deployment
+	case *appsv1.DeploymentList:
+		return refFieldsAppsv1DeploymentList
+	case *appsv1.ReplicaSet:
+		return refFieldsAppsv1ReplicaSet
+	case *appsv1.ReplicaSetList:
+		return refFieldsAppsv1ReplicaSetList
+	case *appsv1.StatefulSet:
+		return refFieldsAppsv1StatefulSet
+	case *appsv1.StatefulSetList:
+		return refFieldsAppsv1StatefulSetList
+	case *appsv1.DaemonSet:
+		return refFieldsAppsv1DaemonSet
+	case *appsv1.DaemonSetList:
+		return refFieldsAppsv1DaemonSetList
+	case *batchv1.Job:
+		return refFieldsBatchv1Job
+	case *batchv1.JobList:
+		return refFieldsBatchv1JobList
+	}
+	return nil
+}
+
 // decodesInternedType reports whether obj's type has an interning
 // decoder (see unmarshalInterned).
 func decodesInternedType(obj any) bool {
@@ -507,6 +563,20 @@ func unmarshalCorev1Pod(t *InternTable, data []byte, m *corev1.Pod) error {
 	return nil
 }
 
+// refFieldsCorev1Pod are the fields of corev1.Pod to the records of references
+// (refcode.go).
+func refFieldsCorev1Pod(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsCorev1PodSpec
+	case 3: // status
+		return refMessage, refFieldsCorev1PodStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1PodList(t *InternTable, data []byte, m *corev1.PodList) error {
 	var counts [1]int
 	counted := false
@@ -563,6 +633,18 @@ func unmarshalCorev1PodList(t *InternTable, data []byte, m *corev1.PodList) erro
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodList are the fields of corev1.PodList to the records of references
+// (refcode.go).
+func refFieldsCorev1PodList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsCorev1Pod
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1PodList are the tags of PodList's repeated fields of messages and strings.
@@ -630,6 +712,20 @@ func unmarshalCorev1Node(t *InternTable, data []byte, m *corev1.Node) error {
 	return nil
 }
 
+// refFieldsCorev1Node are the fields of corev1.Node to the records of references
+// (refcode.go).
+func refFieldsCorev1Node(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsCorev1NodeSpec
+	case 3: // status
+		return refMessage, refFieldsCorev1NodeStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NodeList(t *InternTable, data []byte, m *corev1.NodeList) error {
 	var counts [1]int
 	counted := false
@@ -686,6 +782,18 @@ func unmarshalCorev1NodeList(t *InternTable, data []byte, m *corev1.NodeList) er
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeList are the fields of corev1.NodeList to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsCorev1Node
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NodeList are the tags of NodeList's repeated fields of messages and strings.
@@ -753,6 +861,20 @@ func unmarshalCorev1Service(t *InternTable, data []byte, m *corev1.Service) erro
 	return nil
 }
 
+// refFieldsCorev1Service are the fields of corev1.Service to the records of references
+// (refcode.go).
+func refFieldsCorev1Service(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsCorev1ServiceSpec
+	case 3: // status
+		return refMessage, refFieldsCorev1ServiceStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ServiceList(t *InternTable, data []byte, m *corev1.ServiceList) error {
 	var counts [1]int
 	counted := false
@@ -809,6 +931,18 @@ func unmarshalCorev1ServiceList(t *InternTable, data []byte, m *corev1.ServiceLi
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ServiceList are the fields of corev1.ServiceList to the records of references
+// (refcode.go).
+func refFieldsCorev1ServiceList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsCorev1Service
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1ServiceList are the tags of ServiceList's repeated fields of messages and strings.
@@ -895,6 +1029,20 @@ func unmarshalCorev1ConfigMap(t *InternTable, data []byte, m *corev1.ConfigMap) 
 	return nil
 }
 
+// refFieldsCorev1ConfigMap are the fields of corev1.ConfigMap to the records of references
+// (refcode.go).
+func refFieldsCorev1ConfigMap(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // data
+		return refMessage, refFieldsMapStringToStringEntry
+	case 3: // binaryData
+		return refMessage, refFieldsMapStringToBytesEntry
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ConfigMapList(t *InternTable, data []byte, m *corev1.ConfigMapList) error {
 	var counts [1]int
 	counted := false
@@ -951,6 +1099,18 @@ func unmarshalCorev1ConfigMapList(t *InternTable, data []byte, m *corev1.ConfigM
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ConfigMapList are the fields of corev1.ConfigMapList to the records of references
+// (refcode.go).
+func refFieldsCorev1ConfigMapList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsCorev1ConfigMap
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1ConfigMapList are the tags of ConfigMapList's repeated fields of messages and strings.
@@ -1049,6 +1209,22 @@ func unmarshalCorev1Secret(t *InternTable, data []byte, m *corev1.Secret) error 
 	return nil
 }
 
+// refFieldsCorev1Secret are the fields of corev1.Secret to the records of references
+// (refcode.go).
+func refFieldsCorev1Secret(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // data
+		return refMessage, refFieldsMapStringToBytesEntry
+	case 4: // stringData
+		return refMessage, refFieldsMapStringToStringEntry
+	case 3: // type
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1SecretList(t *InternTable, data []byte, m *corev1.SecretList) error {
 	var counts [1]int
 	counted := false
@@ -1105,6 +1281,18 @@ func unmarshalCorev1SecretList(t *InternTable, data []byte, m *corev1.SecretList
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1SecretList are the fields of corev1.SecretList to the records of references
+// (refcode.go).
+func refFieldsCorev1SecretList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsCorev1Secret
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1SecretList are the tags of SecretList's repeated fields of messages and strings.
@@ -1172,6 +1360,20 @@ func unmarshalCorev1Namespace(t *InternTable, data []byte, m *corev1.Namespace) 
 	return nil
 }
 
+// refFieldsCorev1Namespace are the fields of corev1.Namespace to the records of references
+// (refcode.go).
+func refFieldsCorev1Namespace(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsCorev1NamespaceSpec
+	case 3: // status
+		return refMessage, refFieldsCorev1NamespaceStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NamespaceList(t *InternTable, data []byte, m *corev1.NamespaceList) error {
 	var counts [1]int
 	counted := false
@@ -1228,6 +1430,18 @@ func unmarshalCorev1NamespaceList(t *InternTable, data []byte, m *corev1.Namespa
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NamespaceList are the fields of corev1.NamespaceList to the records of references
+// (refcode.go).
+func refFieldsCorev1NamespaceList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsCorev1Namespace
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NamespaceList are the tags of NamespaceList's repeated fields of messages and strings.
@@ -1325,6 +1539,22 @@ func unmarshalDiscoveryv1EndpointSlice(t *InternTable, data []byte, m *discovery
 	return nil
 }
 
+// refFieldsDiscoveryv1EndpointSlice are the fields of discoveryv1.EndpointSlice to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1EndpointSlice(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 4: // addressType
+		return refString, nil
+	case 2: // endpoints
+		return refMessage, refFieldsDiscoveryv1Endpoint
+	case 3: // ports
+		return refMessage, refFieldsDiscoveryv1EndpointPort
+	}
+	return refOther, nil
+}
+
 // pbTagsDiscoveryv1EndpointSlice are the tags of EndpointSlice's repeated fields of messages and strings.
 var pbTagsDiscoveryv1EndpointSlice = [...]uint64{2<<3 | 2, 3<<3 | 2}
 
@@ -1384,6 +1614,18 @@ func unmarshalDiscoveryv1EndpointSliceList(t *InternTable, data []byte, m *disco
 		}
 	}
 	return nil
+}
+
+// refFieldsDiscoveryv1EndpointSliceList are the fields of discoveryv1.EndpointSliceList to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1EndpointSliceList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsDiscoveryv1EndpointSlice
+	}
+	return refOther, nil
 }
 
 // pbTagsDiscoveryv1EndpointSliceList are the tags of EndpointSliceList's repeated fields of messages and strings.
@@ -1451,6 +1693,20 @@ func unmarshalAppsv1Deployment(t *InternTable, data []byte, m *appsv1.Deployment
 	return nil
 }
 
+// refFieldsAppsv1Deployment are the fields of appsv1.Deployment to the records of references
+// (refcode.go).
+func refFieldsAppsv1Deployment(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsAppsv1DeploymentSpec
+	case 3: // status
+		return refMessage, refFieldsAppsv1DeploymentStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1DeploymentList(t *InternTable, data []byte, m *appsv1.DeploymentList) error {
 	var counts [1]int
 	counted := false
@@ -1507,6 +1763,18 @@ func unmarshalAppsv1DeploymentList(t *InternTable, data []byte, m *appsv1.Deploy
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1DeploymentList are the fields of appsv1.DeploymentList to the records of references
+// (refcode.go).
+func refFieldsAppsv1DeploymentList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsAppsv1Deployment
+	}
+	return refOther, nil
 }
 
 // pbTagsAppsv1DeploymentList are the tags of DeploymentList's repeated fields of messages and strings.
@@ -1574,6 +1842,20 @@ func unmarshalAppsv1ReplicaSet(t *InternTable, data []byte, m *appsv1.ReplicaSet
 	return nil
 }
 
+// refFieldsAppsv1ReplicaSet are the fields of appsv1.ReplicaSet to the records of references
+// (refcode.go).
+func refFieldsAppsv1ReplicaSet(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsAppsv1ReplicaSetSpec
+	case 3: // status
+		return refMessage, refFieldsAppsv1ReplicaSetStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1ReplicaSetList(t *InternTable, data []byte, m *appsv1.ReplicaSetList) error {
 	var counts [1]int
 	counted := false
@@ -1630,6 +1912,18 @@ func unmarshalAppsv1ReplicaSetList(t *InternTable, data []byte, m *appsv1.Replic
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1ReplicaSetList are the fields of appsv1.ReplicaSetList to the records of references
+// (refcode.go).
+func refFieldsAppsv1ReplicaSetList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsAppsv1ReplicaSet
+	}
+	return refOther, nil
 }
 
 // pbTagsAppsv1ReplicaSetList are the tags of ReplicaSetList's repeated fields of messages and strings.
@@ -1697,6 +1991,20 @@ func unmarshalAppsv1StatefulSet(t *InternTable, data []byte, m *appsv1.StatefulS
 	return nil
 }
 
+// refFieldsAppsv1StatefulSet are the fields of appsv1.StatefulSet to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSet(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsAppsv1StatefulSetSpec
+	case 3: // status
+		return refMessage, refFieldsAppsv1StatefulSetStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1StatefulSetList(t *InternTable, data []byte, m *appsv1.StatefulSetList) error {
 	var counts [1]int
 	counted := false
@@ -1753,6 +2061,18 @@ func unmarshalAppsv1StatefulSetList(t *InternTable, data []byte, m *appsv1.State
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1StatefulSetList are the fields of appsv1.StatefulSetList to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSetList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsAppsv1StatefulSet
+	}
+	return refOther, nil
 }
 
 // pbTagsAppsv1StatefulSetList are the tags of StatefulSetList's repeated fields of messages and strings.
@@ -1820,6 +2140,20 @@ func unmarshalAppsv1DaemonSet(t *InternTable, data []byte, m *appsv1.DaemonSet) 
 	return nil
 }
 
+// refFieldsAppsv1DaemonSet are the fields of appsv1.DaemonSet to the records of references
+// (refcode.go).
+func refFieldsAppsv1DaemonSet(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsAppsv1DaemonSetSpec
+	case 3: // status
+		return refMessage, refFieldsAppsv1DaemonSetStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1DaemonSetList(t *InternTable, data []byte, m *appsv1.DaemonSetList) error {
 	var counts [1]int
 	counted := false
@@ -1876,6 +2210,18 @@ func unmarshalAppsv1DaemonSetList(t *InternTable, data []byte, m *appsv1.DaemonS
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1DaemonSetList are the fields of appsv1.DaemonSetList to the records of references
+// (refcode.go).
+func refFieldsAppsv1DaemonSetList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsAppsv1DaemonSet
+	}
+	return refOther, nil
 }
 
 // pbTagsAppsv1DaemonSetList are the tags of DaemonSetList's repeated fields of messages and strings.
@@ -1943,6 +2289,20 @@ func unmarshalBatchv1Job(t *InternTable, data []byte, m *batchv1.Job) error {
 	return nil
 }
 
+// refFieldsBatchv1Job are the fields of batchv1.Job to the records of references
+// (refcode.go).
+func refFieldsBatchv1Job(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsBatchv1JobSpec
+	case 3: // status
+		return refMessage, refFieldsBatchv1JobStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalBatchv1JobList(t *InternTable, data []byte, m *batchv1.JobList) error {
 	var counts [1]int
 	counted := false
@@ -1999,6 +2359,18 @@ func unmarshalBatchv1JobList(t *InternTable, data []byte, m *batchv1.JobList) er
 		}
 	}
 	return nil
+}
+
+// refFieldsBatchv1JobList are the fields of batchv1.JobList to the records of references
+// (refcode.go).
+func refFieldsBatchv1JobList(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ListMeta
+	case 2: // items
+		return refMessage, refFieldsBatchv1Job
+	}
+	return refOther, nil
 }
 
 // pbTagsBatchv1JobList are the tags of JobList's repeated fields of messages and strings.
@@ -2337,6 +2709,36 @@ func unmarshalMetav1ObjectMeta(t *InternTable, data []byte, m *metav1.ObjectMeta
 		keepRaw(t, &t.raw.strs, data, keep[3], &m.Finalizers[0], len(m.Finalizers), nil)
 	}
 	return nil
+}
+
+// refFieldsMetav1ObjectMeta are the fields of metav1.ObjectMeta to the records of references
+// (refcode.go).
+func refFieldsMetav1ObjectMeta(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // generateName
+		return refString, nil
+	case 3: // namespace
+		return refString, nil
+	case 4: // selfLink
+		return refString, nil
+	case 5: // uid
+		return refString, nil
+	case 6: // resourceVersion
+		return refString, nil
+	case 11: // labels
+		return refMessage, refFieldsMapStringToStringEntry
+	case 12: // annotations
+		return refMessage, refFieldsMapStringToStringEntry
+	case 13: // ownerReferences
+		return refMessage, refFieldsMetav1OwnerReference
+	case 14: // finalizers
+		return refString, nil
+	case 17: // managedFields
+		return refMessage, refFieldsMetav1ManagedFieldsEntry
+	}
+	return refOther, nil
 }
 
 // pbTagsMetav1ObjectMeta are the tags of ObjectMeta's repeated fields of messages and strings.
@@ -3138,6 +3540,78 @@ func unmarshalCorev1PodSpec(t *InternTable, data []byte, m *corev1.PodSpec) erro
 	return nil
 }
 
+// refFieldsCorev1PodSpec are the fields of corev1.PodSpec to the records of references
+// (refcode.go).
+func refFieldsCorev1PodSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumes
+		return refMessage, refFieldsCorev1Volume
+	case 20: // initContainers
+		return refMessage, refFieldsCorev1Container
+	case 2: // containers
+		return refMessage, refFieldsCorev1Container
+	case 34: // ephemeralContainers
+		return refMessage, refFieldsCorev1EphemeralContainer
+	case 3: // restartPolicy
+		return refString, nil
+	case 6: // dnsPolicy
+		return refString, nil
+	case 7: // nodeSelector
+		return refMessage, refFieldsMapStringToStringEntry
+	case 8: // serviceAccountName
+		return refString, nil
+	case 9: // serviceAccount
+		return refString, nil
+	case 10: // nodeName
+		return refString, nil
+	case 14: // securityContext
+		return refMessage, refFieldsCorev1PodSecurityContext
+	case 15: // imagePullSecrets
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 16: // hostname
+		return refString, nil
+	case 17: // subdomain
+		return refString, nil
+	case 18: // affinity
+		return refMessage, refFieldsCorev1Affinity
+	case 19: // schedulerName
+		return refString, nil
+	case 22: // tolerations
+		return refMessage, refFieldsCorev1Toleration
+	case 23: // hostAliases
+		return refMessage, refFieldsCorev1HostAlias
+	case 24: // priorityClassName
+		return refString, nil
+	case 26: // dnsConfig
+		return refMessage, refFieldsCorev1PodDNSConfig
+	case 28: // readinessGates
+		return refMessage, refFieldsCorev1PodReadinessGate
+	case 29: // runtimeClassName
+		return refString, nil
+	case 31: // preemptionPolicy
+		return refString, nil
+	case 32: // overhead
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 33: // topologySpreadConstraints
+		return refMessage, refFieldsCorev1TopologySpreadConstraint
+	case 36: // os
+		return refMessage, refFieldsCorev1PodOS
+	case 38: // schedulingGates
+		return refMessage, refFieldsCorev1PodSchedulingGate
+	case 39: // resourceClaims
+		return refMessage, refFieldsCorev1PodResourceClaim
+	case 40: // resources
+		return refMessage, refFieldsCorev1ResourceRequirements
+	case 41: // hostnameOverride
+		return refString, nil
+	case 43: // schedulingGroup
+		return refMessage, refFieldsCorev1PodSchedulingGroup
+	case 44: // evictionResponders
+		return refMessage, refFieldsCorev1EvictionResponder
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodSpec are the tags of PodSpec's repeated fields of messages and strings.
 var pbTagsCorev1PodSpec = [...]uint64{1<<3 | 2, 20<<3 | 2, 2<<3 | 2, 34<<3 | 2, 7<<3 | 2, 14<<3 | 2, 15<<3 | 2, 22<<3 | 2, 23<<3 | 2, 28<<3 | 2, 33<<3 | 2, 38<<3 | 2, 39<<3 | 2, 44<<3 | 2}
 
@@ -3537,6 +4011,54 @@ func unmarshalCorev1PodStatus(t *InternTable, data []byte, m *corev1.PodStatus) 
 	return nil
 }
 
+// refFieldsCorev1PodStatus are the fields of corev1.PodStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1PodStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // phase
+		return refString, nil
+	case 2: // conditions
+		return refMessage, refFieldsCorev1PodCondition
+	case 3: // message
+		return refString, nil
+	case 4: // reason
+		return refString, nil
+	case 11: // nominatedNodeName
+		return refString, nil
+	case 5: // hostIP
+		return refString, nil
+	case 16: // hostIPs
+		return refMessage, refFieldsCorev1HostIP
+	case 6: // podIP
+		return refString, nil
+	case 12: // podIPs
+		return refMessage, refFieldsCorev1PodIP
+	case 10: // initContainerStatuses
+		return refMessage, refFieldsCorev1ContainerStatus
+	case 8: // containerStatuses
+		return refMessage, refFieldsCorev1ContainerStatus
+	case 9: // qosClass
+		return refString, nil
+	case 13: // ephemeralContainerStatuses
+		return refMessage, refFieldsCorev1ContainerStatus
+	case 14: // resize
+		return refString, nil
+	case 15: // resourceClaimStatuses
+		return refMessage, refFieldsCorev1PodResourceClaimStatus
+	case 18: // extendedResourceClaimStatus
+		return refMessage, refFieldsCorev1PodExtendedResourceClaimStatus
+	case 19: // allocatedResources
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 20: // resources
+		return refMessage, refFieldsCorev1ResourceRequirements
+	case 21: // nodeAllocatableResourceClaimStatuses
+		return refMessage, refFieldsCorev1NodeAllocatableResourceClaimStatus
+	case 22: // volumeHealth
+		return refMessage, refFieldsCorev1PodVolumeHealth
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodStatus are the tags of PodStatus's repeated fields of messages and strings.
 var pbTagsCorev1PodStatus = [...]uint64{2<<3 | 2, 16<<3 | 2, 12<<3 | 2, 10<<3 | 2, 8<<3 | 2, 13<<3 | 2, 15<<3 | 2, 21<<3 | 2, 22<<3 | 2}
 
@@ -3624,6 +4146,22 @@ func unmarshalMetav1ListMeta(t *InternTable, data []byte, m *metav1.ListMeta) er
 		}
 	}
 	return nil
+}
+
+// refFieldsMetav1ListMeta are the fields of metav1.ListMeta to the records of references
+// (refcode.go).
+func refFieldsMetav1ListMeta(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // selfLink
+		return refString, nil
+	case 2: // resourceVersion
+		return refString, nil
+	case 3: // continue
+		return refString, nil
+	case 5: // shardInfo
+		return refMessage, refFieldsMetav1ShardInfo
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeSpec(t *InternTable, data []byte, m *corev1.NodeSpec) error {
@@ -3769,6 +4307,28 @@ func unmarshalCorev1NodeSpec(t *InternTable, data []byte, m *corev1.NodeSpec) er
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeSpec are the fields of corev1.NodeSpec to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // podCIDR
+		return refString, nil
+	case 7: // podCIDRs
+		return refString, nil
+	case 3: // providerID
+		return refString, nil
+	case 5: // taints
+		return refMessage, refFieldsCorev1Taint
+	case 6: // configSource
+		return refMessage, refFieldsCorev1NodeConfigSource
+	case 2: // externalID
+		return refString, nil
+	case 8: // podPreemptionPolicy
+		return refMessage, refFieldsCorev1NodePodPreemptionPolicy
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NodeSpec are the tags of NodeSpec's repeated fields of messages and strings.
@@ -4050,6 +4610,42 @@ func unmarshalCorev1NodeStatus(t *InternTable, data []byte, m *corev1.NodeStatus
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeStatus are the fields of corev1.NodeStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // capacity
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 2: // allocatable
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 3: // phase
+		return refString, nil
+	case 4: // conditions
+		return refMessage, refFieldsCorev1NodeCondition
+	case 5: // addresses
+		return refMessage, refFieldsCorev1NodeAddress
+	case 6: // daemonEndpoints
+		return refMessage, refFieldsCorev1NodeDaemonEndpoints
+	case 7: // nodeInfo
+		return refMessage, refFieldsCorev1NodeSystemInfo
+	case 8: // images
+		return refMessage, refFieldsCorev1ContainerImage
+	case 9: // volumesInUse
+		return refString, nil
+	case 10: // volumesAttached
+		return refMessage, refFieldsCorev1AttachedVolume
+	case 11: // config
+		return refMessage, refFieldsCorev1NodeConfigStatus
+	case 12: // runtimeHandlers
+		return refMessage, refFieldsCorev1NodeRuntimeHandler
+	case 13: // features
+		return refMessage, refFieldsCorev1NodeFeatures
+	case 14: // declaredFeatures
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NodeStatus are the tags of NodeStatus's repeated fields of messages and strings.
@@ -4370,6 +4966,48 @@ func unmarshalCorev1ServiceSpec(t *InternTable, data []byte, m *corev1.ServiceSp
 	return nil
 }
 
+// refFieldsCorev1ServiceSpec are the fields of corev1.ServiceSpec to the records of references
+// (refcode.go).
+func refFieldsCorev1ServiceSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // ports
+		return refMessage, refFieldsCorev1ServicePort
+	case 2: // selector
+		return refMessage, refFieldsMapStringToStringEntry
+	case 3: // clusterIP
+		return refString, nil
+	case 18: // clusterIPs
+		return refString, nil
+	case 4: // type
+		return refString, nil
+	case 5: // externalIPs
+		return refString, nil
+	case 7: // sessionAffinity
+		return refString, nil
+	case 8: // loadBalancerIP
+		return refString, nil
+	case 9: // loadBalancerSourceRanges
+		return refString, nil
+	case 10: // externalName
+		return refString, nil
+	case 11: // externalTrafficPolicy
+		return refString, nil
+	case 14: // sessionAffinityConfig
+		return refMessage, refFieldsCorev1SessionAffinityConfig
+	case 19: // ipFamilies
+		return refString, nil
+	case 17: // ipFamilyPolicy
+		return refString, nil
+	case 21: // loadBalancerClass
+		return refString, nil
+	case 22: // internalTrafficPolicy
+		return refString, nil
+	case 23: // trafficDistribution
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ServiceSpec are the tags of ServiceSpec's repeated fields of messages and strings.
 var pbTagsCorev1ServiceSpec = [...]uint64{1<<3 | 2, 18<<3 | 2, 5<<3 | 2, 9<<3 | 2, 19<<3 | 2}
 
@@ -4431,6 +5069,18 @@ func unmarshalCorev1ServiceStatus(t *InternTable, data []byte, m *corev1.Service
 	return nil
 }
 
+// refFieldsCorev1ServiceStatus are the fields of corev1.ServiceStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1ServiceStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // loadBalancer
+		return refMessage, refFieldsCorev1LoadBalancerStatus
+	case 2: // conditions
+		return refMessage, refFieldsMetav1Condition
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ServiceStatus are the tags of ServiceStatus's repeated fields of messages and strings.
 var pbTagsCorev1ServiceStatus = [...]uint64{2<<3 | 2}
 
@@ -4473,6 +5123,16 @@ func unmarshalCorev1NamespaceSpec(t *InternTable, data []byte, m *corev1.Namespa
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NamespaceSpec are the fields of corev1.NamespaceSpec to the records of references
+// (refcode.go).
+func refFieldsCorev1NamespaceSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // finalizers
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NamespaceSpec are the tags of NamespaceSpec's repeated fields of messages and strings.
@@ -4532,6 +5192,18 @@ func unmarshalCorev1NamespaceStatus(t *InternTable, data []byte, m *corev1.Names
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NamespaceStatus are the fields of corev1.NamespaceStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1NamespaceStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // phase
+		return refString, nil
+	case 2: // conditions
+		return refMessage, refFieldsCorev1NamespaceCondition
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NamespaceStatus are the tags of NamespaceStatus's repeated fields of messages and strings.
@@ -4682,6 +5354,30 @@ func unmarshalDiscoveryv1Endpoint(t *InternTable, data []byte, m *discoveryv1.En
 	return nil
 }
 
+// refFieldsDiscoveryv1Endpoint are the fields of discoveryv1.Endpoint to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1Endpoint(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // addresses
+		return refString, nil
+	case 2: // conditions
+		return refMessage, refFieldsDiscoveryv1EndpointConditions
+	case 3: // hostname
+		return refString, nil
+	case 4: // targetRef
+		return refMessage, refFieldsCorev1ObjectReference
+	case 5: // deprecatedTopology
+		return refMessage, refFieldsMapStringToStringEntry
+	case 6: // nodeName
+		return refString, nil
+	case 7: // zone
+		return refString, nil
+	case 8: // hints
+		return refMessage, refFieldsDiscoveryv1EndpointHints
+	}
+	return refOther, nil
+}
+
 // pbTagsDiscoveryv1Endpoint are the tags of Endpoint's repeated fields of messages and strings.
 var pbTagsDiscoveryv1Endpoint = [...]uint64{1<<3 | 2}
 
@@ -4755,6 +5451,20 @@ func unmarshalDiscoveryv1EndpointPort(t *InternTable, data []byte, m *discoveryv
 		}
 	}
 	return nil
+}
+
+// refFieldsDiscoveryv1EndpointPort are the fields of discoveryv1.EndpointPort to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1EndpointPort(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refString, nil
+	case 2: //
+		return refString, nil
+	case 4: //
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalAppsv1DeploymentSpec(t *InternTable, data []byte, m *appsv1.DeploymentSpec) error {
@@ -4883,6 +5593,20 @@ func unmarshalAppsv1DeploymentSpec(t *InternTable, data []byte, m *appsv1.Deploy
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1DeploymentSpec are the fields of appsv1.DeploymentSpec to the records of references
+// (refcode.go).
+func refFieldsAppsv1DeploymentSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // selector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 3: // template
+		return refMessage, refFieldsCorev1PodTemplateSpec
+	case 4: // strategy
+		return refMessage, refFieldsAppsv1DeploymentStrategy
+	}
+	return refOther, nil
 }
 
 func unmarshalAppsv1DeploymentStatus(t *InternTable, data []byte, m *appsv1.DeploymentStatus) error {
@@ -5027,6 +5751,16 @@ func unmarshalAppsv1DeploymentStatus(t *InternTable, data []byte, m *appsv1.Depl
 	return nil
 }
 
+// refFieldsAppsv1DeploymentStatus are the fields of appsv1.DeploymentStatus to the records of references
+// (refcode.go).
+func refFieldsAppsv1DeploymentStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 6: // conditions
+		return refMessage, refFieldsAppsv1DeploymentCondition
+	}
+	return refOther, nil
+}
+
 // pbTagsAppsv1DeploymentStatus are the tags of DeploymentStatus's repeated fields of messages and strings.
 var pbTagsAppsv1DeploymentStatus = [...]uint64{6<<3 | 2}
 
@@ -5104,6 +5838,18 @@ func unmarshalAppsv1ReplicaSetSpec(t *InternTable, data []byte, m *appsv1.Replic
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1ReplicaSetSpec are the fields of appsv1.ReplicaSetSpec to the records of references
+// (refcode.go).
+func refFieldsAppsv1ReplicaSetSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // selector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 3: // template
+		return refMessage, refFieldsCorev1PodTemplateSpec
+	}
+	return refOther, nil
 }
 
 func unmarshalAppsv1ReplicaSetStatus(t *InternTable, data []byte, m *appsv1.ReplicaSetStatus) error {
@@ -5221,6 +5967,16 @@ func unmarshalAppsv1ReplicaSetStatus(t *InternTable, data []byte, m *appsv1.Repl
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1ReplicaSetStatus are the fields of appsv1.ReplicaSetStatus to the records of references
+// (refcode.go).
+func refFieldsAppsv1ReplicaSetStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 6: // conditions
+		return refMessage, refFieldsAppsv1ReplicaSetCondition
+	}
+	return refOther, nil
 }
 
 // pbTagsAppsv1ReplicaSetStatus are the tags of ReplicaSetStatus's repeated fields of messages and strings.
@@ -5411,6 +6167,30 @@ func unmarshalAppsv1StatefulSetSpec(t *InternTable, data []byte, m *appsv1.State
 	return nil
 }
 
+// refFieldsAppsv1StatefulSetSpec are the fields of appsv1.StatefulSetSpec to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSetSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // selector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 3: // template
+		return refMessage, refFieldsCorev1PodTemplateSpec
+	case 4: // volumeClaimTemplates
+		return refMessage, refFieldsCorev1PersistentVolumeClaim
+	case 5: // serviceName
+		return refString, nil
+	case 6: // podManagementPolicy
+		return refString, nil
+	case 7: // updateStrategy
+		return refMessage, refFieldsAppsv1StatefulSetUpdateStrategy
+	case 10: // persistentVolumeClaimRetentionPolicy
+		return refMessage, refFieldsAppsv1StatefulSetPersistentVolumeClaimRetentionPolicy
+	case 11: // ordinals
+		return refMessage, refFieldsAppsv1StatefulSetOrdinals
+	}
+	return refOther, nil
+}
+
 // pbTagsAppsv1StatefulSetSpec are the tags of StatefulSetSpec's repeated fields of messages and strings.
 var pbTagsAppsv1StatefulSetSpec = [...]uint64{4<<3 | 2}
 
@@ -5567,6 +6347,20 @@ func unmarshalAppsv1StatefulSetStatus(t *InternTable, data []byte, m *appsv1.Sta
 	return nil
 }
 
+// refFieldsAppsv1StatefulSetStatus are the fields of appsv1.StatefulSetStatus to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSetStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 6: // currentRevision
+		return refString, nil
+	case 7: // updateRevision
+		return refString, nil
+	case 10: // conditions
+		return refMessage, refFieldsAppsv1StatefulSetCondition
+	}
+	return refOther, nil
+}
+
 // pbTagsAppsv1StatefulSetStatus are the tags of StatefulSetStatus's repeated fields of messages and strings.
 var pbTagsAppsv1StatefulSetStatus = [...]uint64{10<<3 | 2}
 
@@ -5658,6 +6452,20 @@ func unmarshalAppsv1DaemonSetSpec(t *InternTable, data []byte, m *appsv1.DaemonS
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1DaemonSetSpec are the fields of appsv1.DaemonSetSpec to the records of references
+// (refcode.go).
+func refFieldsAppsv1DaemonSetSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // selector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 2: // template
+		return refMessage, refFieldsCorev1PodTemplateSpec
+	case 3: // updateStrategy
+		return refMessage, refFieldsAppsv1DaemonSetUpdateStrategy
+	}
+	return refOther, nil
 }
 
 func unmarshalAppsv1DaemonSetStatus(t *InternTable, data []byte, m *appsv1.DaemonSetStatus) error {
@@ -5811,6 +6619,16 @@ func unmarshalAppsv1DaemonSetStatus(t *InternTable, data []byte, m *appsv1.Daemo
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1DaemonSetStatus are the fields of appsv1.DaemonSetStatus to the records of references
+// (refcode.go).
+func refFieldsAppsv1DaemonSetStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 10: // conditions
+		return refMessage, refFieldsAppsv1DaemonSetCondition
+	}
+	return refOther, nil
 }
 
 // pbTagsAppsv1DaemonSetStatus are the tags of DaemonSetStatus's repeated fields of messages and strings.
@@ -6074,6 +6892,30 @@ func unmarshalBatchv1JobSpec(t *InternTable, data []byte, m *batchv1.JobSpec) er
 	return nil
 }
 
+// refFieldsBatchv1JobSpec are the fields of batchv1.JobSpec to the records of references
+// (refcode.go).
+func refFieldsBatchv1JobSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 11: // podFailurePolicy
+		return refMessage, refFieldsBatchv1PodFailurePolicy
+	case 16: // successPolicy
+		return refMessage, refFieldsBatchv1SuccessPolicy
+	case 4: // selector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 6: // template
+		return refMessage, refFieldsCorev1PodTemplateSpec
+	case 9: // completionMode
+		return refString, nil
+	case 14: // podReplacementPolicy
+		return refString, nil
+	case 15: // managedBy
+		return refString, nil
+	case 17: // scheduling
+		return refMessage, refFieldsBatchv1JobSchedulingConfiguration
+	}
+	return refOther, nil
+}
+
 func unmarshalBatchv1JobStatus(t *InternTable, data []byte, m *batchv1.JobStatus) error {
 	var counts [1]int
 	counted := false
@@ -6256,6 +7098,22 @@ func unmarshalBatchv1JobStatus(t *InternTable, data []byte, m *batchv1.JobStatus
 	return nil
 }
 
+// refFieldsBatchv1JobStatus are the fields of batchv1.JobStatus to the records of references
+// (refcode.go).
+func refFieldsBatchv1JobStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // conditions
+		return refMessage, refFieldsBatchv1JobCondition
+	case 7: // completedIndexes
+		return refString, nil
+	case 10: // failedIndexes
+		return refString, nil
+	case 8: // uncountedTerminatedPods
+		return refMessage, refFieldsBatchv1UncountedTerminatedPods
+	}
+	return refOther, nil
+}
+
 // pbTagsBatchv1JobStatus are the tags of JobStatus's repeated fields of messages and strings.
 var pbTagsBatchv1JobStatus = [...]uint64{1<<3 | 2}
 
@@ -6351,6 +7209,22 @@ func unmarshalMetav1OwnerReference(t *InternTable, data []byte, m *metav1.OwnerR
 		}
 	}
 	return nil
+}
+
+// refFieldsMetav1OwnerReference are the fields of metav1.OwnerReference to the records of references
+// (refcode.go).
+func refFieldsMetav1OwnerReference(num int32) (refKind, refFields) {
+	switch num {
+	case 5: // apiVersion
+		return refString, nil
+	case 1: // kind
+		return refString, nil
+	case 3: // name
+		return refString, nil
+	case 4: // uid
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalMetav1ManagedFieldsEntry(t *InternTable, data []byte, m *metav1.ManagedFieldsEntry) error {
@@ -6467,6 +7341,26 @@ func unmarshalMetav1ManagedFieldsEntry(t *InternTable, data []byte, m *metav1.Ma
 	return nil
 }
 
+// refFieldsMetav1ManagedFieldsEntry are the fields of metav1.ManagedFieldsEntry to the records of references
+// (refcode.go).
+func refFieldsMetav1ManagedFieldsEntry(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // manager
+		return refString, nil
+	case 2: // operation
+		return refString, nil
+	case 3: // apiVersion
+		return refString, nil
+	case 6: // fieldsType
+		return refString, nil
+	case 7: // fieldsV1
+		return refMessage, refFieldsMetav1FieldsV1
+	case 8: // subresource
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1Volume(t *InternTable, data []byte, m *corev1.Volume) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -6511,6 +7405,18 @@ func unmarshalCorev1Volume(t *InternTable, data []byte, m *corev1.Volume) error 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1Volume are the fields of corev1.Volume to the records of references
+// (refcode.go).
+func refFieldsCorev1Volume(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // volumeSource
+		return refMessage, refFieldsCorev1VolumeSource
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1Container(t *InternTable, data []byte, m *corev1.Container) error {
@@ -7192,6 +8098,58 @@ func unmarshalCorev1Container(t *InternTable, data []byte, m *corev1.Container) 
 	return nil
 }
 
+// refFieldsCorev1Container are the fields of corev1.Container to the records of references
+// (refcode.go).
+func refFieldsCorev1Container(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // image
+		return refString, nil
+	case 3: // command
+		return refString, nil
+	case 4: // args
+		return refString, nil
+	case 5: // workingDir
+		return refString, nil
+	case 6: // ports
+		return refMessage, refFieldsCorev1ContainerPort
+	case 19: // envFrom
+		return refMessage, refFieldsCorev1EnvFromSource
+	case 7: // env
+		return refMessage, refFieldsCorev1EnvVar
+	case 8: // resources
+		return refMessage, refFieldsCorev1ResourceRequirements
+	case 23: // resizePolicy
+		return refMessage, refFieldsCorev1ContainerResizePolicy
+	case 24: // restartPolicy
+		return refString, nil
+	case 25: // restartPolicyRules
+		return refMessage, refFieldsCorev1ContainerRestartRule
+	case 9: // volumeMounts
+		return refMessage, refFieldsCorev1VolumeMount
+	case 21: // volumeDevices
+		return refMessage, refFieldsCorev1VolumeDevice
+	case 10: // livenessProbe
+		return refMessage, refFieldsCorev1Probe
+	case 11: // readinessProbe
+		return refMessage, refFieldsCorev1Probe
+	case 22: // startupProbe
+		return refMessage, refFieldsCorev1Probe
+	case 12: // lifecycle
+		return refMessage, refFieldsCorev1Lifecycle
+	case 13: // terminationMessagePath
+		return refString, nil
+	case 20: // terminationMessagePolicy
+		return refString, nil
+	case 14: // imagePullPolicy
+		return refString, nil
+	case 15: // securityContext
+		return refMessage, refFieldsCorev1SecurityContext
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1Container are the tags of Container's repeated fields of messages and strings.
 var pbTagsCorev1Container = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 | 2, 19<<3 | 2, 7<<3 | 2, 23<<3 | 2, 25<<3 | 2, 9<<3 | 2, 21<<3 | 2, 10<<3 | 2, 11<<3 | 2, 22<<3 | 2, 12<<3 | 2, 15<<3 | 2}
 
@@ -7239,6 +8197,18 @@ func unmarshalCorev1EphemeralContainer(t *InternTable, data []byte, m *corev1.Ep
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1EphemeralContainer are the fields of corev1.EphemeralContainer to the records of references
+// (refcode.go).
+func refFieldsCorev1EphemeralContainer(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refMessage, refFieldsCorev1EphemeralContainerCommon
+	case 2: // targetContainerName
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PodSecurityContext(t *InternTable, data []byte, m *corev1.PodSecurityContext) error {
@@ -7475,6 +8445,30 @@ func unmarshalCorev1PodSecurityContext(t *InternTable, data []byte, m *corev1.Po
 	return nil
 }
 
+// refFieldsCorev1PodSecurityContext are the fields of corev1.PodSecurityContext to the records of references
+// (refcode.go).
+func refFieldsCorev1PodSecurityContext(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // seLinuxOptions
+		return refMessage, refFieldsCorev1SELinuxOptions
+	case 8: // windowsOptions
+		return refMessage, refFieldsCorev1WindowsSecurityContextOptions
+	case 12: // supplementalGroupsPolicy
+		return refString, nil
+	case 7: // sysctls
+		return refMessage, refFieldsCorev1Sysctl
+	case 9: // fsGroupChangePolicy
+		return refString, nil
+	case 10: // seccompProfile
+		return refMessage, refFieldsCorev1SeccompProfile
+	case 11: // appArmorProfile
+		return refMessage, refFieldsCorev1AppArmorProfile
+	case 13: // seLinuxChangePolicy
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodSecurityContext are the tags of PodSecurityContext's repeated fields of messages and strings.
 var pbTagsCorev1PodSecurityContext = [...]uint64{7<<3 | 2}
 
@@ -7508,6 +8502,16 @@ func unmarshalCorev1LocalObjectReference(t *InternTable, data []byte, m *corev1.
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1LocalObjectReference are the fields of corev1.LocalObjectReference to the records of references
+// (refcode.go).
+func refFieldsCorev1LocalObjectReference(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1Affinity(t *InternTable, data []byte, m *corev1.Affinity) error {
@@ -7579,6 +8583,20 @@ func unmarshalCorev1Affinity(t *InternTable, data []byte, m *corev1.Affinity) er
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1Affinity are the fields of corev1.Affinity to the records of references
+// (refcode.go).
+func refFieldsCorev1Affinity(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // nodeAffinity
+		return refMessage, refFieldsCorev1NodeAffinity
+	case 2: // podAffinity
+		return refMessage, refFieldsCorev1PodAffinity
+	case 3: // podAntiAffinity
+		return refMessage, refFieldsCorev1PodAntiAffinity
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1Toleration(t *InternTable, data []byte, m *corev1.Toleration) error {
@@ -7662,6 +8680,22 @@ func unmarshalCorev1Toleration(t *InternTable, data []byte, m *corev1.Toleration
 	return nil
 }
 
+// refFieldsCorev1Toleration are the fields of corev1.Toleration to the records of references
+// (refcode.go).
+func refFieldsCorev1Toleration(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // key
+		return refString, nil
+	case 2: // operator
+		return refString, nil
+	case 3: // value
+		return refString, nil
+	case 4: // effect
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1HostAlias(t *InternTable, data []byte, m *corev1.HostAlias) error {
 	var counts [1]int
 	counted := false
@@ -7713,6 +8747,18 @@ func unmarshalCorev1HostAlias(t *InternTable, data []byte, m *corev1.HostAlias) 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1HostAlias are the fields of corev1.HostAlias to the records of references
+// (refcode.go).
+func refFieldsCorev1HostAlias(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // ip
+		return refString, nil
+	case 2: // hostnames
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1HostAlias are the tags of HostAlias's repeated fields of messages and strings.
@@ -7800,6 +8846,20 @@ func unmarshalCorev1PodDNSConfig(t *InternTable, data []byte, m *corev1.PodDNSCo
 	return nil
 }
 
+// refFieldsCorev1PodDNSConfig are the fields of corev1.PodDNSConfig to the records of references
+// (refcode.go).
+func refFieldsCorev1PodDNSConfig(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // nameservers
+		return refString, nil
+	case 2: // searches
+		return refString, nil
+	case 3: // options
+		return refMessage, refFieldsCorev1PodDNSConfigOption
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodDNSConfig are the tags of PodDNSConfig's repeated fields of messages and strings.
 var pbTagsCorev1PodDNSConfig = [...]uint64{1<<3 | 2, 2<<3 | 2, 3<<3 | 2}
 
@@ -7833,6 +8893,16 @@ func unmarshalCorev1PodReadinessGate(t *InternTable, data []byte, m *corev1.PodR
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodReadinessGate are the fields of corev1.PodReadinessGate to the records of references
+// (refcode.go).
+func refFieldsCorev1PodReadinessGate(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // conditionType
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1TopologySpreadConstraint(t *InternTable, data []byte, m *corev1.TopologySpreadConstraint) error {
@@ -7968,6 +9038,26 @@ func unmarshalCorev1TopologySpreadConstraint(t *InternTable, data []byte, m *cor
 	return nil
 }
 
+// refFieldsCorev1TopologySpreadConstraint are the fields of corev1.TopologySpreadConstraint to the records of references
+// (refcode.go).
+func refFieldsCorev1TopologySpreadConstraint(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // topologyKey
+		return refString, nil
+	case 3: // whenUnsatisfiable
+		return refString, nil
+	case 4: // labelSelector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 6: // nodeAffinityPolicy
+		return refString, nil
+	case 7: // nodeTaintsPolicy
+		return refString, nil
+	case 8: // matchLabelKeys
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1TopologySpreadConstraint are the tags of TopologySpreadConstraint's repeated fields of messages and strings.
 var pbTagsCorev1TopologySpreadConstraint = [...]uint64{8<<3 | 2}
 
@@ -8003,6 +9093,16 @@ func unmarshalCorev1PodOS(t *InternTable, data []byte, m *corev1.PodOS) error {
 	return nil
 }
 
+// refFieldsCorev1PodOS are the fields of corev1.PodOS to the records of references
+// (refcode.go).
+func refFieldsCorev1PodOS(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1PodSchedulingGate(t *InternTable, data []byte, m *corev1.PodSchedulingGate) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -8033,6 +9133,16 @@ func unmarshalCorev1PodSchedulingGate(t *InternTable, data []byte, m *corev1.Pod
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodSchedulingGate are the fields of corev1.PodSchedulingGate to the records of references
+// (refcode.go).
+func refFieldsCorev1PodSchedulingGate(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PodResourceClaim(t *InternTable, data []byte, m *corev1.PodResourceClaim) error {
@@ -8091,6 +9201,20 @@ func unmarshalCorev1PodResourceClaim(t *InternTable, data []byte, m *corev1.PodR
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodResourceClaim are the fields of corev1.PodResourceClaim to the records of references
+// (refcode.go).
+func refFieldsCorev1PodResourceClaim(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refString, nil
+	case 3: // resourceClaimName
+		return refString, nil
+	case 4: // resourceClaimTemplateName
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ResourceRequirements(t *InternTable, data []byte, m *corev1.ResourceRequirements) error {
@@ -8223,6 +9347,20 @@ func unmarshalCorev1ResourceRequirements(t *InternTable, data []byte, m *corev1.
 	return nil
 }
 
+// refFieldsCorev1ResourceRequirements are the fields of corev1.ResourceRequirements to the records of references
+// (refcode.go).
+func refFieldsCorev1ResourceRequirements(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // limits
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 2: // requests
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 3: // claims
+		return refMessage, refFieldsCorev1ResourceClaim
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ResourceRequirements are the tags of ResourceRequirements's repeated fields of messages and strings.
 var pbTagsCorev1ResourceRequirements = [...]uint64{1<<3 | 2, 2<<3 | 2, 3<<3 | 2}
 
@@ -8257,6 +9395,16 @@ func unmarshalCorev1PodSchedulingGroup(t *InternTable, data []byte, m *corev1.Po
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodSchedulingGroup are the fields of corev1.PodSchedulingGroup to the records of references
+// (refcode.go).
+func refFieldsCorev1PodSchedulingGroup(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // podGroupName
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1EvictionResponder(t *InternTable, data []byte, m *corev1.EvictionResponder) error {
@@ -8302,6 +9450,16 @@ func unmarshalCorev1EvictionResponder(t *InternTable, data []byte, m *corev1.Evi
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1EvictionResponder are the fields of corev1.EvictionResponder to the records of references
+// (refcode.go).
+func refFieldsCorev1EvictionResponder(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PodCondition(t *InternTable, data []byte, m *corev1.PodCondition) error {
@@ -8412,6 +9570,22 @@ func unmarshalCorev1PodCondition(t *InternTable, data []byte, m *corev1.PodCondi
 	return nil
 }
 
+// refFieldsCorev1PodCondition are the fields of corev1.PodCondition to the records of references
+// (refcode.go).
+func refFieldsCorev1PodCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 5: // reason
+		return refString, nil
+	case 6: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1HostIP(t *InternTable, data []byte, m *corev1.HostIP) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -8444,6 +9618,16 @@ func unmarshalCorev1HostIP(t *InternTable, data []byte, m *corev1.HostIP) error 
 	return nil
 }
 
+// refFieldsCorev1HostIP are the fields of corev1.HostIP to the records of references
+// (refcode.go).
+func refFieldsCorev1HostIP(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // ip
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1PodIP(t *InternTable, data []byte, m *corev1.PodIP) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -8474,6 +9658,16 @@ func unmarshalCorev1PodIP(t *InternTable, data []byte, m *corev1.PodIP) error {
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodIP are the fields of corev1.PodIP to the records of references
+// (refcode.go).
+func refFieldsCorev1PodIP(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // ip
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ContainerStatus(t *InternTable, data []byte, m *corev1.ContainerStatus) error {
@@ -8719,6 +9913,38 @@ func unmarshalCorev1ContainerStatus(t *InternTable, data []byte, m *corev1.Conta
 	return nil
 }
 
+// refFieldsCorev1ContainerStatus are the fields of corev1.ContainerStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // state
+		return refMessage, refFieldsCorev1ContainerState
+	case 3: // lastState
+		return refMessage, refFieldsCorev1ContainerState
+	case 6: // image
+		return refString, nil
+	case 7: // imageID
+		return refString, nil
+	case 8: // containerID
+		return refString, nil
+	case 10: // allocatedResources
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 11: // resources
+		return refMessage, refFieldsCorev1ResourceRequirements
+	case 12: // volumeMounts
+		return refMessage, refFieldsCorev1VolumeMountStatus
+	case 13: // user
+		return refMessage, refFieldsCorev1ContainerUser
+	case 14: // allocatedResourcesStatus
+		return refMessage, refFieldsCorev1ResourceStatus
+	case 15: // stopSignal
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ContainerStatus are the tags of ContainerStatus's repeated fields of messages and strings.
 var pbTagsCorev1ContainerStatus = [...]uint64{12<<3 | 2, 14<<3 | 2}
 
@@ -8765,6 +9991,18 @@ func unmarshalCorev1PodResourceClaimStatus(t *InternTable, data []byte, m *corev
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodResourceClaimStatus are the fields of corev1.PodResourceClaimStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1PodResourceClaimStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refString, nil
+	case 2: // resourceClaimName
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PodExtendedResourceClaimStatus(t *InternTable, data []byte, m *corev1.PodExtendedResourceClaimStatus) error {
@@ -8821,6 +10059,18 @@ func unmarshalCorev1PodExtendedResourceClaimStatus(t *InternTable, data []byte, 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PodExtendedResourceClaimStatus are the fields of corev1.PodExtendedResourceClaimStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1PodExtendedResourceClaimStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // requestMappings
+		return refMessage, refFieldsCorev1ContainerExtendedResourceRequest
+	case 2: //
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1PodExtendedResourceClaimStatus are the tags of PodExtendedResourceClaimStatus's repeated fields of messages and strings.
@@ -8923,6 +10173,22 @@ func unmarshalCorev1NodeAllocatableResourceClaimStatus(t *InternTable, data []by
 	return nil
 }
 
+// refFieldsCorev1NodeAllocatableResourceClaimStatus are the fields of corev1.NodeAllocatableResourceClaimStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeAllocatableResourceClaimStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // resourceClaimName
+		return refString, nil
+	case 2: // containers
+		return refString, nil
+	case 4: // mapping
+		return refMessage, refFieldsCorev1NodeAllocatableMappedResources
+	case 5: // overhead
+		return refMessage, refFieldsCorev1NodeAllocatableOverheadResources
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1NodeAllocatableResourceClaimStatus are the tags of NodeAllocatableResourceClaimStatus's repeated fields of messages and strings.
 var pbTagsCorev1NodeAllocatableResourceClaimStatus = [...]uint64{2<<3 | 2, 4<<3 | 2, 5<<3 | 2}
 
@@ -8996,6 +10262,18 @@ func unmarshalCorev1PodVolumeHealth(t *InternTable, data []byte, m *corev1.PodVo
 	return nil
 }
 
+// refFieldsCorev1PodVolumeHealth are the fields of corev1.PodVolumeHealth to the records of references
+// (refcode.go).
+func refFieldsCorev1PodVolumeHealth(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // healthConditions
+		return refMessage, refFieldsCorev1VolumeHealthCondition
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodVolumeHealth are the tags of PodVolumeHealth's repeated fields of messages and strings.
 var pbTagsCorev1PodVolumeHealth = [...]uint64{2<<3 | 2}
 
@@ -9029,6 +10307,16 @@ func unmarshalMetav1ShardInfo(t *InternTable, data []byte, m *metav1.ShardInfo) 
 		}
 	}
 	return nil
+}
+
+// refFieldsMetav1ShardInfo are the fields of metav1.ShardInfo to the records of references
+// (refcode.go).
+func refFieldsMetav1ShardInfo(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // selector
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1Taint(t *InternTable, data []byte, m *corev1.Taint) error {
@@ -9104,6 +10392,20 @@ func unmarshalCorev1Taint(t *InternTable, data []byte, m *corev1.Taint) error {
 	return nil
 }
 
+// refFieldsCorev1Taint are the fields of corev1.Taint to the records of references
+// (refcode.go).
+func refFieldsCorev1Taint(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // key
+		return refString, nil
+	case 2: // value
+		return refString, nil
+	case 3: // effect
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NodeConfigSource(t *InternTable, data []byte, m *corev1.NodeConfigSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -9139,6 +10441,16 @@ func unmarshalCorev1NodeConfigSource(t *InternTable, data []byte, m *corev1.Node
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeConfigSource are the fields of corev1.NodeConfigSource to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeConfigSource(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // configMap
+		return refMessage, refFieldsCorev1ConfigMapNodeConfigSource
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1NodePodPreemptionPolicy(t *InternTable, data []byte, m *corev1.NodePodPreemptionPolicy) error {
@@ -9180,6 +10492,16 @@ func unmarshalCorev1NodePodPreemptionPolicy(t *InternTable, data []byte, m *core
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodePodPreemptionPolicy are the fields of corev1.NodePodPreemptionPolicy to the records of references
+// (refcode.go).
+func refFieldsCorev1NodePodPreemptionPolicy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // disableResizePreemption
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NodePodPreemptionPolicy are the tags of NodePodPreemptionPolicy's repeated fields of messages and strings.
@@ -9281,6 +10603,22 @@ func unmarshalCorev1NodeCondition(t *InternTable, data []byte, m *corev1.NodeCon
 	return nil
 }
 
+// refFieldsCorev1NodeCondition are the fields of corev1.NodeCondition to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 5: // reason
+		return refString, nil
+	case 6: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NodeAddress(t *InternTable, data []byte, m *corev1.NodeAddress) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -9325,6 +10663,18 @@ func unmarshalCorev1NodeAddress(t *InternTable, data []byte, m *corev1.NodeAddre
 	return nil
 }
 
+// refFieldsCorev1NodeAddress are the fields of corev1.NodeAddress to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeAddress(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // address
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NodeDaemonEndpoints(t *InternTable, data []byte, m *corev1.NodeDaemonEndpoints) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -9357,6 +10707,16 @@ func unmarshalCorev1NodeDaemonEndpoints(t *InternTable, data []byte, m *corev1.N
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeDaemonEndpoints are the fields of corev1.NodeDaemonEndpoints to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeDaemonEndpoints(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // kubeletEndpoint
+		return refMessage, refFieldsCorev1DaemonEndpoint
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeSystemInfo(t *InternTable, data []byte, m *corev1.NodeSystemInfo) error {
@@ -9529,6 +10889,36 @@ func unmarshalCorev1NodeSystemInfo(t *InternTable, data []byte, m *corev1.NodeSy
 	return nil
 }
 
+// refFieldsCorev1NodeSystemInfo are the fields of corev1.NodeSystemInfo to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeSystemInfo(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // machineID
+		return refString, nil
+	case 2: // systemUUID
+		return refString, nil
+	case 3: // bootID
+		return refString, nil
+	case 4: // kernelVersion
+		return refString, nil
+	case 5: // osImage
+		return refString, nil
+	case 6: // containerRuntimeVersion
+		return refString, nil
+	case 7: // kubeletVersion
+		return refString, nil
+	case 8: // kubeProxyVersion
+		return refString, nil
+	case 9: // operatingSystem
+		return refString, nil
+	case 10: // architecture
+		return refString, nil
+	case 11: // swap
+		return refMessage, refFieldsCorev1NodeSwapStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ContainerImage(t *InternTable, data []byte, m *corev1.ContainerImage) error {
 	var counts [1]int
 	counted := false
@@ -9582,6 +10972,16 @@ func unmarshalCorev1ContainerImage(t *InternTable, data []byte, m *corev1.Contai
 	return nil
 }
 
+// refFieldsCorev1ContainerImage are the fields of corev1.ContainerImage to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerImage(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // names
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ContainerImage are the tags of ContainerImage's repeated fields of messages and strings.
 var pbTagsCorev1ContainerImage = [...]uint64{1<<3 | 2}
 
@@ -9627,6 +11027,18 @@ func unmarshalCorev1AttachedVolume(t *InternTable, data []byte, m *corev1.Attach
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1AttachedVolume are the fields of corev1.AttachedVolume to the records of references
+// (refcode.go).
+func refFieldsCorev1AttachedVolume(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // devicePath
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeConfigStatus(t *InternTable, data []byte, m *corev1.NodeConfigStatus) error {
@@ -9712,6 +11124,22 @@ func unmarshalCorev1NodeConfigStatus(t *InternTable, data []byte, m *corev1.Node
 	return nil
 }
 
+// refFieldsCorev1NodeConfigStatus are the fields of corev1.NodeConfigStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeConfigStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // assigned
+		return refMessage, refFieldsCorev1NodeConfigSource
+	case 2: // active
+		return refMessage, refFieldsCorev1NodeConfigSource
+	case 3: // lastKnownGood
+		return refMessage, refFieldsCorev1NodeConfigSource
+	case 4: // error
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NodeRuntimeHandler(t *InternTable, data []byte, m *corev1.NodeRuntimeHandler) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -9761,6 +11189,18 @@ func unmarshalCorev1NodeRuntimeHandler(t *InternTable, data []byte, m *corev1.No
 	return nil
 }
 
+// refFieldsCorev1NodeRuntimeHandler are the fields of corev1.NodeRuntimeHandler to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeRuntimeHandler(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // features
+		return refMessage, refFieldsCorev1NodeRuntimeHandlerFeatures
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NodeFeatures(t *InternTable, data []byte, m *corev1.NodeFeatures) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -9792,6 +11232,13 @@ func unmarshalCorev1NodeFeatures(t *InternTable, data []byte, m *corev1.NodeFeat
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeFeatures are the fields of corev1.NodeFeatures to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeFeatures(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1ServicePort(t *InternTable, data []byte, m *corev1.ServicePort) error {
@@ -9889,6 +11336,22 @@ func unmarshalCorev1ServicePort(t *InternTable, data []byte, m *corev1.ServicePo
 	return nil
 }
 
+// refFieldsCorev1ServicePort are the fields of corev1.ServicePort to the records of references
+// (refcode.go).
+func refFieldsCorev1ServicePort(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // protocol
+		return refString, nil
+	case 6: // appProtocol
+		return refString, nil
+	case 4: // targetPort
+		return refMessage, refFieldsIntstrIntOrString
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1SessionAffinityConfig(t *InternTable, data []byte, m *corev1.SessionAffinityConfig) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -9924,6 +11387,16 @@ func unmarshalCorev1SessionAffinityConfig(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1SessionAffinityConfig are the fields of corev1.SessionAffinityConfig to the records of references
+// (refcode.go).
+func refFieldsCorev1SessionAffinityConfig(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // clientIP
+		return refMessage, refFieldsCorev1ClientIPConfig
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1LoadBalancerStatus(t *InternTable, data []byte, m *corev1.LoadBalancerStatus) error {
@@ -9968,6 +11441,16 @@ func unmarshalCorev1LoadBalancerStatus(t *InternTable, data []byte, m *corev1.Lo
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1LoadBalancerStatus are the fields of corev1.LoadBalancerStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1LoadBalancerStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // ingress
+		return refMessage, refFieldsCorev1LoadBalancerIngress
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1LoadBalancerStatus are the tags of LoadBalancerStatus's repeated fields of messages and strings.
@@ -10067,6 +11550,22 @@ func unmarshalMetav1Condition(t *InternTable, data []byte, m *metav1.Condition) 
 	return nil
 }
 
+// refFieldsMetav1Condition are the fields of metav1.Condition to the records of references
+// (refcode.go).
+func refFieldsMetav1Condition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 5: // reason
+		return refString, nil
+	case 6: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NamespaceCondition(t *InternTable, data []byte, m *corev1.NamespaceCondition) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10149,6 +11648,22 @@ func unmarshalCorev1NamespaceCondition(t *InternTable, data []byte, m *corev1.Na
 	return nil
 }
 
+// refFieldsCorev1NamespaceCondition are the fields of corev1.NamespaceCondition to the records of references
+// (refcode.go).
+func refFieldsCorev1NamespaceCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 5: // reason
+		return refString, nil
+	case 6: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalDiscoveryv1EndpointConditions(t *InternTable, data []byte, m *discoveryv1.EndpointConditions) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10206,6 +11721,13 @@ func unmarshalDiscoveryv1EndpointConditions(t *InternTable, data []byte, m *disc
 		}
 	}
 	return nil
+}
+
+// refFieldsDiscoveryv1EndpointConditions are the fields of discoveryv1.EndpointConditions to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1EndpointConditions(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1ObjectReference(t *InternTable, data []byte, m *corev1.ObjectReference) error {
@@ -10312,6 +11834,28 @@ func unmarshalCorev1ObjectReference(t *InternTable, data []byte, m *corev1.Objec
 	return nil
 }
 
+// refFieldsCorev1ObjectReference are the fields of corev1.ObjectReference to the records of references
+// (refcode.go).
+func refFieldsCorev1ObjectReference(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // kind
+		return refString, nil
+	case 2: // namespace
+		return refString, nil
+	case 3: // name
+		return refString, nil
+	case 4: // uid
+		return refString, nil
+	case 5: // apiVersion
+		return refString, nil
+	case 6: // resourceVersion
+		return refString, nil
+	case 7: // fieldPath
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalDiscoveryv1EndpointHints(t *InternTable, data []byte, m *discoveryv1.EndpointHints) error {
 	var counts [2]int
 	counted := false
@@ -10378,6 +11922,18 @@ func unmarshalDiscoveryv1EndpointHints(t *InternTable, data []byte, m *discovery
 	return nil
 }
 
+// refFieldsDiscoveryv1EndpointHints are the fields of discoveryv1.EndpointHints to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1EndpointHints(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refMessage, refFieldsDiscoveryv1ForZone
+	case 2: //
+		return refMessage, refFieldsDiscoveryv1ForNode
+	}
+	return refOther, nil
+}
+
 // pbTagsDiscoveryv1EndpointHints are the tags of EndpointHints's repeated fields of messages and strings.
 var pbTagsDiscoveryv1EndpointHints = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
@@ -10442,6 +11998,18 @@ func unmarshalMetav1LabelSelector(t *InternTable, data []byte, m *metav1.LabelSe
 	return nil
 }
 
+// refFieldsMetav1LabelSelector are the fields of metav1.LabelSelector to the records of references
+// (refcode.go).
+func refFieldsMetav1LabelSelector(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // matchLabels
+		return refMessage, refFieldsMapStringToStringEntry
+	case 2: // matchExpressions
+		return refMessage, refFieldsMetav1LabelSelectorRequirement
+	}
+	return refOther, nil
+}
+
 // pbTagsMetav1LabelSelector are the tags of LabelSelector's repeated fields of messages and strings.
 var pbTagsMetav1LabelSelector = [...]uint64{2<<3 | 2}
 
@@ -10493,6 +12061,18 @@ func unmarshalCorev1PodTemplateSpec(t *InternTable, data []byte, m *corev1.PodTe
 	return nil
 }
 
+// refFieldsCorev1PodTemplateSpec are the fields of corev1.PodTemplateSpec to the records of references
+// (refcode.go).
+func refFieldsCorev1PodTemplateSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsCorev1PodSpec
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1DeploymentStrategy(t *InternTable, data []byte, m *appsv1.DeploymentStrategy) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10540,6 +12120,18 @@ func unmarshalAppsv1DeploymentStrategy(t *InternTable, data []byte, m *appsv1.De
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1DeploymentStrategy are the fields of appsv1.DeploymentStrategy to the records of references
+// (refcode.go).
+func refFieldsAppsv1DeploymentStrategy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // rollingUpdate
+		return refMessage, refFieldsAppsv1RollingUpdateDeployment
+	}
+	return refOther, nil
 }
 
 func unmarshalAppsv1DeploymentCondition(t *InternTable, data []byte, m *appsv1.DeploymentCondition) error {
@@ -10638,6 +12230,22 @@ func unmarshalAppsv1DeploymentCondition(t *InternTable, data []byte, m *appsv1.D
 	return nil
 }
 
+// refFieldsAppsv1DeploymentCondition are the fields of appsv1.DeploymentCondition to the records of references
+// (refcode.go).
+func refFieldsAppsv1DeploymentCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 4: // reason
+		return refString, nil
+	case 5: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1ReplicaSetCondition(t *InternTable, data []byte, m *appsv1.ReplicaSetCondition) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10720,6 +12328,22 @@ func unmarshalAppsv1ReplicaSetCondition(t *InternTable, data []byte, m *appsv1.R
 	return nil
 }
 
+// refFieldsAppsv1ReplicaSetCondition are the fields of appsv1.ReplicaSetCondition to the records of references
+// (refcode.go).
+func refFieldsAppsv1ReplicaSetCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 4: // reason
+		return refString, nil
+	case 5: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1PersistentVolumeClaim(t *InternTable, data []byte, m *corev1.PersistentVolumeClaim) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10782,6 +12406,20 @@ func unmarshalCorev1PersistentVolumeClaim(t *InternTable, data []byte, m *corev1
 	return nil
 }
 
+// refFieldsCorev1PersistentVolumeClaim are the fields of corev1.PersistentVolumeClaim to the records of references
+// (refcode.go).
+func refFieldsCorev1PersistentVolumeClaim(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: // spec
+		return refMessage, refFieldsCorev1PersistentVolumeClaimSpec
+	case 3: // status
+		return refMessage, refFieldsCorev1PersistentVolumeClaimStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1StatefulSetUpdateStrategy(t *InternTable, data []byte, m *appsv1.StatefulSetUpdateStrategy) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10831,6 +12469,18 @@ func unmarshalAppsv1StatefulSetUpdateStrategy(t *InternTable, data []byte, m *ap
 	return nil
 }
 
+// refFieldsAppsv1StatefulSetUpdateStrategy are the fields of appsv1.StatefulSetUpdateStrategy to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSetUpdateStrategy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // rollingUpdate
+		return refMessage, refFieldsAppsv1RollingUpdateStatefulSetStrategy
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1StatefulSetPersistentVolumeClaimRetentionPolicy(t *InternTable, data []byte, m *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10875,6 +12525,18 @@ func unmarshalAppsv1StatefulSetPersistentVolumeClaimRetentionPolicy(t *InternTab
 	return nil
 }
 
+// refFieldsAppsv1StatefulSetPersistentVolumeClaimRetentionPolicy are the fields of appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSetPersistentVolumeClaimRetentionPolicy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // whenDeleted
+		return refString, nil
+	case 2: // whenScaled
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1StatefulSetOrdinals(t *InternTable, data []byte, m *appsv1.StatefulSetOrdinals) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -10905,6 +12567,13 @@ func unmarshalAppsv1StatefulSetOrdinals(t *InternTable, data []byte, m *appsv1.S
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1StatefulSetOrdinals are the fields of appsv1.StatefulSetOrdinals to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSetOrdinals(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalAppsv1StatefulSetCondition(t *InternTable, data []byte, m *appsv1.StatefulSetCondition) error {
@@ -10989,6 +12658,22 @@ func unmarshalAppsv1StatefulSetCondition(t *InternTable, data []byte, m *appsv1.
 	return nil
 }
 
+// refFieldsAppsv1StatefulSetCondition are the fields of appsv1.StatefulSetCondition to the records of references
+// (refcode.go).
+func refFieldsAppsv1StatefulSetCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 4: // reason
+		return refString, nil
+	case 5: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalAppsv1DaemonSetUpdateStrategy(t *InternTable, data []byte, m *appsv1.DaemonSetUpdateStrategy) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -11036,6 +12721,18 @@ func unmarshalAppsv1DaemonSetUpdateStrategy(t *InternTable, data []byte, m *apps
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1DaemonSetUpdateStrategy are the fields of appsv1.DaemonSetUpdateStrategy to the records of references
+// (refcode.go).
+func refFieldsAppsv1DaemonSetUpdateStrategy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // rollingUpdate
+		return refMessage, refFieldsAppsv1RollingUpdateDaemonSet
+	}
+	return refOther, nil
 }
 
 func unmarshalAppsv1DaemonSetCondition(t *InternTable, data []byte, m *appsv1.DaemonSetCondition) error {
@@ -11120,6 +12817,22 @@ func unmarshalAppsv1DaemonSetCondition(t *InternTable, data []byte, m *appsv1.Da
 	return nil
 }
 
+// refFieldsAppsv1DaemonSetCondition are the fields of appsv1.DaemonSetCondition to the records of references
+// (refcode.go).
+func refFieldsAppsv1DaemonSetCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 4: // reason
+		return refString, nil
+	case 5: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalBatchv1PodFailurePolicy(t *InternTable, data []byte, m *batchv1.PodFailurePolicy) error {
 	var counts [1]int
 	counted := false
@@ -11162,6 +12875,16 @@ func unmarshalBatchv1PodFailurePolicy(t *InternTable, data []byte, m *batchv1.Po
 		}
 	}
 	return nil
+}
+
+// refFieldsBatchv1PodFailurePolicy are the fields of batchv1.PodFailurePolicy to the records of references
+// (refcode.go).
+func refFieldsBatchv1PodFailurePolicy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // rules
+		return refMessage, refFieldsBatchv1PodFailurePolicyRule
+	}
+	return refOther, nil
 }
 
 // pbTagsBatchv1PodFailurePolicy are the tags of PodFailurePolicy's repeated fields of messages and strings.
@@ -11209,6 +12932,16 @@ func unmarshalBatchv1SuccessPolicy(t *InternTable, data []byte, m *batchv1.Succe
 		}
 	}
 	return nil
+}
+
+// refFieldsBatchv1SuccessPolicy are the fields of batchv1.SuccessPolicy to the records of references
+// (refcode.go).
+func refFieldsBatchv1SuccessPolicy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // rules
+		return refMessage, refFieldsBatchv1SuccessPolicyRule
+	}
+	return refOther, nil
 }
 
 // pbTagsBatchv1SuccessPolicy are the tags of SuccessPolicy's repeated fields of messages and strings.
@@ -11307,6 +13040,22 @@ func unmarshalBatchv1JobSchedulingConfiguration(t *InternTable, data []byte, m *
 		}
 	}
 	return nil
+}
+
+// refFieldsBatchv1JobSchedulingConfiguration are the fields of batchv1.JobSchedulingConfiguration to the records of references
+// (refcode.go).
+func refFieldsBatchv1JobSchedulingConfiguration(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // schedulingPolicy
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupSchedulingPolicy
+	case 2: // schedulingConstraints
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupSchedulingConstraints
+	case 3: // disruptionMode
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupDisruptionMode
+	case 4: // resourceClaims
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupResourceClaim
+	}
+	return refOther, nil
 }
 
 // pbTagsBatchv1JobSchedulingConfiguration are the tags of JobSchedulingConfiguration's repeated fields of messages and strings.
@@ -11408,6 +13157,22 @@ func unmarshalBatchv1JobCondition(t *InternTable, data []byte, m *batchv1.JobCon
 	return nil
 }
 
+// refFieldsBatchv1JobCondition are the fields of batchv1.JobCondition to the records of references
+// (refcode.go).
+func refFieldsBatchv1JobCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 5: // reason
+		return refString, nil
+	case 6: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalBatchv1UncountedTerminatedPods(t *InternTable, data []byte, m *batchv1.UncountedTerminatedPods) error {
 	var counts [2]int
 	counted := false
@@ -11468,6 +13233,18 @@ func unmarshalBatchv1UncountedTerminatedPods(t *InternTable, data []byte, m *bat
 	return nil
 }
 
+// refFieldsBatchv1UncountedTerminatedPods are the fields of batchv1.UncountedTerminatedPods to the records of references
+// (refcode.go).
+func refFieldsBatchv1UncountedTerminatedPods(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // succeeded
+		return refString, nil
+	case 2: // failed
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsBatchv1UncountedTerminatedPods are the tags of UncountedTerminatedPods's repeated fields of messages and strings.
 var pbTagsBatchv1UncountedTerminatedPods = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
@@ -11501,6 +13278,16 @@ func unmarshalMetav1FieldsV1(t *InternTable, data []byte, m *metav1.FieldsV1) er
 		}
 	}
 	return nil
+}
+
+// refFieldsMetav1FieldsV1 are the fields of metav1.FieldsV1 to the records of references
+// (refcode.go).
+func refFieldsMetav1FieldsV1(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // Raw
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1VolumeSource(t *InternTable, data []byte, m *corev1.VolumeSource) error {
@@ -12154,6 +13941,74 @@ func unmarshalCorev1VolumeSource(t *InternTable, data []byte, m *corev1.VolumeSo
 	return nil
 }
 
+// refFieldsCorev1VolumeSource are the fields of corev1.VolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // hostPath
+		return refMessage, refFieldsCorev1HostPathVolumeSource
+	case 2: // emptyDir
+		return refMessage, refFieldsCorev1EmptyDirVolumeSource
+	case 3: // gcePersistentDisk
+		return refMessage, refFieldsCorev1GCEPersistentDiskVolumeSource
+	case 4: // awsElasticBlockStore
+		return refMessage, refFieldsCorev1AWSElasticBlockStoreVolumeSource
+	case 5: // gitRepo
+		return refMessage, refFieldsCorev1GitRepoVolumeSource
+	case 6: // secret
+		return refMessage, refFieldsCorev1SecretVolumeSource
+	case 7: // nfs
+		return refMessage, refFieldsCorev1NFSVolumeSource
+	case 8: // iscsi
+		return refMessage, refFieldsCorev1ISCSIVolumeSource
+	case 9: // glusterfs
+		return refMessage, refFieldsCorev1GlusterfsVolumeSource
+	case 10: // persistentVolumeClaim
+		return refMessage, refFieldsCorev1PersistentVolumeClaimVolumeSource
+	case 11: // rbd
+		return refMessage, refFieldsCorev1RBDVolumeSource
+	case 12: // flexVolume
+		return refMessage, refFieldsCorev1FlexVolumeSource
+	case 13: // cinder
+		return refMessage, refFieldsCorev1CinderVolumeSource
+	case 14: // cephfs
+		return refMessage, refFieldsCorev1CephFSVolumeSource
+	case 15: // flocker
+		return refMessage, refFieldsCorev1FlockerVolumeSource
+	case 16: // downwardAPI
+		return refMessage, refFieldsCorev1DownwardAPIVolumeSource
+	case 17: // fc
+		return refMessage, refFieldsCorev1FCVolumeSource
+	case 18: // azureFile
+		return refMessage, refFieldsCorev1AzureFileVolumeSource
+	case 19: // configMap
+		return refMessage, refFieldsCorev1ConfigMapVolumeSource
+	case 20: // vsphereVolume
+		return refMessage, refFieldsCorev1VsphereVirtualDiskVolumeSource
+	case 21: // quobyte
+		return refMessage, refFieldsCorev1QuobyteVolumeSource
+	case 22: // azureDisk
+		return refMessage, refFieldsCorev1AzureDiskVolumeSource
+	case 23: // photonPersistentDisk
+		return refMessage, refFieldsCorev1PhotonPersistentDiskVolumeSource
+	case 26: // projected
+		return refMessage, refFieldsCorev1ProjectedVolumeSource
+	case 24: // portworxVolume
+		return refMessage, refFieldsCorev1PortworxVolumeSource
+	case 25: // scaleIO
+		return refMessage, refFieldsCorev1ScaleIOVolumeSource
+	case 27: // storageos
+		return refMessage, refFieldsCorev1StorageOSVolumeSource
+	case 28: // csi
+		return refMessage, refFieldsCorev1CSIVolumeSource
+	case 29: // ephemeral
+		return refMessage, refFieldsCorev1EphemeralVolumeSource
+	case 30: // image
+		return refMessage, refFieldsCorev1ImageVolumeSource
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1VolumeSource are the tags of VolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1VolumeSource = [...]uint64{2<<3 | 2, 6<<3 | 2, 16<<3 | 2, 19<<3 | 2, 26<<3 | 2}
 
@@ -12237,6 +14092,20 @@ func unmarshalCorev1ContainerPort(t *InternTable, data []byte, m *corev1.Contain
 	return nil
 }
 
+// refFieldsCorev1ContainerPort are the fields of corev1.ContainerPort to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerPort(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 4: // protocol
+		return refString, nil
+	case 5: // hostIP
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1EnvFromSource(t *InternTable, data []byte, m *corev1.EnvFromSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -12303,6 +14172,20 @@ func unmarshalCorev1EnvFromSource(t *InternTable, data []byte, m *corev1.EnvFrom
 	return nil
 }
 
+// refFieldsCorev1EnvFromSource are the fields of corev1.EnvFromSource to the records of references
+// (refcode.go).
+func refFieldsCorev1EnvFromSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // prefix
+		return refString, nil
+	case 2: // configMapRef
+		return refMessage, refFieldsCorev1ConfigMapEnvSource
+	case 3: // secretRef
+		return refMessage, refFieldsCorev1SecretEnvSource
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1EnvVar(t *InternTable, data []byte, m *corev1.EnvVar) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -12364,6 +14247,20 @@ func unmarshalCorev1EnvVar(t *InternTable, data []byte, m *corev1.EnvVar) error 
 	return nil
 }
 
+// refFieldsCorev1EnvVar are the fields of corev1.EnvVar to the records of references
+// (refcode.go).
+func refFieldsCorev1EnvVar(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // value
+		return refString, nil
+	case 3: // valueFrom
+		return refMessage, refFieldsCorev1EnvVarSource
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ContainerResizePolicy(t *InternTable, data []byte, m *corev1.ContainerResizePolicy) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -12406,6 +14303,18 @@ func unmarshalCorev1ContainerResizePolicy(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ContainerResizePolicy are the fields of corev1.ContainerResizePolicy to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerResizePolicy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // resourceName
+		return refString, nil
+	case 2: // restartPolicy
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ContainerRestartRule(t *InternTable, data []byte, m *corev1.ContainerRestartRule) error {
@@ -12455,6 +14364,18 @@ func unmarshalCorev1ContainerRestartRule(t *InternTable, data []byte, m *corev1.
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ContainerRestartRule are the fields of corev1.ContainerRestartRule to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerRestartRule(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // action
+		return refString, nil
+	case 2: // exitCodes
+		return refMessage, refFieldsCorev1ContainerRestartRuleOnExitCodes
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1VolumeMount(t *InternTable, data []byte, m *corev1.VolumeMount) error {
@@ -12584,6 +14505,28 @@ func unmarshalCorev1VolumeMount(t *InternTable, data []byte, m *corev1.VolumeMou
 	return nil
 }
 
+// refFieldsCorev1VolumeMount are the fields of corev1.VolumeMount to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeMount(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 7: // recursiveReadOnly
+		return refString, nil
+	case 3: // mountPath
+		return refString, nil
+	case 4: // subPath
+		return refString, nil
+	case 5: // mountPropagation
+		return refString, nil
+	case 6: // subPathExpr
+		return refString, nil
+	case 8: // bindMountOptions
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1VolumeMount are the tags of VolumeMount's repeated fields of messages and strings.
 var pbTagsCorev1VolumeMount = [...]uint64{8<<3 | 2}
 
@@ -12629,6 +14572,18 @@ func unmarshalCorev1VolumeDevice(t *InternTable, data []byte, m *corev1.VolumeDe
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1VolumeDevice are the fields of corev1.VolumeDevice to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeDevice(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // devicePath
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1Probe(t *InternTable, data []byte, m *corev1.Probe) error {
@@ -12738,6 +14693,16 @@ func unmarshalCorev1Probe(t *InternTable, data []byte, m *corev1.Probe) error {
 	return nil
 }
 
+// refFieldsCorev1Probe are the fields of corev1.Probe to the records of references
+// (refcode.go).
+func refFieldsCorev1Probe(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // handler
+		return refMessage, refFieldsCorev1ProbeHandler
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1Lifecycle(t *InternTable, data []byte, m *corev1.Lifecycle) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -12803,6 +14768,20 @@ func unmarshalCorev1Lifecycle(t *InternTable, data []byte, m *corev1.Lifecycle) 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1Lifecycle are the fields of corev1.Lifecycle to the records of references
+// (refcode.go).
+func refFieldsCorev1Lifecycle(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // postStart
+		return refMessage, refFieldsCorev1LifecycleHandler
+	case 2: // preStop
+		return refMessage, refFieldsCorev1LifecycleHandler
+	case 3: // stopSignal
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1SecurityContext(t *InternTable, data []byte, m *corev1.SecurityContext) error {
@@ -12999,6 +14978,26 @@ func unmarshalCorev1SecurityContext(t *InternTable, data []byte, m *corev1.Secur
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1SecurityContext are the fields of corev1.SecurityContext to the records of references
+// (refcode.go).
+func refFieldsCorev1SecurityContext(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // capabilities
+		return refMessage, refFieldsCorev1Capabilities
+	case 3: // seLinuxOptions
+		return refMessage, refFieldsCorev1SELinuxOptions
+	case 10: // windowsOptions
+		return refMessage, refFieldsCorev1WindowsSecurityContextOptions
+	case 9: // procMount
+		return refString, nil
+	case 11: // seccompProfile
+		return refMessage, refFieldsCorev1SeccompProfile
+	case 12: // appArmorProfile
+		return refMessage, refFieldsCorev1AppArmorProfile
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1EphemeralContainerCommon(t *InternTable, data []byte, m *corev1.EphemeralContainerCommon) error {
@@ -13435,6 +15434,58 @@ func unmarshalCorev1EphemeralContainerCommon(t *InternTable, data []byte, m *cor
 	return nil
 }
 
+// refFieldsCorev1EphemeralContainerCommon are the fields of corev1.EphemeralContainerCommon to the records of references
+// (refcode.go).
+func refFieldsCorev1EphemeralContainerCommon(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // image
+		return refString, nil
+	case 3: // command
+		return refString, nil
+	case 4: // args
+		return refString, nil
+	case 5: // workingDir
+		return refString, nil
+	case 6: // ports
+		return refMessage, refFieldsCorev1ContainerPort
+	case 19: // envFrom
+		return refMessage, refFieldsCorev1EnvFromSource
+	case 7: // env
+		return refMessage, refFieldsCorev1EnvVar
+	case 8: // resources
+		return refMessage, refFieldsCorev1ResourceRequirements
+	case 23: // resizePolicy
+		return refMessage, refFieldsCorev1ContainerResizePolicy
+	case 24: // restartPolicy
+		return refString, nil
+	case 25: // restartPolicyRules
+		return refMessage, refFieldsCorev1ContainerRestartRule
+	case 9: // volumeMounts
+		return refMessage, refFieldsCorev1VolumeMount
+	case 21: // volumeDevices
+		return refMessage, refFieldsCorev1VolumeDevice
+	case 10: // livenessProbe
+		return refMessage, refFieldsCorev1Probe
+	case 11: // readinessProbe
+		return refMessage, refFieldsCorev1Probe
+	case 22: // startupProbe
+		return refMessage, refFieldsCorev1Probe
+	case 12: // lifecycle
+		return refMessage, refFieldsCorev1Lifecycle
+	case 13: // terminationMessagePath
+		return refString, nil
+	case 20: // terminationMessagePolicy
+		return refString, nil
+	case 14: // imagePullPolicy
+		return refString, nil
+	case 15: // securityContext
+		return refMessage, refFieldsCorev1SecurityContext
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1EphemeralContainerCommon are the tags of EphemeralContainerCommon's repeated fields of messages and strings.
 var pbTagsCorev1EphemeralContainerCommon = [...]uint64{3<<3 | 2, 4<<3 | 2, 6<<3 | 2, 19<<3 | 2, 7<<3 | 2, 23<<3 | 2, 25<<3 | 2, 9<<3 | 2, 21<<3 | 2}
 
@@ -13504,6 +15555,22 @@ func unmarshalCorev1SELinuxOptions(t *InternTable, data []byte, m *corev1.SELinu
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1SELinuxOptions are the fields of corev1.SELinuxOptions to the records of references
+// (refcode.go).
+func refFieldsCorev1SELinuxOptions(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // user
+		return refString, nil
+	case 2: // role
+		return refString, nil
+	case 3: // type
+		return refString, nil
+	case 4: // level
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1WindowsSecurityContextOptions(t *InternTable, data []byte, m *corev1.WindowsSecurityContextOptions) error {
@@ -13578,6 +15645,20 @@ func unmarshalCorev1WindowsSecurityContextOptions(t *InternTable, data []byte, m
 	return nil
 }
 
+// refFieldsCorev1WindowsSecurityContextOptions are the fields of corev1.WindowsSecurityContextOptions to the records of references
+// (refcode.go).
+func refFieldsCorev1WindowsSecurityContextOptions(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // gmsaCredentialSpecName
+		return refString, nil
+	case 2: // gmsaCredentialSpec
+		return refString, nil
+	case 3: // runAsUserName
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1Sysctl(t *InternTable, data []byte, m *corev1.Sysctl) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -13620,6 +15701,18 @@ func unmarshalCorev1Sysctl(t *InternTable, data []byte, m *corev1.Sysctl) error 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1Sysctl are the fields of corev1.Sysctl to the records of references
+// (refcode.go).
+func refFieldsCorev1Sysctl(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // value
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1SeccompProfile(t *InternTable, data []byte, m *corev1.SeccompProfile) error {
@@ -13667,6 +15760,18 @@ func unmarshalCorev1SeccompProfile(t *InternTable, data []byte, m *corev1.Seccom
 	return nil
 }
 
+// refFieldsCorev1SeccompProfile are the fields of corev1.SeccompProfile to the records of references
+// (refcode.go).
+func refFieldsCorev1SeccompProfile(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // localhostProfile
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1AppArmorProfile(t *InternTable, data []byte, m *corev1.AppArmorProfile) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -13710,6 +15815,18 @@ func unmarshalCorev1AppArmorProfile(t *InternTable, data []byte, m *corev1.AppAr
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1AppArmorProfile are the fields of corev1.AppArmorProfile to the records of references
+// (refcode.go).
+func refFieldsCorev1AppArmorProfile(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // localhostProfile
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeAffinity(t *InternTable, data []byte, m *corev1.NodeAffinity) error {
@@ -13771,6 +15888,18 @@ func unmarshalCorev1NodeAffinity(t *InternTable, data []byte, m *corev1.NodeAffi
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeAffinity are the fields of corev1.NodeAffinity to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeAffinity(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // requiredDuringSchedulingIgnoredDuringExecution
+		return refMessage, refFieldsCorev1NodeSelector
+	case 2: // preferredDuringSchedulingIgnoredDuringExecution
+		return refMessage, refFieldsCorev1PreferredSchedulingTerm
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NodeAffinity are the tags of NodeAffinity's repeated fields of messages and strings.
@@ -13842,6 +15971,18 @@ func unmarshalCorev1PodAffinity(t *InternTable, data []byte, m *corev1.PodAffini
 	return nil
 }
 
+// refFieldsCorev1PodAffinity are the fields of corev1.PodAffinity to the records of references
+// (refcode.go).
+func refFieldsCorev1PodAffinity(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // requiredDuringSchedulingIgnoredDuringExecution
+		return refMessage, refFieldsCorev1PodAffinityTerm
+	case 2: // preferredDuringSchedulingIgnoredDuringExecution
+		return refMessage, refFieldsCorev1WeightedPodAffinityTerm
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodAffinity are the tags of PodAffinity's repeated fields of messages and strings.
 var pbTagsCorev1PodAffinity = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
@@ -13911,6 +16052,18 @@ func unmarshalCorev1PodAntiAffinity(t *InternTable, data []byte, m *corev1.PodAn
 	return nil
 }
 
+// refFieldsCorev1PodAntiAffinity are the fields of corev1.PodAntiAffinity to the records of references
+// (refcode.go).
+func refFieldsCorev1PodAntiAffinity(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // requiredDuringSchedulingIgnoredDuringExecution
+		return refMessage, refFieldsCorev1PodAffinityTerm
+	case 2: // preferredDuringSchedulingIgnoredDuringExecution
+		return refMessage, refFieldsCorev1WeightedPodAffinityTerm
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodAntiAffinity are the tags of PodAntiAffinity's repeated fields of messages and strings.
 var pbTagsCorev1PodAntiAffinity = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
@@ -13959,6 +16112,18 @@ func unmarshalCorev1PodDNSConfigOption(t *InternTable, data []byte, m *corev1.Po
 	return nil
 }
 
+// refFieldsCorev1PodDNSConfigOption are the fields of corev1.PodDNSConfigOption to the records of references
+// (refcode.go).
+func refFieldsCorev1PodDNSConfigOption(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // value
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ResourceClaim(t *InternTable, data []byte, m *corev1.ResourceClaim) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -14001,6 +16166,18 @@ func unmarshalCorev1ResourceClaim(t *InternTable, data []byte, m *corev1.Resourc
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ResourceClaim are the fields of corev1.ResourceClaim to the records of references
+// (refcode.go).
+func refFieldsCorev1ResourceClaim(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // request
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ContainerState(t *InternTable, data []byte, m *corev1.ContainerState) error {
@@ -14072,6 +16249,20 @@ func unmarshalCorev1ContainerState(t *InternTable, data []byte, m *corev1.Contai
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ContainerState are the fields of corev1.ContainerState to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerState(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // waiting
+		return refMessage, refFieldsCorev1ContainerStateWaiting
+	case 2: // running
+		return refMessage, refFieldsCorev1ContainerStateRunning
+	case 3: // terminated
+		return refMessage, refFieldsCorev1ContainerStateTerminated
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1VolumeMountStatus(t *InternTable, data []byte, m *corev1.VolumeMountStatus) error {
@@ -14160,6 +16351,22 @@ func unmarshalCorev1VolumeMountStatus(t *InternTable, data []byte, m *corev1.Vol
 	return nil
 }
 
+// refFieldsCorev1VolumeMountStatus are the fields of corev1.VolumeMountStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeMountStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // mountPath
+		return refString, nil
+	case 4: // recursiveReadOnly
+		return refString, nil
+	case 5: // volumeStatus
+		return refMessage, refFieldsCorev1VolumeStatus
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ContainerUser(t *InternTable, data []byte, m *corev1.ContainerUser) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -14195,6 +16402,16 @@ func unmarshalCorev1ContainerUser(t *InternTable, data []byte, m *corev1.Contain
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ContainerUser are the fields of corev1.ContainerUser to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerUser(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // linux
+		return refMessage, refFieldsCorev1LinuxContainerUser
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ResourceStatus(t *InternTable, data []byte, m *corev1.ResourceStatus) error {
@@ -14251,6 +16468,18 @@ func unmarshalCorev1ResourceStatus(t *InternTable, data []byte, m *corev1.Resour
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ResourceStatus are the fields of corev1.ResourceStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1ResourceStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // resources
+		return refMessage, refFieldsCorev1ResourceHealth
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1ResourceStatus are the tags of ResourceStatus's repeated fields of messages and strings.
@@ -14312,6 +16541,20 @@ func unmarshalCorev1ContainerExtendedResourceRequest(t *InternTable, data []byte
 	return nil
 }
 
+// refFieldsCorev1ContainerExtendedResourceRequest are the fields of corev1.ContainerExtendedResourceRequest to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerExtendedResourceRequest(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refString, nil
+	case 2: //
+		return refString, nil
+	case 3: //
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1NodeAllocatableMappedResources(t *InternTable, data []byte, m *corev1.NodeAllocatableMappedResources) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -14359,6 +16602,16 @@ func unmarshalCorev1NodeAllocatableMappedResources(t *InternTable, data []byte, 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeAllocatableMappedResources are the fields of corev1.NodeAllocatableMappedResources to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeAllocatableMappedResources(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeAllocatableOverheadResources(t *InternTable, data []byte, m *corev1.NodeAllocatableOverheadResources) error {
@@ -14427,6 +16680,16 @@ func unmarshalCorev1NodeAllocatableOverheadResources(t *InternTable, data []byte
 	return nil
 }
 
+// refFieldsCorev1NodeAllocatableOverheadResources are the fields of corev1.NodeAllocatableOverheadResources to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeAllocatableOverheadResources(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1VolumeHealthCondition(t *InternTable, data []byte, m *corev1.VolumeHealthCondition) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -14481,6 +16744,20 @@ func unmarshalCorev1VolumeHealthCondition(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1VolumeHealthCondition are the fields of corev1.VolumeHealthCondition to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeHealthCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // status
+		return refString, nil
+	case 2: // reason
+		return refString, nil
+	case 3: // message
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ConfigMapNodeConfigSource(t *InternTable, data []byte, m *corev1.ConfigMapNodeConfigSource) error {
@@ -14563,6 +16840,24 @@ func unmarshalCorev1ConfigMapNodeConfigSource(t *InternTable, data []byte, m *co
 	return nil
 }
 
+// refFieldsCorev1ConfigMapNodeConfigSource are the fields of corev1.ConfigMapNodeConfigSource to the records of references
+// (refcode.go).
+func refFieldsCorev1ConfigMapNodeConfigSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // namespace
+		return refString, nil
+	case 2: // name
+		return refString, nil
+	case 3: // uid
+		return refString, nil
+	case 4: // resourceVersion
+		return refString, nil
+	case 5: // kubeletConfigKey
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1DaemonEndpoint(t *InternTable, data []byte, m *corev1.DaemonEndpoint) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -14593,6 +16888,13 @@ func unmarshalCorev1DaemonEndpoint(t *InternTable, data []byte, m *corev1.Daemon
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1DaemonEndpoint are the fields of corev1.DaemonEndpoint to the records of references
+// (refcode.go).
+func refFieldsCorev1DaemonEndpoint(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeSwapStatus(t *InternTable, data []byte, m *corev1.NodeSwapStatus) error {
@@ -14626,6 +16928,13 @@ func unmarshalCorev1NodeSwapStatus(t *InternTable, data []byte, m *corev1.NodeSw
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeSwapStatus are the fields of corev1.NodeSwapStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeSwapStatus(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeRuntimeHandlerFeatures(t *InternTable, data []byte, m *corev1.NodeRuntimeHandlerFeatures) error {
@@ -14672,6 +16981,13 @@ func unmarshalCorev1NodeRuntimeHandlerFeatures(t *InternTable, data []byte, m *c
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeRuntimeHandlerFeatures are the fields of corev1.NodeRuntimeHandlerFeatures to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeRuntimeHandlerFeatures(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalIntstrIntOrString(t *InternTable, data []byte, m *intstr.IntOrString) error {
@@ -14730,6 +17046,16 @@ func unmarshalIntstrIntOrString(t *InternTable, data []byte, m *intstr.IntOrStri
 	return nil
 }
 
+// refFieldsIntstrIntOrString are the fields of intstr.IntOrString to the records of references
+// (refcode.go).
+func refFieldsIntstrIntOrString(num int32) (refKind, refFields) {
+	switch num {
+	case 3: // strVal
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ClientIPConfig(t *InternTable, data []byte, m *corev1.ClientIPConfig) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -14761,6 +17087,13 @@ func unmarshalCorev1ClientIPConfig(t *InternTable, data []byte, m *corev1.Client
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ClientIPConfig are the fields of corev1.ClientIPConfig to the records of references
+// (refcode.go).
+func refFieldsCorev1ClientIPConfig(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1LoadBalancerIngress(t *InternTable, data []byte, m *corev1.LoadBalancerIngress) error {
@@ -14844,6 +17177,22 @@ func unmarshalCorev1LoadBalancerIngress(t *InternTable, data []byte, m *corev1.L
 	return nil
 }
 
+// refFieldsCorev1LoadBalancerIngress are the fields of corev1.LoadBalancerIngress to the records of references
+// (refcode.go).
+func refFieldsCorev1LoadBalancerIngress(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // ip
+		return refString, nil
+	case 2: // hostname
+		return refString, nil
+	case 3: // ipMode
+		return refString, nil
+	case 4: // ports
+		return refMessage, refFieldsCorev1PortStatus
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1LoadBalancerIngress are the tags of LoadBalancerIngress's repeated fields of messages and strings.
 var pbTagsCorev1LoadBalancerIngress = [...]uint64{4<<3 | 2}
 
@@ -14879,6 +17228,16 @@ func unmarshalDiscoveryv1ForZone(t *InternTable, data []byte, m *discoveryv1.For
 	return nil
 }
 
+// refFieldsDiscoveryv1ForZone are the fields of discoveryv1.ForZone to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1ForZone(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalDiscoveryv1ForNode(t *InternTable, data []byte, m *discoveryv1.ForNode) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -14909,6 +17268,16 @@ func unmarshalDiscoveryv1ForNode(t *InternTable, data []byte, m *discoveryv1.For
 		}
 	}
 	return nil
+}
+
+// refFieldsDiscoveryv1ForNode are the fields of discoveryv1.ForNode to the records of references
+// (refcode.go).
+func refFieldsDiscoveryv1ForNode(num int32) (refKind, refFields) {
+	switch num {
+	case 1: //
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalMetav1LabelSelectorRequirement(t *InternTable, data []byte, m *metav1.LabelSelectorRequirement) error {
@@ -14976,6 +17345,20 @@ func unmarshalMetav1LabelSelectorRequirement(t *InternTable, data []byte, m *met
 	return nil
 }
 
+// refFieldsMetav1LabelSelectorRequirement are the fields of metav1.LabelSelectorRequirement to the records of references
+// (refcode.go).
+func refFieldsMetav1LabelSelectorRequirement(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // key
+		return refString, nil
+	case 2: // operator
+		return refString, nil
+	case 3: // values
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsMetav1LabelSelectorRequirement are the tags of LabelSelectorRequirement's repeated fields of messages and strings.
 var pbTagsMetav1LabelSelectorRequirement = [...]uint64{3<<3 | 2}
 
@@ -15031,6 +17414,18 @@ func unmarshalAppsv1RollingUpdateDeployment(t *InternTable, data []byte, m *apps
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1RollingUpdateDeployment are the fields of appsv1.RollingUpdateDeployment to the records of references
+// (refcode.go).
+func refFieldsAppsv1RollingUpdateDeployment(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // maxUnavailable
+		return refMessage, refFieldsIntstrIntOrString
+	case 2: // maxSurge
+		return refMessage, refFieldsIntstrIntOrString
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PersistentVolumeClaimSpec(t *InternTable, data []byte, m *corev1.PersistentVolumeClaimSpec) error {
@@ -15188,6 +17583,32 @@ func unmarshalCorev1PersistentVolumeClaimSpec(t *InternTable, data []byte, m *co
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PersistentVolumeClaimSpec are the fields of corev1.PersistentVolumeClaimSpec to the records of references
+// (refcode.go).
+func refFieldsCorev1PersistentVolumeClaimSpec(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // accessModes
+		return refString, nil
+	case 4: // selector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 2: // resources
+		return refMessage, refFieldsCorev1VolumeResourceRequirements
+	case 3: // volumeName
+		return refString, nil
+	case 5: // storageClassName
+		return refString, nil
+	case 6: // volumeMode
+		return refString, nil
+	case 7: // dataSource
+		return refMessage, refFieldsCorev1TypedLocalObjectReference
+	case 8: // dataSourceRef
+		return refMessage, refFieldsCorev1TypedObjectReference
+	case 9: // volumeAttributesClassName
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1PersistentVolumeClaimSpec are the tags of PersistentVolumeClaimSpec's repeated fields of messages and strings.
@@ -15366,6 +17787,32 @@ func unmarshalCorev1PersistentVolumeClaimStatus(t *InternTable, data []byte, m *
 	return nil
 }
 
+// refFieldsCorev1PersistentVolumeClaimStatus are the fields of corev1.PersistentVolumeClaimStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1PersistentVolumeClaimStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // phase
+		return refString, nil
+	case 2: // accessModes
+		return refString, nil
+	case 3: // capacity
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 4: // conditions
+		return refMessage, refFieldsCorev1PersistentVolumeClaimCondition
+	case 5: // allocatedResources
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 7: // allocatedResourceStatuses
+		return refMessage, refFieldsMapCorev1ResourceNameToCorev1ClaimResourceStatusEntry
+	case 8: // currentVolumeAttributesClassName
+		return refString, nil
+	case 9: // modifyVolumeStatus
+		return refMessage, refFieldsCorev1ModifyVolumeStatus
+	case 10: // healthStatus
+		return refMessage, refFieldsCorev1VolumeHealthStatus
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PersistentVolumeClaimStatus are the tags of PersistentVolumeClaimStatus's repeated fields of messages and strings.
 var pbTagsCorev1PersistentVolumeClaimStatus = [...]uint64{2<<3 | 2, 4<<3 | 2}
 
@@ -15417,6 +17864,16 @@ func unmarshalAppsv1RollingUpdateStatefulSetStrategy(t *InternTable, data []byte
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1RollingUpdateStatefulSetStrategy are the fields of appsv1.RollingUpdateStatefulSetStrategy to the records of references
+// (refcode.go).
+func refFieldsAppsv1RollingUpdateStatefulSetStrategy(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // maxUnavailable
+		return refMessage, refFieldsIntstrIntOrString
+	}
+	return refOther, nil
 }
 
 func unmarshalAppsv1RollingUpdateDaemonSet(t *InternTable, data []byte, m *appsv1.RollingUpdateDaemonSet) error {
@@ -15471,6 +17928,18 @@ func unmarshalAppsv1RollingUpdateDaemonSet(t *InternTable, data []byte, m *appsv
 		}
 	}
 	return nil
+}
+
+// refFieldsAppsv1RollingUpdateDaemonSet are the fields of appsv1.RollingUpdateDaemonSet to the records of references
+// (refcode.go).
+func refFieldsAppsv1RollingUpdateDaemonSet(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // maxUnavailable
+		return refMessage, refFieldsIntstrIntOrString
+	case 2: // maxSurge
+		return refMessage, refFieldsIntstrIntOrString
+	}
+	return refOther, nil
 }
 
 func unmarshalBatchv1PodFailurePolicyRule(t *InternTable, data []byte, m *batchv1.PodFailurePolicyRule) error {
@@ -15546,6 +18015,20 @@ func unmarshalBatchv1PodFailurePolicyRule(t *InternTable, data []byte, m *batchv
 	return nil
 }
 
+// refFieldsBatchv1PodFailurePolicyRule are the fields of batchv1.PodFailurePolicyRule to the records of references
+// (refcode.go).
+func refFieldsBatchv1PodFailurePolicyRule(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // action
+		return refString, nil
+	case 2: // onExitCodes
+		return refMessage, refFieldsBatchv1PodFailurePolicyOnExitCodesRequirement
+	case 3: // onPodConditions
+		return refMessage, refFieldsBatchv1PodFailurePolicyOnPodConditionsPattern
+	}
+	return refOther, nil
+}
+
 // pbTagsBatchv1PodFailurePolicyRule are the tags of PodFailurePolicyRule's repeated fields of messages and strings.
 var pbTagsBatchv1PodFailurePolicyRule = [...]uint64{3<<3 | 2}
 
@@ -15593,6 +18076,16 @@ func unmarshalBatchv1SuccessPolicyRule(t *InternTable, data []byte, m *batchv1.S
 		}
 	}
 	return nil
+}
+
+// refFieldsBatchv1SuccessPolicyRule are the fields of batchv1.SuccessPolicyRule to the records of references
+// (refcode.go).
+func refFieldsBatchv1SuccessPolicyRule(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // succeededIndexes
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalSchedulingv1alpha3WorkloadPodGroupSchedulingPolicy(t *InternTable, data []byte, m *schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy) error {
@@ -15649,6 +18142,18 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupSchedulingPolicy(t *InternTable,
 	return nil
 }
 
+// refFieldsSchedulingv1alpha3WorkloadPodGroupSchedulingPolicy are the fields of schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupSchedulingPolicy(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // basic
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupBasicSchedulingPolicy
+	case 2: // gang
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupGangSchedulingPolicy
+	}
+	return refOther, nil
+}
+
 func unmarshalSchedulingv1alpha3WorkloadPodGroupSchedulingConstraints(t *InternTable, data []byte, m *schedulingv1alpha3.WorkloadPodGroupSchedulingConstraints) error {
 	var counts [1]int
 	counted := false
@@ -15691,6 +18196,16 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupSchedulingConstraints(t *InternT
 		}
 	}
 	return nil
+}
+
+// refFieldsSchedulingv1alpha3WorkloadPodGroupSchedulingConstraints are the fields of schedulingv1alpha3.WorkloadPodGroupSchedulingConstraints to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupSchedulingConstraints(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // topology
+		return refMessage, refFieldsSchedulingv1alpha3TopologyConstraint
+	}
+	return refOther, nil
 }
 
 // pbTagsSchedulingv1alpha3WorkloadPodGroupSchedulingConstraints are the tags of WorkloadPodGroupSchedulingConstraints's repeated fields of messages and strings.
@@ -15748,6 +18263,18 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupDisruptionMode(t *InternTable, d
 		}
 	}
 	return nil
+}
+
+// refFieldsSchedulingv1alpha3WorkloadPodGroupDisruptionMode are the fields of schedulingv1alpha3.WorkloadPodGroupDisruptionMode to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupDisruptionMode(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // single
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode
+	case 2: // all
+		return refMessage, refFieldsSchedulingv1alpha3WorkloadPodGroupAllDisruptionMode
+	}
+	return refOther, nil
 }
 
 func unmarshalSchedulingv1alpha3WorkloadPodGroupResourceClaim(t *InternTable, data []byte, m *schedulingv1alpha3.WorkloadPodGroupResourceClaim) error {
@@ -15808,6 +18335,20 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupResourceClaim(t *InternTable, da
 	return nil
 }
 
+// refFieldsSchedulingv1alpha3WorkloadPodGroupResourceClaim are the fields of schedulingv1alpha3.WorkloadPodGroupResourceClaim to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupResourceClaim(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // resourceClaimName
+		return refString, nil
+	case 3: // resourceClaimTemplateName
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1HostPathVolumeSource(t *InternTable, data []byte, m *corev1.HostPathVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -15851,6 +18392,18 @@ func unmarshalCorev1HostPathVolumeSource(t *InternTable, data []byte, m *corev1.
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1HostPathVolumeSource are the fields of corev1.HostPathVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1HostPathVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // path
+		return refString, nil
+	case 2: // type
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1EmptyDirVolumeSource(t *InternTable, data []byte, m *corev1.EmptyDirVolumeSource) error {
@@ -15913,6 +18466,16 @@ func unmarshalCorev1EmptyDirVolumeSource(t *InternTable, data []byte, m *corev1.
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1EmptyDirVolumeSource are the fields of corev1.EmptyDirVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1EmptyDirVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // medium
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1GCEPersistentDiskVolumeSource(t *InternTable, data []byte, m *corev1.GCEPersistentDiskVolumeSource) error {
@@ -15983,6 +18546,18 @@ func unmarshalCorev1GCEPersistentDiskVolumeSource(t *InternTable, data []byte, m
 	return nil
 }
 
+// refFieldsCorev1GCEPersistentDiskVolumeSource are the fields of corev1.GCEPersistentDiskVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1GCEPersistentDiskVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // pdName
+		return refString, nil
+	case 2: // fsType
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1AWSElasticBlockStoreVolumeSource(t *InternTable, data []byte, m *corev1.AWSElasticBlockStoreVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -16051,6 +18626,18 @@ func unmarshalCorev1AWSElasticBlockStoreVolumeSource(t *InternTable, data []byte
 	return nil
 }
 
+// refFieldsCorev1AWSElasticBlockStoreVolumeSource are the fields of corev1.AWSElasticBlockStoreVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1AWSElasticBlockStoreVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumeID
+		return refString, nil
+	case 2: // fsType
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1GitRepoVolumeSource(t *InternTable, data []byte, m *corev1.GitRepoVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -16105,6 +18692,20 @@ func unmarshalCorev1GitRepoVolumeSource(t *InternTable, data []byte, m *corev1.G
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1GitRepoVolumeSource are the fields of corev1.GitRepoVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1GitRepoVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // repository
+		return refString, nil
+	case 2: // revision
+		return refString, nil
+	case 3: // directory
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1SecretVolumeSource(t *InternTable, data []byte, m *corev1.SecretVolumeSource) error {
@@ -16202,6 +18803,18 @@ func unmarshalCorev1SecretVolumeSource(t *InternTable, data []byte, m *corev1.Se
 	return nil
 }
 
+// refFieldsCorev1SecretVolumeSource are the fields of corev1.SecretVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1SecretVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // secretName
+		return refString, nil
+	case 2: // items
+		return refMessage, refFieldsCorev1KeyToPath
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1SecretVolumeSource are the tags of SecretVolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1SecretVolumeSource = [...]uint64{2<<3 | 2}
 
@@ -16259,6 +18872,18 @@ func unmarshalCorev1NFSVolumeSource(t *InternTable, data []byte, m *corev1.NFSVo
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NFSVolumeSource are the fields of corev1.NFSVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1NFSVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // server
+		return refString, nil
+	case 2: // path
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ISCSIVolumeSource(t *InternTable, data []byte, m *corev1.ISCSIVolumeSource) error {
@@ -16428,6 +19053,28 @@ func unmarshalCorev1ISCSIVolumeSource(t *InternTable, data []byte, m *corev1.ISC
 	return nil
 }
 
+// refFieldsCorev1ISCSIVolumeSource are the fields of corev1.ISCSIVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1ISCSIVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // targetPortal
+		return refString, nil
+	case 2: // iqn
+		return refString, nil
+	case 4: // iscsiInterface
+		return refString, nil
+	case 5: // fsType
+		return refString, nil
+	case 7: // portals
+		return refString, nil
+	case 10: // secretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 12: // initiatorName
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ISCSIVolumeSource are the tags of ISCSIVolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1ISCSIVolumeSource = [...]uint64{7<<3 | 2}
 
@@ -16487,6 +19134,18 @@ func unmarshalCorev1GlusterfsVolumeSource(t *InternTable, data []byte, m *corev1
 	return nil
 }
 
+// refFieldsCorev1GlusterfsVolumeSource are the fields of corev1.GlusterfsVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1GlusterfsVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // endpoints
+		return refString, nil
+	case 2: // path
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1PersistentVolumeClaimVolumeSource(t *InternTable, data []byte, m *corev1.PersistentVolumeClaimVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -16529,6 +19188,16 @@ func unmarshalCorev1PersistentVolumeClaimVolumeSource(t *InternTable, data []byt
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PersistentVolumeClaimVolumeSource are the fields of corev1.PersistentVolumeClaimVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1PersistentVolumeClaimVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // claimName
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1RBDVolumeSource(t *InternTable, data []byte, m *corev1.RBDVolumeSource) error {
@@ -16661,6 +19330,28 @@ func unmarshalCorev1RBDVolumeSource(t *InternTable, data []byte, m *corev1.RBDVo
 	return nil
 }
 
+// refFieldsCorev1RBDVolumeSource are the fields of corev1.RBDVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1RBDVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // monitors
+		return refString, nil
+	case 2: // image
+		return refString, nil
+	case 3: // fsType
+		return refString, nil
+	case 4: // pool
+		return refString, nil
+	case 5: // user
+		return refString, nil
+	case 6: // keyring
+		return refString, nil
+	case 7: // secretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1RBDVolumeSource are the tags of RBDVolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1RBDVolumeSource = [...]uint64{1<<3 | 2}
 
@@ -16754,6 +19445,22 @@ func unmarshalCorev1FlexVolumeSource(t *InternTable, data []byte, m *corev1.Flex
 	return nil
 }
 
+// refFieldsCorev1FlexVolumeSource are the fields of corev1.FlexVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1FlexVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // driver
+		return refString, nil
+	case 2: // fsType
+		return refString, nil
+	case 3: // secretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 5: // options
+		return refMessage, refFieldsMapStringToStringEntry
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1CinderVolumeSource(t *InternTable, data []byte, m *corev1.CinderVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -16825,6 +19532,20 @@ func unmarshalCorev1CinderVolumeSource(t *InternTable, data []byte, m *corev1.Ci
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1CinderVolumeSource are the fields of corev1.CinderVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1CinderVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumeID
+		return refString, nil
+	case 2: // fsType
+		return refString, nil
+	case 4: // secretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1CephFSVolumeSource(t *InternTable, data []byte, m *corev1.CephFSVolumeSource) error {
@@ -16933,6 +19654,24 @@ func unmarshalCorev1CephFSVolumeSource(t *InternTable, data []byte, m *corev1.Ce
 	return nil
 }
 
+// refFieldsCorev1CephFSVolumeSource are the fields of corev1.CephFSVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1CephFSVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // monitors
+		return refString, nil
+	case 2: // path
+		return refString, nil
+	case 3: // user
+		return refString, nil
+	case 4: // secretFile
+		return refString, nil
+	case 5: // secretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1CephFSVolumeSource are the tags of CephFSVolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1CephFSVolumeSource = [...]uint64{1<<3 | 2}
 
@@ -16978,6 +19717,18 @@ func unmarshalCorev1FlockerVolumeSource(t *InternTable, data []byte, m *corev1.F
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1FlockerVolumeSource are the fields of corev1.FlockerVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1FlockerVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // datasetName
+		return refString, nil
+	case 2: // datasetUUID
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1DownwardAPIVolumeSource(t *InternTable, data []byte, m *corev1.DownwardAPIVolumeSource) error {
@@ -17048,6 +19799,16 @@ func unmarshalCorev1DownwardAPIVolumeSource(t *InternTable, data []byte, m *core
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1DownwardAPIVolumeSource are the fields of corev1.DownwardAPIVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1DownwardAPIVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // items
+		return refMessage, refFieldsCorev1DownwardAPIVolumeFile
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1DownwardAPIVolumeSource are the tags of DownwardAPIVolumeSource's repeated fields of messages and strings.
@@ -17150,6 +19911,20 @@ func unmarshalCorev1FCVolumeSource(t *InternTable, data []byte, m *corev1.FCVolu
 	return nil
 }
 
+// refFieldsCorev1FCVolumeSource are the fields of corev1.FCVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1FCVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // targetWWNs
+		return refString, nil
+	case 3: // fsType
+		return refString, nil
+	case 5: // wwids
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1FCVolumeSource are the tags of FCVolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1FCVolumeSource = [...]uint64{1<<3 | 2, 5<<3 | 2}
 
@@ -17207,6 +19982,18 @@ func unmarshalCorev1AzureFileVolumeSource(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1AzureFileVolumeSource are the fields of corev1.AzureFileVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1AzureFileVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // secretName
+		return refString, nil
+	case 2: // shareName
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ConfigMapVolumeSource(t *InternTable, data []byte, m *corev1.ConfigMapVolumeSource) error {
@@ -17306,6 +20093,18 @@ func unmarshalCorev1ConfigMapVolumeSource(t *InternTable, data []byte, m *corev1
 	return nil
 }
 
+// refFieldsCorev1ConfigMapVolumeSource are the fields of corev1.ConfigMapVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1ConfigMapVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // localObjectReference
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 2: // items
+		return refMessage, refFieldsCorev1KeyToPath
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ConfigMapVolumeSource are the tags of ConfigMapVolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1ConfigMapVolumeSource = [...]uint64{2<<3 | 2}
 
@@ -17375,6 +20174,22 @@ func unmarshalCorev1VsphereVirtualDiskVolumeSource(t *InternTable, data []byte, 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1VsphereVirtualDiskVolumeSource are the fields of corev1.VsphereVirtualDiskVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1VsphereVirtualDiskVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumePath
+		return refString, nil
+	case 2: // fsType
+		return refString, nil
+	case 3: // storagePolicyName
+		return refString, nil
+	case 4: // storagePolicyID
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1QuobyteVolumeSource(t *InternTable, data []byte, m *corev1.QuobyteVolumeSource) error {
@@ -17467,6 +20282,24 @@ func unmarshalCorev1QuobyteVolumeSource(t *InternTable, data []byte, m *corev1.Q
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1QuobyteVolumeSource are the fields of corev1.QuobyteVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1QuobyteVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // registry
+		return refString, nil
+	case 2: // volume
+		return refString, nil
+	case 4: // user
+		return refString, nil
+	case 5: // group
+		return refString, nil
+	case 6: // tenant
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1AzureDiskVolumeSource(t *InternTable, data []byte, m *corev1.AzureDiskVolumeSource) error {
@@ -17565,6 +20398,24 @@ func unmarshalCorev1AzureDiskVolumeSource(t *InternTable, data []byte, m *corev1
 	return nil
 }
 
+// refFieldsCorev1AzureDiskVolumeSource are the fields of corev1.AzureDiskVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1AzureDiskVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // diskName
+		return refString, nil
+	case 2: // diskURI
+		return refString, nil
+	case 3: // cachingMode
+		return refString, nil
+	case 4: // fsType
+		return refString, nil
+	case 6: // kind
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1PhotonPersistentDiskVolumeSource(t *InternTable, data []byte, m *corev1.PhotonPersistentDiskVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -17607,6 +20458,18 @@ func unmarshalCorev1PhotonPersistentDiskVolumeSource(t *InternTable, data []byte
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PhotonPersistentDiskVolumeSource are the fields of corev1.PhotonPersistentDiskVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1PhotonPersistentDiskVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // pdID
+		return refString, nil
+	case 2: // fsType
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ProjectedVolumeSource(t *InternTable, data []byte, m *corev1.ProjectedVolumeSource) error {
@@ -17679,6 +20542,16 @@ func unmarshalCorev1ProjectedVolumeSource(t *InternTable, data []byte, m *corev1
 	return nil
 }
 
+// refFieldsCorev1ProjectedVolumeSource are the fields of corev1.ProjectedVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1ProjectedVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // sources
+		return refMessage, refFieldsCorev1VolumeProjection
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ProjectedVolumeSource are the tags of ProjectedVolumeSource's repeated fields of messages and strings.
 var pbTagsCorev1ProjectedVolumeSource = [...]uint64{1<<3 | 2}
 
@@ -17736,6 +20609,18 @@ func unmarshalCorev1PortworxVolumeSource(t *InternTable, data []byte, m *corev1.
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PortworxVolumeSource are the fields of corev1.PortworxVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1PortworxVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumeID
+		return refString, nil
+	case 2: // fsType
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ScaleIOVolumeSource(t *InternTable, data []byte, m *corev1.ScaleIOVolumeSource) error {
@@ -17883,6 +20768,30 @@ func unmarshalCorev1ScaleIOVolumeSource(t *InternTable, data []byte, m *corev1.S
 	return nil
 }
 
+// refFieldsCorev1ScaleIOVolumeSource are the fields of corev1.ScaleIOVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1ScaleIOVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // gateway
+		return refString, nil
+	case 2: // system
+		return refString, nil
+	case 3: // secretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 5: // protectionDomain
+		return refString, nil
+	case 6: // storagePool
+		return refString, nil
+	case 7: // storageMode
+		return refString, nil
+	case 8: // volumeName
+		return refString, nil
+	case 9: // fsType
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1StorageOSVolumeSource(t *InternTable, data []byte, m *corev1.StorageOSVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -17966,6 +20875,22 @@ func unmarshalCorev1StorageOSVolumeSource(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1StorageOSVolumeSource are the fields of corev1.StorageOSVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1StorageOSVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumeName
+		return refString, nil
+	case 2: // volumeNamespace
+		return refString, nil
+	case 3: // fsType
+		return refString, nil
+	case 5: // secretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1CSIVolumeSource(t *InternTable, data []byte, m *corev1.CSIVolumeSource) error {
@@ -18060,6 +20985,22 @@ func unmarshalCorev1CSIVolumeSource(t *InternTable, data []byte, m *corev1.CSIVo
 	return nil
 }
 
+// refFieldsCorev1CSIVolumeSource are the fields of corev1.CSIVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1CSIVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // driver
+		return refString, nil
+	case 3: // fsType
+		return refString, nil
+	case 4: // volumeAttributes
+		return refMessage, refFieldsMapStringToStringEntry
+	case 5: // nodePublishSecretRef
+		return refMessage, refFieldsCorev1LocalObjectReference
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1EphemeralVolumeSource(t *InternTable, data []byte, m *corev1.EphemeralVolumeSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -18095,6 +21036,16 @@ func unmarshalCorev1EphemeralVolumeSource(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1EphemeralVolumeSource are the fields of corev1.EphemeralVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1EphemeralVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumeClaimTemplate
+		return refMessage, refFieldsCorev1PersistentVolumeClaimTemplate
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ImageVolumeSource(t *InternTable, data []byte, m *corev1.ImageVolumeSource) error {
@@ -18139,6 +21090,18 @@ func unmarshalCorev1ImageVolumeSource(t *InternTable, data []byte, m *corev1.Ima
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ImageVolumeSource are the fields of corev1.ImageVolumeSource to the records of references
+// (refcode.go).
+func refFieldsCorev1ImageVolumeSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // reference
+		return refString, nil
+	case 2: // pullPolicy
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ConfigMapEnvSource(t *InternTable, data []byte, m *corev1.ConfigMapEnvSource) error {
@@ -18188,6 +21151,16 @@ func unmarshalCorev1ConfigMapEnvSource(t *InternTable, data []byte, m *corev1.Co
 	return nil
 }
 
+// refFieldsCorev1ConfigMapEnvSource are the fields of corev1.ConfigMapEnvSource to the records of references
+// (refcode.go).
+func refFieldsCorev1ConfigMapEnvSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // localObjectReference
+		return refMessage, refFieldsCorev1LocalObjectReference
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1SecretEnvSource(t *InternTable, data []byte, m *corev1.SecretEnvSource) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -18233,6 +21206,16 @@ func unmarshalCorev1SecretEnvSource(t *InternTable, data []byte, m *corev1.Secre
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1SecretEnvSource are the fields of corev1.SecretEnvSource to the records of references
+// (refcode.go).
+func refFieldsCorev1SecretEnvSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // localObjectReference
+		return refMessage, refFieldsCorev1LocalObjectReference
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1EnvVarSource(t *InternTable, data []byte, m *corev1.EnvVarSource) error {
@@ -18340,6 +21323,24 @@ func unmarshalCorev1EnvVarSource(t *InternTable, data []byte, m *corev1.EnvVarSo
 	return nil
 }
 
+// refFieldsCorev1EnvVarSource are the fields of corev1.EnvVarSource to the records of references
+// (refcode.go).
+func refFieldsCorev1EnvVarSource(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // fieldRef
+		return refMessage, refFieldsCorev1ObjectFieldSelector
+	case 2: // resourceFieldRef
+		return refMessage, refFieldsCorev1ResourceFieldSelector
+	case 3: // configMapKeyRef
+		return refMessage, refFieldsCorev1ConfigMapKeySelector
+	case 4: // secretKeyRef
+		return refMessage, refFieldsCorev1SecretKeySelector
+	case 5: // fileKeyRef
+		return refMessage, refFieldsCorev1FileKeySelector
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ContainerRestartRuleOnExitCodes(t *InternTable, data []byte, m *corev1.ContainerRestartRuleOnExitCodes) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -18401,6 +21402,16 @@ func unmarshalCorev1ContainerRestartRuleOnExitCodes(t *InternTable, data []byte,
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ContainerRestartRuleOnExitCodes are the fields of corev1.ContainerRestartRuleOnExitCodes to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerRestartRuleOnExitCodes(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // operator
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ProbeHandler(t *InternTable, data []byte, m *corev1.ProbeHandler) error {
@@ -18491,6 +21502,22 @@ func unmarshalCorev1ProbeHandler(t *InternTable, data []byte, m *corev1.ProbeHan
 	return nil
 }
 
+// refFieldsCorev1ProbeHandler are the fields of corev1.ProbeHandler to the records of references
+// (refcode.go).
+func refFieldsCorev1ProbeHandler(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // exec
+		return refMessage, refFieldsCorev1ExecAction
+	case 2: // httpGet
+		return refMessage, refFieldsCorev1HTTPGetAction
+	case 3: // tcpSocket
+		return refMessage, refFieldsCorev1TCPSocketAction
+	case 4: // grpc
+		return refMessage, refFieldsCorev1GRPCAction
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1LifecycleHandler(t *InternTable, data []byte, m *corev1.LifecycleHandler) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -18579,6 +21606,22 @@ func unmarshalCorev1LifecycleHandler(t *InternTable, data []byte, m *corev1.Life
 	return nil
 }
 
+// refFieldsCorev1LifecycleHandler are the fields of corev1.LifecycleHandler to the records of references
+// (refcode.go).
+func refFieldsCorev1LifecycleHandler(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // exec
+		return refMessage, refFieldsCorev1ExecAction
+	case 2: // httpGet
+		return refMessage, refFieldsCorev1HTTPGetAction
+	case 3: // tcpSocket
+		return refMessage, refFieldsCorev1TCPSocketAction
+	case 4: // sleep
+		return refMessage, refFieldsCorev1SleepAction
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1Capabilities(t *InternTable, data []byte, m *corev1.Capabilities) error {
 	var counts [2]int
 	counted := false
@@ -18639,6 +21682,18 @@ func unmarshalCorev1Capabilities(t *InternTable, data []byte, m *corev1.Capabili
 	return nil
 }
 
+// refFieldsCorev1Capabilities are the fields of corev1.Capabilities to the records of references
+// (refcode.go).
+func refFieldsCorev1Capabilities(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // add
+		return refString, nil
+	case 2: // drop
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1Capabilities are the tags of Capabilities's repeated fields of messages and strings.
 var pbTagsCorev1Capabilities = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
@@ -18684,6 +21739,16 @@ func unmarshalCorev1NodeSelector(t *InternTable, data []byte, m *corev1.NodeSele
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1NodeSelector are the fields of corev1.NodeSelector to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeSelector(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // nodeSelectorTerms
+		return refMessage, refFieldsCorev1NodeSelectorTerm
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1NodeSelector are the tags of NodeSelector's repeated fields of messages and strings.
@@ -18733,6 +21798,16 @@ func unmarshalCorev1PreferredSchedulingTerm(t *InternTable, data []byte, m *core
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1PreferredSchedulingTerm are the fields of corev1.PreferredSchedulingTerm to the records of references
+// (refcode.go).
+func refFieldsCorev1PreferredSchedulingTerm(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // preference
+		return refMessage, refFieldsCorev1NodeSelectorTerm
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PodAffinityTerm(t *InternTable, data []byte, m *corev1.PodAffinityTerm) error {
@@ -18860,6 +21935,26 @@ func unmarshalCorev1PodAffinityTerm(t *InternTable, data []byte, m *corev1.PodAf
 	return nil
 }
 
+// refFieldsCorev1PodAffinityTerm are the fields of corev1.PodAffinityTerm to the records of references
+// (refcode.go).
+func refFieldsCorev1PodAffinityTerm(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // labelSelector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 2: // namespaces
+		return refString, nil
+	case 3: // topologyKey
+		return refString, nil
+	case 4: // namespaceSelector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 5: // matchLabelKeys
+		return refString, nil
+	case 6: // mismatchLabelKeys
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1PodAffinityTerm are the tags of PodAffinityTerm's repeated fields of messages and strings.
 var pbTagsCorev1PodAffinityTerm = [...]uint64{2<<3 | 2, 5<<3 | 2, 6<<3 | 2}
 
@@ -18909,6 +22004,16 @@ func unmarshalCorev1WeightedPodAffinityTerm(t *InternTable, data []byte, m *core
 	return nil
 }
 
+// refFieldsCorev1WeightedPodAffinityTerm are the fields of corev1.WeightedPodAffinityTerm to the records of references
+// (refcode.go).
+func refFieldsCorev1WeightedPodAffinityTerm(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // podAffinityTerm
+		return refMessage, refFieldsCorev1PodAffinityTerm
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ContainerStateWaiting(t *InternTable, data []byte, m *corev1.ContainerStateWaiting) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -18953,6 +22058,18 @@ func unmarshalCorev1ContainerStateWaiting(t *InternTable, data []byte, m *corev1
 	return nil
 }
 
+// refFieldsCorev1ContainerStateWaiting are the fields of corev1.ContainerStateWaiting to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerStateWaiting(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // reason
+		return refString, nil
+	case 2: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ContainerStateRunning(t *InternTable, data []byte, m *corev1.ContainerStateRunning) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -18985,6 +22102,13 @@ func unmarshalCorev1ContainerStateRunning(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ContainerStateRunning are the fields of corev1.ContainerStateRunning to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerStateRunning(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1ContainerStateTerminated(t *InternTable, data []byte, m *corev1.ContainerStateTerminated) error {
@@ -19095,6 +22219,20 @@ func unmarshalCorev1ContainerStateTerminated(t *InternTable, data []byte, m *cor
 	return nil
 }
 
+// refFieldsCorev1ContainerStateTerminated are the fields of corev1.ContainerStateTerminated to the records of references
+// (refcode.go).
+func refFieldsCorev1ContainerStateTerminated(num int32) (refKind, refFields) {
+	switch num {
+	case 3: // reason
+		return refString, nil
+	case 4: // message
+		return refString, nil
+	case 7: // containerID
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1VolumeStatus(t *InternTable, data []byte, m *corev1.VolumeStatus) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19130,6 +22268,16 @@ func unmarshalCorev1VolumeStatus(t *InternTable, data []byte, m *corev1.VolumeSt
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1VolumeStatus are the fields of corev1.VolumeStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // image
+		return refMessage, refFieldsCorev1ImageVolumeStatus
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1LinuxContainerUser(t *InternTable, data []byte, m *corev1.LinuxContainerUser) error {
@@ -19207,6 +22355,13 @@ func unmarshalCorev1LinuxContainerUser(t *InternTable, data []byte, m *corev1.Li
 	return nil
 }
 
+// refFieldsCorev1LinuxContainerUser are the fields of corev1.LinuxContainerUser to the records of references
+// (refcode.go).
+func refFieldsCorev1LinuxContainerUser(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
+}
+
 func unmarshalCorev1ResourceHealth(t *InternTable, data []byte, m *corev1.ResourceHealth) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19262,6 +22417,20 @@ func unmarshalCorev1ResourceHealth(t *InternTable, data []byte, m *corev1.Resour
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ResourceHealth are the fields of corev1.ResourceHealth to the records of references
+// (refcode.go).
+func refFieldsCorev1ResourceHealth(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // resourceID
+		return refString, nil
+	case 2: //
+		return refString, nil
+	case 6: // message
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PortStatus(t *InternTable, data []byte, m *corev1.PortStatus) error {
@@ -19321,6 +22490,18 @@ func unmarshalCorev1PortStatus(t *InternTable, data []byte, m *corev1.PortStatus
 	return nil
 }
 
+// refFieldsCorev1PortStatus are the fields of corev1.PortStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1PortStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // protocol
+		return refString, nil
+	case 3: // error
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1VolumeResourceRequirements(t *InternTable, data []byte, m *corev1.VolumeResourceRequirements) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19373,6 +22554,18 @@ func unmarshalCorev1VolumeResourceRequirements(t *InternTable, data []byte, m *c
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1VolumeResourceRequirements are the fields of corev1.VolumeResourceRequirements to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeResourceRequirements(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // limits
+		return refMessage, refFieldsCorev1ResourceListEntry
+	case 2: // requests
+		return refMessage, refFieldsCorev1ResourceListEntry
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1TypedLocalObjectReference(t *InternTable, data []byte, m *corev1.TypedLocalObjectReference) error {
@@ -19430,6 +22623,20 @@ func unmarshalCorev1TypedLocalObjectReference(t *InternTable, data []byte, m *co
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1TypedLocalObjectReference are the fields of corev1.TypedLocalObjectReference to the records of references
+// (refcode.go).
+func refFieldsCorev1TypedLocalObjectReference(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // apiGroup
+		return refString, nil
+	case 2: // kind
+		return refString, nil
+	case 3: // name
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1TypedObjectReference(t *InternTable, data []byte, m *corev1.TypedObjectReference) error {
@@ -19500,6 +22707,22 @@ func unmarshalCorev1TypedObjectReference(t *InternTable, data []byte, m *corev1.
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1TypedObjectReference are the fields of corev1.TypedObjectReference to the records of references
+// (refcode.go).
+func refFieldsCorev1TypedObjectReference(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // apiGroup
+		return refString, nil
+	case 2: // kind
+		return refString, nil
+	case 3: // name
+		return refString, nil
+	case 4: // namespace
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PersistentVolumeClaimCondition(t *InternTable, data []byte, m *corev1.PersistentVolumeClaimCondition) error {
@@ -19598,6 +22821,22 @@ func unmarshalCorev1PersistentVolumeClaimCondition(t *InternTable, data []byte, 
 	return nil
 }
 
+// refFieldsCorev1PersistentVolumeClaimCondition are the fields of corev1.PersistentVolumeClaimCondition to the records of references
+// (refcode.go).
+func refFieldsCorev1PersistentVolumeClaimCondition(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	case 5: // reason
+		return refString, nil
+	case 6: // message
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ModifyVolumeStatus(t *InternTable, data []byte, m *corev1.ModifyVolumeStatus) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19640,6 +22879,18 @@ func unmarshalCorev1ModifyVolumeStatus(t *InternTable, data []byte, m *corev1.Mo
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ModifyVolumeStatus are the fields of corev1.ModifyVolumeStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1ModifyVolumeStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // targetVolumeAttributesClassName
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1VolumeHealthStatus(t *InternTable, data []byte, m *corev1.VolumeHealthStatus) error {
@@ -19698,6 +22949,16 @@ func unmarshalCorev1VolumeHealthStatus(t *InternTable, data []byte, m *corev1.Vo
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1VolumeHealthStatus are the fields of corev1.VolumeHealthStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeHealthStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // healthConditions
+		return refMessage, refFieldsCorev1VolumeHealthCondition
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1VolumeHealthStatus are the tags of VolumeHealthStatus's repeated fields of messages and strings.
@@ -19779,6 +23040,18 @@ func unmarshalBatchv1PodFailurePolicyOnExitCodesRequirement(t *InternTable, data
 	return nil
 }
 
+// refFieldsBatchv1PodFailurePolicyOnExitCodesRequirement are the fields of batchv1.PodFailurePolicyOnExitCodesRequirement to the records of references
+// (refcode.go).
+func refFieldsBatchv1PodFailurePolicyOnExitCodesRequirement(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // containerName
+		return refString, nil
+	case 2: // operator
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalBatchv1PodFailurePolicyOnPodConditionsPattern(t *InternTable, data []byte, m *batchv1.PodFailurePolicyOnPodConditionsPattern) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19823,6 +23096,18 @@ func unmarshalBatchv1PodFailurePolicyOnPodConditionsPattern(t *InternTable, data
 	return nil
 }
 
+// refFieldsBatchv1PodFailurePolicyOnPodConditionsPattern are the fields of batchv1.PodFailurePolicyOnPodConditionsPattern to the records of references
+// (refcode.go).
+func refFieldsBatchv1PodFailurePolicyOnPodConditionsPattern(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // type
+		return refString, nil
+	case 2: // status
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalSchedulingv1alpha3WorkloadPodGroupBasicSchedulingPolicy(t *InternTable, data []byte, m *schedulingv1alpha3.WorkloadPodGroupBasicSchedulingPolicy) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19842,6 +23127,13 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupBasicSchedulingPolicy(t *InternT
 		}
 	}
 	return nil
+}
+
+// refFieldsSchedulingv1alpha3WorkloadPodGroupBasicSchedulingPolicy are the fields of schedulingv1alpha3.WorkloadPodGroupBasicSchedulingPolicy to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupBasicSchedulingPolicy(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalSchedulingv1alpha3WorkloadPodGroupGangSchedulingPolicy(t *InternTable, data []byte, m *schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy) error {
@@ -19877,6 +23169,13 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupGangSchedulingPolicy(t *InternTa
 	return nil
 }
 
+// refFieldsSchedulingv1alpha3WorkloadPodGroupGangSchedulingPolicy are the fields of schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupGangSchedulingPolicy(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
+}
+
 func unmarshalSchedulingv1alpha3TopologyConstraint(t *InternTable, data []byte, m *schedulingv1alpha3.TopologyConstraint) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19909,6 +23208,16 @@ func unmarshalSchedulingv1alpha3TopologyConstraint(t *InternTable, data []byte, 
 	return nil
 }
 
+// refFieldsSchedulingv1alpha3TopologyConstraint are the fields of schedulingv1alpha3.TopologyConstraint to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3TopologyConstraint(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // key
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode(t *InternTable, data []byte, m *schedulingv1alpha3.WorkloadPodGroupSingleDisruptionMode) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19930,6 +23239,13 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode(t *InternTa
 	return nil
 }
 
+// refFieldsSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode are the fields of schedulingv1alpha3.WorkloadPodGroupSingleDisruptionMode to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
+}
+
 func unmarshalSchedulingv1alpha3WorkloadPodGroupAllDisruptionMode(t *InternTable, data []byte, m *schedulingv1alpha3.WorkloadPodGroupAllDisruptionMode) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -19949,6 +23265,13 @@ func unmarshalSchedulingv1alpha3WorkloadPodGroupAllDisruptionMode(t *InternTable
 		}
 	}
 	return nil
+}
+
+// refFieldsSchedulingv1alpha3WorkloadPodGroupAllDisruptionMode are the fields of schedulingv1alpha3.WorkloadPodGroupAllDisruptionMode to the records of references
+// (refcode.go).
+func refFieldsSchedulingv1alpha3WorkloadPodGroupAllDisruptionMode(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1KeyToPath(t *InternTable, data []byte, m *corev1.KeyToPath) error {
@@ -20019,6 +23342,18 @@ func unmarshalCorev1KeyToPath(t *InternTable, data []byte, m *corev1.KeyToPath) 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1KeyToPath are the fields of corev1.KeyToPath to the records of references
+// (refcode.go).
+func refFieldsCorev1KeyToPath(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // key
+		return refString, nil
+	case 2: // path
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1DownwardAPIVolumeFile(t *InternTable, data []byte, m *corev1.DownwardAPIVolumeFile) error {
@@ -20111,6 +23446,20 @@ func unmarshalCorev1DownwardAPIVolumeFile(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1DownwardAPIVolumeFile are the fields of corev1.DownwardAPIVolumeFile to the records of references
+// (refcode.go).
+func refFieldsCorev1DownwardAPIVolumeFile(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // path
+		return refString, nil
+	case 2: // fieldRef
+		return refMessage, refFieldsCorev1ObjectFieldSelector
+	case 3: // resourceFieldRef
+		return refMessage, refFieldsCorev1ResourceFieldSelector
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1VolumeProjection(t *InternTable, data []byte, m *corev1.VolumeProjection) error {
@@ -20235,6 +23584,26 @@ func unmarshalCorev1VolumeProjection(t *InternTable, data []byte, m *corev1.Volu
 	return nil
 }
 
+// refFieldsCorev1VolumeProjection are the fields of corev1.VolumeProjection to the records of references
+// (refcode.go).
+func refFieldsCorev1VolumeProjection(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // secret
+		return refMessage, refFieldsCorev1SecretProjection
+	case 2: // downwardAPI
+		return refMessage, refFieldsCorev1DownwardAPIProjection
+	case 3: // configMap
+		return refMessage, refFieldsCorev1ConfigMapProjection
+	case 4: // serviceAccountToken
+		return refMessage, refFieldsCorev1ServiceAccountTokenProjection
+	case 5: // clusterTrustBundle
+		return refMessage, refFieldsCorev1ClusterTrustBundleProjection
+	case 6: // podCertificate
+		return refMessage, refFieldsCorev1PodCertificateProjection
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1PersistentVolumeClaimTemplate(t *InternTable, data []byte, m *corev1.PersistentVolumeClaimTemplate) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -20283,6 +23652,18 @@ func unmarshalCorev1PersistentVolumeClaimTemplate(t *InternTable, data []byte, m
 	return nil
 }
 
+// refFieldsCorev1PersistentVolumeClaimTemplate are the fields of corev1.PersistentVolumeClaimTemplate to the records of references
+// (refcode.go).
+func refFieldsCorev1PersistentVolumeClaimTemplate(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // metadata
+		return refMessage, refFieldsMetav1ObjectMeta
+	case 2: //
+		return refMessage, refFieldsCorev1PersistentVolumeClaimSpec
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ObjectFieldSelector(t *InternTable, data []byte, m *corev1.ObjectFieldSelector) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -20325,6 +23706,18 @@ func unmarshalCorev1ObjectFieldSelector(t *InternTable, data []byte, m *corev1.O
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ObjectFieldSelector are the fields of corev1.ObjectFieldSelector to the records of references
+// (refcode.go).
+func refFieldsCorev1ObjectFieldSelector(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // apiVersion
+		return refString, nil
+	case 2: // fieldPath
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ResourceFieldSelector(t *InternTable, data []byte, m *corev1.ResourceFieldSelector) error {
@@ -20383,6 +23776,18 @@ func unmarshalCorev1ResourceFieldSelector(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ResourceFieldSelector are the fields of corev1.ResourceFieldSelector to the records of references
+// (refcode.go).
+func refFieldsCorev1ResourceFieldSelector(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // containerName
+		return refString, nil
+	case 2: // resource
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ConfigMapKeySelector(t *InternTable, data []byte, m *corev1.ConfigMapKeySelector) error {
@@ -20444,6 +23849,18 @@ func unmarshalCorev1ConfigMapKeySelector(t *InternTable, data []byte, m *corev1.
 	return nil
 }
 
+// refFieldsCorev1ConfigMapKeySelector are the fields of corev1.ConfigMapKeySelector to the records of references
+// (refcode.go).
+func refFieldsCorev1ConfigMapKeySelector(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // localObjectReference
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 2: // key
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1SecretKeySelector(t *InternTable, data []byte, m *corev1.SecretKeySelector) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -20501,6 +23918,18 @@ func unmarshalCorev1SecretKeySelector(t *InternTable, data []byte, m *corev1.Sec
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1SecretKeySelector are the fields of corev1.SecretKeySelector to the records of references
+// (refcode.go).
+func refFieldsCorev1SecretKeySelector(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // localObjectReference
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 2: // key
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1FileKeySelector(t *InternTable, data []byte, m *corev1.FileKeySelector) error {
@@ -20572,6 +24001,20 @@ func unmarshalCorev1FileKeySelector(t *InternTable, data []byte, m *corev1.FileK
 	return nil
 }
 
+// refFieldsCorev1FileKeySelector are the fields of corev1.FileKeySelector to the records of references
+// (refcode.go).
+func refFieldsCorev1FileKeySelector(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // volumeName
+		return refString, nil
+	case 2: // path
+		return refString, nil
+	case 3: // key
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1ExecAction(t *InternTable, data []byte, m *corev1.ExecAction) error {
 	var counts [1]int
 	counted := false
@@ -20611,6 +24054,16 @@ func unmarshalCorev1ExecAction(t *InternTable, data []byte, m *corev1.ExecAction
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ExecAction are the fields of corev1.ExecAction to the records of references
+// (refcode.go).
+func refFieldsCorev1ExecAction(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // command
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1ExecAction are the tags of ExecAction's repeated fields of messages and strings.
@@ -20723,6 +24176,26 @@ func unmarshalCorev1HTTPGetAction(t *InternTable, data []byte, m *corev1.HTTPGet
 	return nil
 }
 
+// refFieldsCorev1HTTPGetAction are the fields of corev1.HTTPGetAction to the records of references
+// (refcode.go).
+func refFieldsCorev1HTTPGetAction(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // path
+		return refString, nil
+	case 2: // port
+		return refMessage, refFieldsIntstrIntOrString
+	case 3: // host
+		return refString, nil
+	case 4: // scheme
+		return refString, nil
+	case 5: // httpHeaders
+		return refMessage, refFieldsCorev1HTTPHeader
+	case 6: // protocol
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1HTTPGetAction are the tags of HTTPGetAction's repeated fields of messages and strings.
 var pbTagsCorev1HTTPGetAction = [...]uint64{5<<3 | 2}
 
@@ -20770,6 +24243,18 @@ func unmarshalCorev1TCPSocketAction(t *InternTable, data []byte, m *corev1.TCPSo
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1TCPSocketAction are the fields of corev1.TCPSocketAction to the records of references
+// (refcode.go).
+func refFieldsCorev1TCPSocketAction(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // port
+		return refMessage, refFieldsIntstrIntOrString
+	case 2: // host
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1GRPCAction(t *InternTable, data []byte, m *corev1.GRPCAction) error {
@@ -20830,6 +24315,18 @@ func unmarshalCorev1GRPCAction(t *InternTable, data []byte, m *corev1.GRPCAction
 	return nil
 }
 
+// refFieldsCorev1GRPCAction are the fields of corev1.GRPCAction to the records of references
+// (refcode.go).
+func refFieldsCorev1GRPCAction(num int32) (refKind, refFields) {
+	switch num {
+	case 2: // service
+		return refString, nil
+	case 3: // mode
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1SleepAction(t *InternTable, data []byte, m *corev1.SleepAction) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -20860,6 +24357,13 @@ func unmarshalCorev1SleepAction(t *InternTable, data []byte, m *corev1.SleepActi
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1SleepAction are the fields of corev1.SleepAction to the records of references
+// (refcode.go).
+func refFieldsCorev1SleepAction(num int32) (refKind, refFields) {
+	_ = num
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeSelectorTerm(t *InternTable, data []byte, m *corev1.NodeSelectorTerm) error {
@@ -20928,6 +24432,18 @@ func unmarshalCorev1NodeSelectorTerm(t *InternTable, data []byte, m *corev1.Node
 	return nil
 }
 
+// refFieldsCorev1NodeSelectorTerm are the fields of corev1.NodeSelectorTerm to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeSelectorTerm(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // matchExpressions
+		return refMessage, refFieldsCorev1NodeSelectorRequirement
+	case 2: // matchFields
+		return refMessage, refFieldsCorev1NodeSelectorRequirement
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1NodeSelectorTerm are the tags of NodeSelectorTerm's repeated fields of messages and strings.
 var pbTagsCorev1NodeSelectorTerm = [...]uint64{1<<3 | 2, 2<<3 | 2}
 
@@ -20961,6 +24477,16 @@ func unmarshalCorev1ImageVolumeStatus(t *InternTable, data []byte, m *corev1.Ima
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ImageVolumeStatus are the fields of corev1.ImageVolumeStatus to the records of references
+// (refcode.go).
+func refFieldsCorev1ImageVolumeStatus(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // imageRef
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1SecretProjection(t *InternTable, data []byte, m *corev1.SecretProjection) error {
@@ -21034,6 +24560,18 @@ func unmarshalCorev1SecretProjection(t *InternTable, data []byte, m *corev1.Secr
 	return nil
 }
 
+// refFieldsCorev1SecretProjection are the fields of corev1.SecretProjection to the records of references
+// (refcode.go).
+func refFieldsCorev1SecretProjection(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // localObjectReference
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 2: // items
+		return refMessage, refFieldsCorev1KeyToPath
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1SecretProjection are the tags of SecretProjection's repeated fields of messages and strings.
 var pbTagsCorev1SecretProjection = [...]uint64{2<<3 | 2}
 
@@ -21079,6 +24617,16 @@ func unmarshalCorev1DownwardAPIProjection(t *InternTable, data []byte, m *corev1
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1DownwardAPIProjection are the fields of corev1.DownwardAPIProjection to the records of references
+// (refcode.go).
+func refFieldsCorev1DownwardAPIProjection(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // items
+		return refMessage, refFieldsCorev1DownwardAPIVolumeFile
+	}
+	return refOther, nil
 }
 
 // pbTagsCorev1DownwardAPIProjection are the tags of DownwardAPIProjection's repeated fields of messages and strings.
@@ -21155,6 +24703,18 @@ func unmarshalCorev1ConfigMapProjection(t *InternTable, data []byte, m *corev1.C
 	return nil
 }
 
+// refFieldsCorev1ConfigMapProjection are the fields of corev1.ConfigMapProjection to the records of references
+// (refcode.go).
+func refFieldsCorev1ConfigMapProjection(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // localObjectReference
+		return refMessage, refFieldsCorev1LocalObjectReference
+	case 2: // items
+		return refMessage, refFieldsCorev1KeyToPath
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1ConfigMapProjection are the tags of ConfigMapProjection's repeated fields of messages and strings.
 var pbTagsCorev1ConfigMapProjection = [...]uint64{2<<3 | 2}
 
@@ -21226,6 +24786,18 @@ func unmarshalCorev1ServiceAccountTokenProjection(t *InternTable, data []byte, m
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ServiceAccountTokenProjection are the fields of corev1.ServiceAccountTokenProjection to the records of references
+// (refcode.go).
+func refFieldsCorev1ServiceAccountTokenProjection(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // audience
+		return refString, nil
+	case 3: // path
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1ClusterTrustBundleProjection(t *InternTable, data []byte, m *corev1.ClusterTrustBundleProjection) error {
@@ -21327,6 +24899,22 @@ func unmarshalCorev1ClusterTrustBundleProjection(t *InternTable, data []byte, m 
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1ClusterTrustBundleProjection are the fields of corev1.ClusterTrustBundleProjection to the records of references
+// (refcode.go).
+func refFieldsCorev1ClusterTrustBundleProjection(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // signerName
+		return refString, nil
+	case 3: // labelSelector
+		return refMessage, refFieldsMetav1LabelSelector
+	case 4: // path
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1PodCertificateProjection(t *InternTable, data []byte, m *corev1.PodCertificateProjection) error {
@@ -21452,6 +25040,26 @@ func unmarshalCorev1PodCertificateProjection(t *InternTable, data []byte, m *cor
 	return nil
 }
 
+// refFieldsCorev1PodCertificateProjection are the fields of corev1.PodCertificateProjection to the records of references
+// (refcode.go).
+func refFieldsCorev1PodCertificateProjection(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // signerName
+		return refString, nil
+	case 2: // keyType
+		return refString, nil
+	case 4: // credentialBundlePath
+		return refString, nil
+	case 5: // keyPath
+		return refString, nil
+	case 6: // certificateChainPath
+		return refString, nil
+	case 7: // userAnnotations
+		return refMessage, refFieldsMapStringToStringEntry
+	}
+	return refOther, nil
+}
+
 func unmarshalCorev1HTTPHeader(t *InternTable, data []byte, m *corev1.HTTPHeader) error {
 	for i := 0; i < len(data); {
 		num, typ, next := int32(data[i]>>3), int(data[i]&7), i+1
@@ -21494,6 +25102,18 @@ func unmarshalCorev1HTTPHeader(t *InternTable, data []byte, m *corev1.HTTPHeader
 		}
 	}
 	return nil
+}
+
+// refFieldsCorev1HTTPHeader are the fields of corev1.HTTPHeader to the records of references
+// (refcode.go).
+func refFieldsCorev1HTTPHeader(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // name
+		return refString, nil
+	case 2: // value
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalCorev1NodeSelectorRequirement(t *InternTable, data []byte, m *corev1.NodeSelectorRequirement) error {
@@ -21561,6 +25181,20 @@ func unmarshalCorev1NodeSelectorRequirement(t *InternTable, data []byte, m *core
 	return nil
 }
 
+// refFieldsCorev1NodeSelectorRequirement are the fields of corev1.NodeSelectorRequirement to the records of references
+// (refcode.go).
+func refFieldsCorev1NodeSelectorRequirement(num int32) (refKind, refFields) {
+	switch num {
+	case 1: // key
+		return refString, nil
+	case 2: // operator
+		return refString, nil
+	case 3: // values
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 // pbTagsCorev1NodeSelectorRequirement are the tags of NodeSelectorRequirement's repeated fields of messages and strings.
 var pbTagsCorev1NodeSelectorRequirement = [...]uint64{3<<3 | 2}
 
@@ -21607,6 +25241,18 @@ func unmarshalCorev1ResourceListEntry(t *InternTable, data []byte, s, e int, m c
 	return nil
 }
 
+// refFieldsCorev1ResourceListEntry are the fields of a map entry of corev1.ResourceList to the records of
+// references (refcode.go).
+func refFieldsCorev1ResourceListEntry(num int32) (refKind, refFields) {
+	switch num {
+	case 1:
+		return refString, nil
+	case 2:
+		return refOther, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalMapCorev1ResourceNameToCorev1ClaimResourceStatusEntry(t *InternTable, data []byte, s, e int, m map[corev1.ResourceName]corev1.ClaimResourceStatus) error {
 	var key corev1.ResourceName
 	var value corev1.ClaimResourceStatus
@@ -21645,6 +25291,18 @@ func unmarshalMapCorev1ResourceNameToCorev1ClaimResourceStatusEntry(t *InternTab
 	}
 	m[key] = value
 	return nil
+}
+
+// refFieldsMapCorev1ResourceNameToCorev1ClaimResourceStatusEntry are the fields of a map entry of map[corev1.ResourceName]corev1.ClaimResourceStatus to the records of
+// references (refcode.go).
+func refFieldsMapCorev1ResourceNameToCorev1ClaimResourceStatusEntry(num int32) (refKind, refFields) {
+	switch num {
+	case 1:
+		return refString, nil
+	case 2:
+		return refString, nil
+	}
+	return refOther, nil
 }
 
 func unmarshalMapStringToBytesEntry(t *InternTable, data []byte, s, e int, m map[string][]uint8) error {
@@ -21687,6 +25345,18 @@ func unmarshalMapStringToBytesEntry(t *InternTable, data []byte, s, e int, m map
 	return nil
 }
 
+// refFieldsMapStringToBytesEntry are the fields of a map entry of map[string][]uint8 to the records of
+// references (refcode.go).
+func refFieldsMapStringToBytesEntry(num int32) (refKind, refFields) {
+	switch num {
+	case 1:
+		return refString, nil
+	case 2:
+		return refString, nil
+	}
+	return refOther, nil
+}
+
 func unmarshalMapStringToStringEntry(t *InternTable, data []byte, s, e int, m map[string]string) error {
 	var key string
 	var value string
@@ -21725,4 +25395,16 @@ func unmarshalMapStringToStringEntry(t *InternTable, data []byte, s, e int, m ma
 	}
 	m[key] = value
 	return nil
+}
+
+// refFieldsMapStringToStringEntry are the fields of a map entry of map[string]string to the records of
+// references (refcode.go).
+func refFieldsMapStringToStringEntry(num int32) (refKind, refFields) {
+	switch num {
+	case 1:
+		return refString, nil
+	case 2:
+		return refString, nil
+	}
+	return refOther, nil
 }

@@ -282,7 +282,7 @@ func (t *InternTable) strFrom(b []byte) string {
 // quantity decodes b, a resource.Quantity's encoding, into q as
 // q.Unmarshal does (see refMode.quantity for records of references).
 func (t *InternTable) quantity(q *resource.Quantity, b []byte) error {
-	if t.refs != nil && !t.refs.recording {
+	if t.refs != nil {
 		return t.refs.quantity(q, b)
 	}
 	return q.Unmarshal(b)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"reflect"
-	"slices"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,17 +26,35 @@ import (
 // decoding production-like pods from protobuf (BenchmarkSnapshotRestore's
 // CPU profile, docs/restart.md): each string was hashed and looked up
 // once per occurrence. A reference costs an index; an entry of the table
-// is interned once per snapshot. Repeated strings are also written once,
+// is copied once per snapshot. Repeated strings are also written once,
 // which makes the file smaller.
 //
-// Which fields are strings is not written down here, nor derived from
-// the Go types: the encoder decodes each record with the very decoder
-// that will read it back, noting where the decoder takes strings and
-// bytes from (refMode's recording), and replaces exactly those; the rest
-// of the record (numbers, messages decoded by their own Unmarshal such as
-// resource.Quantity, types without an interning decoder) is copied as
-// it is. A record in which the noted places are not fields of a message
-// walked from its start is written as it is, marked plain.
+// Which fields are strings follows from the Go types exactly as the
+// generated decoder reads them: internal/pbdecode writes, beside each
+// message's decoder, its refFields (decode_gen.go), and the encoder walks a
+// record with them, replacing the content of the string and bytes fields
+// and copying the rest (numbers, messages decoded by their own Unmarshal
+// such as resource.Quantity). Objects of types without an interning
+// decoder are written as they are, marked plain.
+
+// refKind is what a length-delimited field is to the records of
+// references.
+type refKind uint8
+
+const (
+	// refOther: copied as it is.
+	refOther refKind = iota
+	// refString: a string or bytes the decoder takes from the intern
+	// table: replaced by a reference or written in place.
+	refString
+	// refMessage: a message decoded field by field: walked with its
+	// refFields.
+	refMessage
+)
+
+// refFields says what the field numbered num of a message is, and for a
+// message field, its own fields.
+type refFields func(num int32) (refKind, refFields)
 
 // Record kinds, the first byte of a record of references.
 const (
@@ -58,8 +75,8 @@ const refInline = 0
 const refMaxStrings = 1 << 22
 
 // refSeenSlots is the size of the encoder's filter of strings seen once
-// (a string becomes a table entry when seen a second time): hashes in
-// sets of seenWays, 2 MB, so that it never grows.
+// (a string becomes a table entry when seen again in another record):
+// hashes in sets of seenWays, 4 MB, so that it never grows.
 const refSeenSlots = 1 << 18
 
 // errBadReference reports a record whose references do not resolve.
@@ -68,15 +85,10 @@ var errBadReference = errors.New("a string reference outside the snapshot's tabl
 // refMode is what the decoder does with the bytes it would take a string
 // or byte slice from while it is set on its table (InternTable.refs).
 type refMode struct {
-	// recording, set by the encoder: note each place (offset from base,
-	// length) and return an empty value.
-	recording bool
-	base      uintptr
-	spans     []refSpan
-	// strs is the string table (decoding).
+	// strs is the string table.
 	strs []string
-	// quantities are the quantities decoded so far, by their encoding
-	// (decoding): see quantity.
+	// quantities are the quantities decoded so far, by their encoding:
+	// see quantity.
 	quantities map[string]resource.Quantity
 	// err is the first reference that did not resolve.
 	err error
@@ -87,11 +99,6 @@ type refMode struct {
 	raw podShares
 }
 
-// refSpan is the place of a string or byte slice in a record.
-type refSpan struct {
-	off, n int
-}
-
 // str returns the string b stands for: a table entry, or a copy of a
 // string in place. Neither is looked up in the intern table, whose work
 // (a hash, a lookup, a weak pointer per shared string) the table of
@@ -99,10 +106,6 @@ type refSpan struct {
 // among themselves, and objects decoded later share theirs with each
 // other, so a string both use has at most two copies.
 func (m *refMode) str(b []byte) string {
-	if m.recording {
-		m.note(b)
-		return ""
-	}
 	if b[0] == refInline {
 		return string(b[1:])
 	}
@@ -119,10 +122,6 @@ func (m *refMode) str(b []byte) string {
 // bytes returns the byte slice b stands for: shared if t shares
 // sub-objects, a copy of its own otherwise (see InternTable.bytesFrom).
 func (m *refMode) bytes(t *InternTable, b []byte) []byte {
-	if m.recording {
-		m.note(b)
-		return []byte{}
-	}
 	if b[0] == refInline {
 		return append([]byte{}, b[1:]...)
 	}
@@ -167,27 +166,22 @@ func holdsDec(q *resource.Quantity) bool {
 	return !reflect.ValueOf(q).Elem().FieldByName("d").Field(0).IsNil()
 }
 
-// note records b's place.
-func (m *refMode) note(b []byte) {
-	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - m.base
-	m.spans = append(m.spans, refSpan{off: int(off), n: len(b)})
-}
-
 // RefEncoder writes records of references (see refMode) for one
 // snapshot: its table grows with the records it writes, which must be
 // read back in the same order by one RefDecoder. Not safe for concurrent
 // use.
 type RefEncoder struct {
-	// t is the table the records are decoded through to find their
-	// strings; mode is its recording.
-	t    *InternTable
-	mode refMode
-	// index maps each entry of the string table to its index.
-	index map[string]uint32
-	// added are the entries the record being written adds.
-	added []string
+	// strs is the string table; index maps the hash of each entry to its
+	// index (a string whose hash is another entry's is written in place).
+	strs  []string
+	index map[uint64]uint32
+	// added is the number of entries the record being written adds.
+	added int
 	seed  maphash.Seed
-	seen  []uint64
+	// seen is the filter of strings seen once, in sets of seenWays; rec
+	// counts the records written, the one being written included.
+	seen []refSeen
+	rec  uint32
 	// body is the record being written; levels are the messages being
 	// rewritten within it, one buffer per depth.
 	body   []byte
@@ -196,124 +190,126 @@ type RefEncoder struct {
 
 // NewRefEncoder returns an encoder with an empty string table.
 func NewRefEncoder() *RefEncoder {
-	return &RefEncoder{t: newBareInternTable(), index: map[string]uint32{}, seed: maphash.MakeSeed()}
+	return &RefEncoder{index: map[uint64]uint32{}, seed: maphash.MakeSeed()}
+}
+
+// refSeen is a string seen once: its hash, and the record it was in.
+type refSeen struct {
+	h   uint64
+	rec uint32
 }
 
 // Append appends to dst the record of references for data, the protobuf
-// encoding of an object of scratch's type; scratch is overwritten. The
-// record is plain (data as it is) if the type has no interning decoder
-// or its strings cannot be replaced; an error only if data does not
-// decode.
-func (e *RefEncoder) Append(dst, data []byte, scratch ProtobufMessage) ([]byte, error) {
-	if len(data) == 0 {
-		return append(dst, refPlain), nil
+// encoding of an object of msg's type (msg's value is not looked at). The
+// record is plain (data as it is) if the type has no interning decoder or
+// data is not a message.
+func (e *RefEncoder) Append(dst, data []byte, msg ProtobufMessage) []byte {
+	fields := refFieldsOf(msg)
+	if fields == nil {
+		return append(append(dst, refPlain), data...)
 	}
-	e.mode = refMode{recording: true, base: uintptr(unsafe.Pointer(unsafe.SliceData(data))), spans: e.mode.spans[:0]}
-	handled, err := unmarshalInterned(e.t, &e.mode, data, scratch)
-	if err != nil {
-		return nil, err
-	}
-	if !handled || len(e.mode.spans) == 0 {
-		return append(append(dst, refPlain), data...), nil
-	}
-	spans := e.mode.spans
-	if !slices.IsSortedFunc(spans, func(a, b refSpan) int { return a.off - b.off }) {
-		slices.SortFunc(spans, func(a, b refSpan) int { return a.off - b.off })
-	}
-	e.added = e.added[:0]
-	body, k, ok := e.rewrite(e.body[:0], data, 0, len(data), spans, 0, 0)
+	e.rec++
+	e.added = 0
+	body, ok := e.rewrite(e.body[:0], data, fields, 0)
 	e.body = body
-	if !ok || k != len(spans) {
-		for _, s := range e.added {
-			delete(e.index, s)
+	added := e.strs[len(e.strs)-e.added:]
+	if !ok {
+		for _, s := range added {
+			delete(e.index, maphash.String(e.seed, s))
 		}
-		return append(append(dst, refPlain), data...), nil
+		e.strs = e.strs[:len(e.strs)-e.added]
+		return append(append(dst, refPlain), data...)
 	}
 	dst = append(dst, refCoded)
-	dst = binary.AppendUvarint(dst, uint64(len(e.added)))
-	for _, s := range e.added {
+	dst = binary.AppendUvarint(dst, uint64(len(added)))
+	for _, s := range added {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
-	return append(dst, body...), nil
+	return append(dst, body...)
 }
 
-// rewrite appends to out the fields of data[s:end], a message, with the
-// content of each field that spans[k:] names replaced (ref), and returns
-// out and the index of the first span past end; ok is false if a span is
-// not exactly a field's content or the message is not one.
-func (e *RefEncoder) rewrite(out, data []byte, s, end int, spans []refSpan, k, depth int) (_ []byte, _ int, ok bool) {
-	for i := s; i < end; {
+// rewrite appends to out the fields of data, a message whose fields are
+// fields, with the content of its strings replaced (ref) and its messages
+// rewritten likewise; ok is false if data is not a message.
+func (e *RefEncoder) rewrite(out, data []byte, fields refFields, depth int) (_ []byte, ok bool) {
+	for i := 0; i < len(data); {
 		start := i
-		tag, n := binary.Uvarint(data[i:end])
+		tag, n := binary.Uvarint(data[i:])
 		if n <= 0 {
-			return out, k, false
+			return out, false
 		}
 		i += n
 		switch tag & 7 {
 		case 0:
-			if _, n := binary.Uvarint(data[i:end]); n <= 0 {
-				return out, k, false
-			} else {
-				i += n
+			_, n := binary.Uvarint(data[i:])
+			if n <= 0 {
+				return out, false
 			}
+			i += n
 		case 1:
 			i += 8
 		case 5:
 			i += 4
 		case 2:
-			l, n := binary.Uvarint(data[i:end])
-			if n <= 0 || l > uint64(end-i-n) {
-				return out, k, false
+			l, n := binary.Uvarint(data[i:])
+			if n <= 0 || l > uint64(len(data)-i-n) {
+				return out, false
 			}
 			cs, ce := i+n, i+n+int(l)
-			if k == len(spans) || spans[k].off >= ce {
-				i = ce
-				break // no string inside: copied below
+			kind, sub := refOther, refFields(nil)
+			if tag>>3 <= 1<<29 {
+				kind, sub = fields(int32(tag >> 3))
 			}
-			if spans[k].off < cs {
-				return out, k, false
-			}
-			out = append(out, data[start:i]...)
-			if spans[k].off == cs && spans[k].n == ce-cs {
+			switch {
+			case kind == refString && ce > cs:
+				out = append(out, data[start:i]...)
 				out = e.ref(out, data[cs:ce])
-				k++
-			} else {
+			case kind == refMessage:
 				for len(e.levels) <= depth+1 {
 					e.levels = append(e.levels, nil)
 				}
-				var sub []byte
-				if sub, k, ok = e.rewrite(e.levels[depth+1][:0], data, cs, ce, spans, k, depth+1); !ok {
-					return out, k, false
+				var content []byte
+				if content, ok = e.rewrite(e.levels[depth+1][:0], data[cs:ce], sub, depth+1); !ok {
+					return out, false
 				}
-				e.levels[depth+1] = sub
-				out = binary.AppendUvarint(out, uint64(len(sub)))
-				out = append(out, sub...)
+				e.levels[depth+1] = content
+				out = append(out, data[start:i]...)
+				out = binary.AppendUvarint(out, uint64(len(content)))
+				out = append(out, content...)
+			default:
+				out = append(out, data[start:ce]...)
 			}
 			i = ce
 			continue
 		default:
-			return out, k, false
+			return out, false
 		}
-		if i > end {
-			return out, k, false
+		if i > len(data) {
+			return out, false
 		}
 		out = append(out, data[start:i]...)
 	}
-	return out, k, true
+	return out, true
 }
 
 // ref appends the length-prefixed content standing for str: a reference
-// to its table entry if it has one or was seen before (then made one),
-// else str in place.
+// to its table entry if it has one or was seen in an earlier record (then
+// made one), else str in place. A string repeated within one record only
+// (a pod's name in its labels and host name, say) stays in place: as
+// table entries such strings made the table about 20 entries a pod
+// larger, and its lookups, cache misses, 4x slower
+// (BenchmarkSnapshot/encode, 100,000 production-like pods).
 func (e *RefEncoder) ref(out, str []byte) []byte {
-	idx, ok := e.index[string(str)]
-	if !ok && len(e.index) < refMaxStrings && e.seenBefore(maphash.Bytes(e.seed, str)) {
-		s := string(str)
-		idx = uint32(len(e.index))
-		e.index[s] = idx
-		e.added = append(e.added, s)
-		ok = true
+	h := maphash.Bytes(e.seed, str)
+	idx, ok := e.index[h]
+	if ok && e.strs[idx] != string(str) {
+		ok = false // another string with the same hash
+	} else if !ok && len(e.strs) < refMaxStrings && e.seenBefore(h) {
+		idx, ok = uint32(len(e.strs)), true
+		e.index[h] = idx
+		e.strs = append(e.strs, string(str))
+		e.added++
 	}
 	if !ok {
 		out = binary.AppendUvarint(out, uint64(1+len(str)))
@@ -326,18 +322,21 @@ func (e *RefEncoder) ref(out, str []byte) []byte {
 	return append(out, r...)
 }
 
-// seenBefore reports whether a string with hash h was seen before, and
-// records it if not (as InternTable.seenBefore, in a larger filter).
+// seenBefore reports whether a string with hash h was seen in an earlier
+// record, and records it if it was not seen at all (as
+// InternTable.seenBefore, in a larger filter).
 func (e *RefEncoder) seenBefore(h uint64) bool {
 	if e.seen == nil {
-		e.seen = make([]uint64, refSeenSlots)
+		e.seen = make([]refSeen, refSeenSlots)
 	}
 	set := e.seen[h%(refSeenSlots/seenWays)*seenWays:][:seenWays]
-	if slices.Contains(set, h) {
-		return true
+	for _, s := range set {
+		if s.h == h {
+			return s.rec != e.rec
+		}
 	}
 	copy(set[1:], set)
-	set[0] = h
+	set[0] = refSeen{h: h, rec: e.rec}
 	return false
 }
 

@@ -22,11 +22,7 @@ func encodeRefs[T any, P pbMessage[T]](t testing.TB, encoded [][]byte) [][]byte 
 	enc := NewRefEncoder()
 	recs := make([][]byte, len(encoded))
 	for i, data := range encoded {
-		rec, err := enc.Append(nil, data, P(new(T)))
-		if err != nil {
-			t.Fatalf("record %d: %v", i, err)
-		}
-		recs[i] = rec
+		recs[i] = enc.Append(nil, data, P(new(T)))
 	}
 	return recs
 }
@@ -146,10 +142,7 @@ func TestRefRecordOfTypeWithoutDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := NewRefEncoder().Append(nil, data, new(corev1.PersistentVolume))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := NewRefEncoder().Append(nil, data, new(corev1.PersistentVolume))
 	if rec[0] != refPlain {
 		t.Fatalf("record kind %d, want plain", rec[0])
 	}
@@ -172,14 +165,9 @@ func TestRefRecordBadReference(t *testing.T) {
 	}
 	enc := NewRefEncoder()
 	for range 2 { // the second makes "p" and "ns" table entries
-		if _, err := enc.Append(nil, data, new(corev1.Pod)); err != nil {
-			t.Fatal(err)
-		}
+		enc.Append(nil, data, new(corev1.Pod))
 	}
-	rec, err := enc.Append(nil, data, new(corev1.Pod))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := enc.Append(nil, data, new(corev1.Pod))
 	// A fresh decoder has no table: the references do not resolve.
 	err = NewRefDecoder().Unmarshal(newBareInternTable(), rec, new(corev1.Pod))
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(errBadReference.Error())) {
