@@ -216,3 +216,31 @@ func TestRefRecordsQuantities(t *testing.T) {
 		t.Errorf("the third pod's cpu is %s, want 250m", got.String())
 	}
 }
+
+// FuzzRefRecordPod reads any bytes as a record of references of a
+// snapshot of pods, after records of production-like pods (the seeds)
+// filled the table: an error or a pod, never a panic. The decoders and
+// tables are kept from one input to the next (inputs add to their state,
+// as records do), so that an input costs one decode.
+func FuzzRefRecordPod(f *testing.F) {
+	encoded := encodedProdPods(f, 3)
+	recs := encodeRefs[corev1.Pod](f, encoded)
+	tables := decoderTables()
+	decs := make([]*RefDecoder, len(tables))
+	for i, table := range tables {
+		decs[i] = NewRefDecoder()
+		for _, rec := range recs {
+			if err := decs[i].Unmarshal(table, rec, new(corev1.Pod)); err != nil {
+				f.Fatal(err)
+			}
+		}
+	}
+	for _, rec := range recs {
+		f.Add(rec)
+	}
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		for i, table := range tables {
+			decs[i].Unmarshal(table, rec, new(corev1.Pod))
+		}
+	})
+}
