@@ -362,7 +362,8 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	dispatching.Wait()
 	if i.snapshots.active() && i.HasSynced() {
 		// A clean stop: the cache is final, consistent at its version.
-		i.snapshots.save(logger, i.indexer)
+		// Unpaced: the process is stopping, and a fast stop matters more.
+		i.snapshots.save(logger, i.indexer, nil)
 	}
 	if i.snapshots != nil {
 		i.snapshots.stop(logger)

@@ -43,7 +43,10 @@ type SnapshotOptions struct {
 	Dir string
 	// Interval, if positive, makes a synced informer also write a snapshot
 	// every Interval while it runs; zero means only when Run ends (a clean
-	// stop), which a crash skips. A negative Interval is rejected.
+	// stop), which a crash skips. A negative Interval is rejected. Saves
+	// while the informer runs are paced to take at most a twentieth of
+	// one core (and so about twenty times as long as the save when Run
+	// ends, which is not paced); see docs/restart.md.
 	Interval time.Duration
 	// TransformID names the informer's transform. A snapshot holds
 	// objects as the transform left them, and they are not transformed
@@ -359,18 +362,19 @@ var createSnapshotTemp = func(dir, pattern string) (snapshotFile, error) {
 	return os.CreateTemp(dir, pattern)
 }
 
-// writeSnapshot writes objects, consistent at header.ResourceVersion, to
+// writeSnapshotPaced writes objects, consistent at header.ResourceVersion, to
 // path: into a temporary file that is synced, renamed over path, and made
 // durable by syncing the directory, so that a crash leaves either the old
 // snapshot or the new one, never a torn one. It returns the bytes
-// written. The objects are read, not modified.
-func writeSnapshot[T Object](path string, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
+// written. The objects are read, not modified. pace, if not nil, paces
+// the encoding (snapshot_pace.go).
+func writeSnapshotPaced[T Object](path string, header snapshotHeader, codec snapshotCodec[T], objects []T, pace *savePacer) (int64, error) {
 	dir := filepath.Dir(path)
 	f, err := createSnapshotTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return 0, fmt.Errorf("creating a snapshot file: %w", err)
 	}
-	written, err := encodeSnapshot(f, header, codec, objects)
+	written, err := encodeSnapshotPaced(f, header, codec, objects, pace)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -417,12 +421,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// encodeSnapshot writes the file's content to w: the magic, the header's
+// encodeSnapshotPaced writes the file's content to w: the magic, the header's
 // length and JSON, each object's length and record (its JSON, or for
 // protobuf its record of references, internal/wire/refcode.go), a zero
 // length, and the CRC-32C of everything before it. It returns the bytes
-// written.
-func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
+// written. pace, if not nil, paces it, and its error ends it.
+func encodeSnapshotPaced[T Object](w io.Writer, header snapshotHeader, codec snapshotCodec[T], objects []T, pace *savePacer) (int64, error) {
 	if header.Format == 0 {
 		header.Format = snapshotFormat
 	}
@@ -458,6 +462,9 @@ func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshot
 			return 0, fmt.Errorf("encoding %s: empty encoding", KeyOf(obj))
 		}
 		if err := writeRecord(data); err != nil {
+			return 0, err
+		}
+		if err := pace.chunk(); err != nil {
 			return 0, err
 		}
 	}

@@ -318,7 +318,9 @@ func (s *gcSettle) afterGC() {
 }
 
 // runPeriodic writes a snapshot every Interval, once synced() is true,
-// until ctx is done.
+// until ctx is done. Each save is paced on clk (snapshot_pace.go) and
+// abandoned when ctx is done: the informer is stopping, and Run's final
+// save, unpaced, follows at once.
 func (s *snapshotter[T]) runPeriodic(ctx context.Context, logger klog.Logger, clk clock.WithTicker, store *Indexer[T], synced func() bool) {
 	if s.opts.Interval <= 0 {
 		return
@@ -331,7 +333,7 @@ func (s *snapshotter[T]) runPeriodic(ctx context.Context, logger klog.Logger, cl
 			return
 		case <-ticker.C():
 			if s.active() && synced() {
-				s.save(logger, store)
+				s.save(logger, store, newSavePacer(ctx, clk))
 			}
 		}
 	}
@@ -340,16 +342,22 @@ func (s *snapshotter[T]) runPeriodic(ctx context.Context, logger klog.Logger, cl
 // save writes the cache's objects, consistent at the cache's resource
 // version, unless the cache has none yet. The store's read lock is held
 // only while the pointers are copied (listAtVersion); objects are encoded
-// and written outside it.
-func (s *snapshotter[T]) save(logger klog.Logger, store *Indexer[T]) {
+// and written outside it, paced by pace unless it is nil. A save pace
+// abandons is neither counted nor logged as a failure.
+func (s *snapshotter[T]) save(logger klog.Logger, store *Indexer[T], pace *savePacer) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	objects, rv := store.listAtVersion()
 	if rv == "" {
 		return
 	}
-	header := snapshotHeader{Scope: s.scope, ResourceVersion: rv, Written: time.Now().UTC().Truncate(time.Second)}
-	n, err := writeSnapshot(s.path, header, s.codec, objects)
+	start := time.Now()
+	header := snapshotHeader{Scope: s.scope, ResourceVersion: rv, Written: start.UTC().Truncate(time.Second)}
+	n, err := writeSnapshotPaced(s.path, header, s.codec, objects, pace)
+	if errors.Is(err, errSaveAbandoned) {
+		logger.V(2).Info("Abandoned a periodic snapshot save: the informer is stopping", "path", s.path, "objects", len(objects))
+		return
+	}
 	if err != nil {
 		s.saveErrors.Add(1)
 		if !s.failing {
@@ -364,7 +372,8 @@ func (s *snapshotter[T]) save(logger klog.Logger, store *Indexer[T]) {
 	s.failing = false
 	s.saved.Add(1)
 	s.lastSaveBytes.Store(n)
-	logger.V(3).Info("Wrote a snapshot", "path", s.path, "objects", len(objects), "bytes", n, "resourceVersion", rv)
+	logger.V(3).Info("Wrote a snapshot", "path", s.path, "objects", len(objects), "bytes", n, "resourceVersion", rv,
+		"took", time.Since(start), "pacedWaits", pace.waitCount())
 }
 
 // stop releases the lock.
