@@ -3,6 +3,7 @@ package informer
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"hash/crc32"
 	"io"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/kubetyped/informer/internal/benchkit"
 	"github.com/kubetyped/informer/internal/prodpods"
@@ -20,7 +22,8 @@ import (
 // BenchmarkSnapshot measures the parts of a snapshot of 100,000
 // production-like pods (internal/prodpods): taking the pointers under the
 // store's read lock (all the lock is held for), encoding the file, writing
-// it (encoding, fsync, rename), reading it back with the interning
+// it (encoding, fsync, rename) unpaced as the save when Run ends and paced
+// as a periodic save (wall and CPU time), reading it back with the interning
 // decoder, the CRC-32C alone, and gzip at its fastest level (not used:
 // see docs/restart.md).
 func BenchmarkSnapshot(b *testing.B) {
@@ -62,16 +65,37 @@ func BenchmarkSnapshot(b *testing.B) {
 		perObject(b)
 		b.ReportMetric(float64(encoded.Len())/n, "bytes/object")
 	})
-	b.Run("write", func(b *testing.B) {
-		path := filepath.Join(b.TempDir(), "pods"+snapshotSuffix)
-		for b.Loop() {
-			objs, rv := store.listAtVersion()
-			if _, err := writeSnapshot(path, snapshotHeader{Scope: scope, ResourceVersion: rv}, codec, objs); err != nil {
+	// write writes the snapshot, paced as a periodic save is if paced, and
+	// reports the process's CPU time (getrusage) per object besides the
+	// wall time: a paced save should take about savePaceDuty times the
+	// wall time of an unpaced one for the same CPU.
+	write := func(paced bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "pods"+snapshotSuffix)
+			cpuBefore, err := benchkit.CPUTime()
+			if err != nil {
 				b.Fatal(err)
 			}
+			for b.Loop() {
+				objs, rv := store.listAtVersion()
+				var pace *savePacer
+				if paced {
+					pace = newSavePacer(context.Background(), clock.RealClock{})
+				}
+				if _, err := writeSnapshotPaced(path, snapshotHeader{Scope: scope, ResourceVersion: rv}, codec, objs, pace); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpuAfter, err := benchkit.CPUTime()
+			if err != nil {
+				b.Fatal(err)
+			}
+			perObject(b)
+			b.ReportMetric(float64((cpuAfter-cpuBefore).Nanoseconds())/float64(b.N)/n, "cpu-ns/object")
 		}
-		perObject(b)
-	})
+	}
+	b.Run("write", write(false))
+	b.Run("write-paced", write(true))
 	b.Run("read", func(b *testing.B) {
 		path := filepath.Join(b.TempDir(), "pods"+snapshotSuffix)
 		if _, err := writeSnapshot(path, snapshotHeader{Scope: scope, ResourceVersion: "1"}, codec, items); err != nil {

@@ -19,7 +19,9 @@ const savedPods = 100_000
 
 // saveInterval is the snapshot interval of W1save's saving informers:
 // shorter than a save of savedPods takes, so that they save back to back
-// (a tick that comes while a save runs is dropped).
+// (a tick that comes while a save runs is dropped). These are periodic
+// saves, so each is paced (snapshot_pace.go): back to back, a save takes
+// its paced share of one core all the time W1 runs.
 const saveInterval = time.Millisecond
 
 // runDispatchWhileSaving is W1save: W1 with one handler (H=1), ours, while
@@ -29,7 +31,8 @@ const saveInterval = time.Millisecond
 //   - "another informer saving": a second informer of the process, holding
 //     savedPods pods, saves back to back while W1 runs. It shares no lock
 //     with W1's informer: what it costs W1 is CPU (on 2 cores the save's
-//     encoding competes with the dispatcher and the handler).
+//     encoding, paced to a small share of one core, competes with the
+//     dispatcher and the handler).
 //   - "listed first, saving": W1's own informer lists savedPods other pods
 //     first, then receives W1's events while it saves its cache (those pods
 //     and W1's) back to back: CPU again, and the store's read lock, which
@@ -39,6 +42,8 @@ const saveInterval = time.Millisecond
 //
 // The rows' saves/run say how many saves completed while W1 ran; each took
 // the lock once, so the dispatcher waited at most that many pointer copies.
+// A paced save of savedPods takes seconds, far longer than a W1 run, so
+// at most one save starts during a run.
 func runDispatchWhileSaving(cfg config) ([]benchkit.Row, error) {
 	events := dispatchEvents(cfg.dispatchPods)
 	want := eventCounts{adds: cfg.dispatchPods, updates: 2 * cfg.dispatchPods, deletes: cfg.dispatchPods}
@@ -234,8 +239,9 @@ func newSavingInformer(saved, dispatchPods int, events []watch.Event, saving boo
 // saved returns the snapshots written so far.
 func (s *savingInformer) saved() int64 { return s.stats().Saved }
 
-// waitSaving waits until the informer has written its first snapshot, so
-// that it saves back to back from then on, and fails on a failed save.
+// waitSaving waits until the informer has written its first snapshot (a
+// paced save: seconds for savedPods pods), so that it saves back to back
+// from then on, and fails on a failed save.
 func (s *savingInformer) waitSaving() error {
 	err := waitFor("the first snapshot", func() bool { st := s.stats(); return st.Saved > 0 || st.SaveErrors > 0 }, 5*time.Minute)
 	if err == nil && s.stats().SaveErrors > 0 {
