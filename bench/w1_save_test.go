@@ -7,10 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestDispatchWhileSavingWorkload: W1save's rows are its four sides of ours
+// TestDispatchWhileSavingWorkload: W1save's rows are its five sides of ours
 // against client-go's plain W1, with the saves counted for the two that
-// save, each of which saved during W1 or before it; and nothing is left
-// running.
+// save, each of which had a save under way when W1 started; and nothing is
+// left running.
 func TestDispatchWhileSavingWorkload(t *testing.T) {
 	before := runtime.NumGoroutine()
 	cfg := tinyConfig
@@ -22,6 +22,7 @@ func TestDispatchWhileSavingWorkload(t *testing.T) {
 	saves := "saves completed while W1 ran (median; client-go: none) (no ratio)"
 	want := []rowShape{
 		{"W1save", "H=1, ours plain", "ns/event"},
+		{"W1save", "H=1, ours beside another informer holding 2000 pods, not saving", "ns/event"},
 		{"W1save", "H=1, ours while another informer saves a snapshot of 2000 pods back to back", "ns/event"},
 		{"W1save", "H=1, ours while another informer saves a snapshot of 2000 pods back to back", saves},
 		{"W1save", "H=1, ours over 2000 other pods listed first, not saving", "ns/event"},
