@@ -205,7 +205,8 @@ type savingInformer struct {
 // that lists saved pods numbered from dispatchPods on (so that W1's pods
 // are new to it), then watches events, and if saving writes a snapshot
 // into a directory of its own every saveInterval once synced. If h is not
-// nil, it counts the events after the list.
+// nil, it counts the events after the list, and the informer is synced
+// only once the handler has taken the list's initial adds.
 func newSavingInformer(saved, dispatchPods int, events []watch.Event, saving bool, h *countingHandler) (*savingInformer, error) {
 	pods := make([]*corev1.Pod, saved)
 	for i := range pods {
@@ -232,8 +233,9 @@ func newSavingInformer(saved, dispatchPods int, events []watch.Event, saving boo
 		s.cleanup()
 		return nil, err
 	}
+	hasSynced := inf.HasSynced
 	if h != nil {
-		_, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
 			AddFunc: func(_ *corev1.Pod, initial bool) {
 				if !initial {
 					h.onAdd()
@@ -246,12 +248,15 @@ func newSavingInformer(saved, dispatchPods int, events []watch.Event, saving boo
 			s.cleanup()
 			return nil, fmt.Errorf("ours: adding a handler: %w", err)
 		}
+		// Synced once the handler has also taken the list's initial adds:
+		// W1 then never shares the handler with them.
+		hasSynced = reg.HasSynced
 	}
 	s.stats = func() informer.SnapshotStats { return inf.Stats().Snapshot }
 	s.it = &informerUnderTest{
 		watches:   watches,
 		run:       inf.Run,
-		hasSynced: inf.HasSynced,
+		hasSynced: hasSynced,
 		storeLen:  func() int { objs, _ := inf.Lister().List(nil); return len(objs) },
 	}
 	return s, nil
