@@ -16,21 +16,26 @@ import (
 // (W1save, docs/benchmarks.md). So a periodic save is paced: it encodes a
 // small chunk of objects, then waits savePaceDuty-1 times as long as the
 // chunk took, so that it uses at most 1/savePaceDuty of one core and takes
-// savePaceDuty times as long. The save when Run ends is not paced: the
-// process is stopping, and a fast stop matters more than the CPU it takes.
+// at least savePaceDuty times as long (about 30 times for 100,000 pods:
+// BenchmarkSnapshot/write-paced, docs/restart.md). The save when Run ends
+// is not paced: the process is stopping, and a fast stop matters more than
+// the CPU it takes.
 
 // savePaceDuty is k, the pacing's duty cycle: a paced save waits k-1 times
 // each chunk's elapsed time after it, so it takes at most 1/k of one core
-// and k times as long as unpaced. W1save (docs/benchmarks.md) measures
-// what a paced save costs W1.
+// and at least k times as long as unpaced. Chosen by W1save
+// (docs/benchmarks.md, "Paced"): with k = 20, W1 while another informer saves 100,000 pods ran
+// at 1.00x (0.91-1.10) W1 beside it not saving, against 1.55x unpaced;
+// k = 40 and smaller chunks made no difference the noise could resolve,
+// and k = 40's saves take twice as long.
 const savePaceDuty = 20
 
 // savePaceChunkObjects and savePaceChunkWork end a chunk: after this many
 // objects, or once the chunk has taken this long, whichever comes first,
-// so that a chunk is short enough (a millisecond or so; 256 of W1's pods
-// encode in about that) for the save's share of a core to be even over a
-// handler's timescale, and long enough for the wait's timer to cost
-// nothing next to it.
+// so that a chunk is short (a millisecond at most) and the save's share of
+// a core even over a handler's timescale, and long enough for the wait's
+// timer to cost nothing next to it. Chunks of 64 objects or 250 µs made
+// no difference W1save could resolve (docs/benchmarks.md, "Paced").
 const (
 	savePaceChunkObjects = 256
 	savePaceChunkWork    = time.Millisecond
