@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"io"
 	"slices"
 	"testing"
 
@@ -41,4 +42,15 @@ func (r *ring[E]) capacity() int { return len(r.buf) }
 // contains reports whether l is registered.
 func (p *processor[T]) contains(l *listener[T]) bool {
 	return slices.Contains(p.snapshot(), l)
+}
+
+// writeSnapshot is writeSnapshotPaced unpaced, for tests (Run's final
+// save calls writeSnapshotPaced with no pacer).
+func writeSnapshot[T Object](path string, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
+	return writeSnapshotPaced(path, header, codec, objects, nil)
+}
+
+// encodeSnapshot is encodeSnapshotPaced unpaced.
+func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
+	return encodeSnapshotPaced(w, header, codec, objects, nil)
 }

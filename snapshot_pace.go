@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -104,17 +103,6 @@ func (p *savePacer) chunk() error {
 // errSaveAbandoned says that a paced save stopped because its context was
 // done (the informer is stopping; the final, unpaced save follows).
 var errSaveAbandoned = errors.New("the periodic snapshot save was abandoned")
-
-// writeSnapshot is writeSnapshotPaced unpaced: the save when Run ends, and
-// tests.
-func writeSnapshot[T Object](path string, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
-	return writeSnapshotPaced(path, header, codec, objects, nil)
-}
-
-// encodeSnapshot is encodeSnapshotPaced unpaced.
-func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
-	return encodeSnapshotPaced(w, header, codec, objects, nil)
-}
 
 // waitCount returns the waits so far; 0 for a nil pacer.
 func (p *savePacer) waitCount() int {
