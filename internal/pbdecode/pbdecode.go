@@ -6,8 +6,11 @@
 // string and byte slice from the informer's intern table instead of
 // allocating it (but those of the types with hand-written methods, decoded
 // by them: resource.Quantity, metav1.Time), and shares the sub-objects of
-// share_core.go's list between objects (share_decode.go), and the
-// dispatch from an object's type to its root's decoder. It is a library so
+// share_core.go's list between objects (share_decode.go); beside each, the
+// type's refFields, what each of its fields is to the decoder (a string,
+// a message, or something else), which the records of references of
+// snapshot files follow (refcode.go); and the dispatch from an object's
+// type to its root's decoder and refFields. It is a library so
 // that a test of internal/wire can regenerate the file in memory and
 // fail if the checked-in one is stale.
 package pbdecode
