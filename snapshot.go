@@ -244,8 +244,10 @@ type snapshotCodec[T Object] struct {
 	encoding string // "protobuf" or "json"
 	// newObject returns a new object of the objects' type.
 	newObject func() T
-	// interns is the table restored objects' strings are interned in; nil
-	// for a table of the restore's own (a record of references needs one).
+	// interns is the table restored objects are decoded through (the
+	// ListerWatcher's: it says whether they share sub-objects, and records
+	// of references are read under its lock; see wire.RefDecoder); nil for
+	// a table of the restore's own.
 	interns *wire.InternTable
 }
 
