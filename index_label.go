@@ -3,7 +3,7 @@ package informer
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // labelKind is the index kind of one posting list per label key and value,
-// which the Lister's label selectors read (labelindex.go). The Indexer keeps
+// which the Lister's label selectors read (selection.go). The Indexer keeps
 // it always. It files from the prepared write's labels: the pairs the queue
 // copied, or else the label map.
 type labelKind[T Object] struct{}

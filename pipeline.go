@@ -121,13 +121,13 @@ var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjec
 // The store's index kinds.
 //
 // Besides the list of every object, the store keeps posting lists (a slice
-// of the objects filed under one value, postings.go) for each index kind.
+// of the objects filed under one value, contents.go) for each index kind.
 // A kind is a stateless description shared by every contents the store
 // builds; the lists themselves live in the contents. The store holds its
 // kinds in order: the namespace kind at position ownerNamespace, the label
 // kind at ownerLabel, then one function kind per user index whose function
 // is not MetaNamespaceIndexFunc. A posting list's owner is its kind's
-// position (postings.go), so a membership says which kind it belongs to
+// position (contents.go), so a membership says which kind it belongs to
 // without dereferencing the list.
 //
 // The kinds are:
@@ -135,7 +135,7 @@ var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjec
 //   - namespaceKind (index_namespace.go): one list per namespace; also
 //     serves every user index whose function is MetaNamespaceIndexFunc;
 //   - labelKind (index_label.go): one list per label key and value, which
-//     the Lister's selectors read (labelindex.go);
+//     the Lister's selectors read (selection.go);
 //   - funcKind (index_func.go): one user index, one list per value its
 //     IndexFunc returns.
 //
