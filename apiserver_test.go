@@ -41,6 +41,7 @@ type fakeAPIServer struct {
 	stop   chan struct{}
 
 	mu              sync.Mutex
+	clusterUID      string
 	rejectWatchList bool
 	forbidden       map[schema.GroupVersionResource]bool
 	rv              int
@@ -113,6 +114,30 @@ func startFakeAPIServer(addTypes ...func(*k8sruntime.Scheme) error) (*fakeAPISer
 	}
 	s.server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s, nil
+}
+
+// SetClusterUID makes the server answer a GET of the kube-system namespace
+// with one of that UID (a cluster's identity); "" (the default) answers
+// 404, as to a client that may not read it.
+func (s *fakeAPIServer) SetClusterUID(uid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clusterUID = uid
+}
+
+// serveClusterUID answers a GET of the kube-system namespace, if the server
+// has a cluster UID (SetClusterUID).
+func (s *fakeAPIServer) serveClusterUID(rw http.ResponseWriter, req *http.Request) bool {
+	s.mu.Lock()
+	uid := s.clusterUID
+	s.mu.Unlock()
+	if uid == "" || req.Method != http.MethodGet || req.URL.Path != "/api/v1/namespaces/kube-system" {
+		return false
+	}
+	s.record(fakeRequest{Path: req.URL.Path, Accept: req.Header.Get("Accept"), Code: http.StatusOK, ContentType: k8sruntime.ContentTypeJSON})
+	rw.Header().Set("Content-Type", k8sruntime.ContentTypeJSON)
+	_, _ = fmt.Fprintf(rw, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":%q}}`, uid)
+	return true
 }
 
 // Close ends every watch and stops the server.
@@ -249,6 +274,9 @@ func (s *fakeAPIServer) WaitForWatches(tb testing.TB, resource schema.GroupVersi
 // handle serves GET /api/v1[/namespaces/NS]/RESOURCE and
 // GET /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE.
 func (s *fakeAPIServer) handle(rw http.ResponseWriter, req *http.Request) {
+	if s.serveClusterUID(rw, req) {
+		return
+	}
 	resource, namespace, ok := parseCollectionPath(req.URL.Path)
 	query := req.URL.Query()
 	isWatch := query.Get("watch") == "true" || query.Get("watch") == "1"

@@ -1,7 +1,5 @@
 package informer
 
-import "github.com/kubetyped/informer/internal/wire"
-
 // ManagedFields is the path of an object's managed fields, the usual entry
 // of DropFields ([RESTOptions], [InformerOptions], [FactoryOptions]):
 // managed fields are often more than half of an object's bytes, and few
@@ -13,19 +11,9 @@ const ManagedFields = "metadata.managedFields"
 // front of the REST client that rewrites list bodies and watch events
 // before they are decoded.
 
-// dropFieldsFailures returns what lw's wire.DropFieldsTransport counted, or 0
+// dropFieldsFailures returns what lw's DropFields transport counted, or 0
 // for a ListerWatcher without one.
-func dropFieldsFailures(lw any) int64 {
-	return dropFieldsOf(lw).Failures()
-}
-
-// dropFieldsOf returns the DropFields transport of lw, nil if it has none.
-func dropFieldsOf(lw any) *wire.DropFieldsTransport {
-	counter, ok := lw.(interface {
-		dropFields() *wire.DropFieldsTransport
-	})
-	if !ok {
-		return nil
-	}
-	return counter.dropFields()
+func dropFieldsFailures[T Object](lw ListerWatcher[T]) int64 {
+	d, _ := describe(lw)
+	return d.drop.Failures()
 }

@@ -2,10 +2,13 @@ package informer
 
 import (
 	"io"
+	"reflect"
 	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // ResourceOf returns the resource a ListerWatcher made by NewRESTListerWatcher,
@@ -53,4 +56,22 @@ func writeSnapshot[T Object](path string, header snapshotHeader, codec snapshotC
 // encodeSnapshot is encodeSnapshotPaced unpaced.
 func encodeSnapshot[T Object](w io.Writer, header snapshotHeader, codec snapshotCodec[T], objects []T) (int64, error) {
 	return encodeSnapshotPaced(w, header, codec, objects, nil)
+}
+
+// snapshotScopeFor is the scope of an informer of T named name over a
+// ListerWatcher that does not describe itself, listing resource.
+func snapshotScopeFor[T Object](name string, resource schema.GroupVersionResource, transformID string) snapshotScope {
+	cfg := resolveConfig(FactoryOptions{}, InformerOptions[T]{Name: name, Resource: resource, Snapshot: SnapshotOptions{TransformID: transformID}})
+	scope, _ := newSnapshotScope(cfg, reflect.TypeFor[T](), nil)
+	return scope
+}
+
+// DecodingWith returns a copy of lw decoding through table (see
+// describedListerWatcher.decodingWith), or an error if lw cannot.
+func DecodingWith[T Object](lw ListerWatcher[T], table *wire.InternTable) (ListerWatcher[T], error) {
+	d, ok := lw.(describedListerWatcher[T])
+	if !ok {
+		return nil, checkDecodingWith(lwDescription{}, table)
+	}
+	return d.decodingWith(table)
 }

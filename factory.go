@@ -372,11 +372,6 @@ func newFactoryInformer[T Object](f *Factory, lw ListerWatcher[T], key InformerK
 	if err != nil {
 		return nil, nil, err
 	}
-	if s := inf.snapshots; s != nil {
-		s.scope.Namespace = namespace
-		s.scope.LabelSelector, s.scope.FieldSelector = selectorsOf(f.opts.TweakListOptions)
-		s.scope.DropFields = cfg.dropFields()
-	}
 	entry := &factoryEntry{key: key, name: cfg.Name, namespace: namespace, informer: inf, released: make(chan struct{})}
 	f.informers[key] = entry
 	return inf, entry, nil

@@ -267,12 +267,8 @@ func newInformer[T Object](lw ListerWatcher[T], cfg config[T], indexers map[stri
 		i.hooks.detector = newMutationDetector(indexer, cfg.clock())
 	}
 	i.source = i.newSource(lw)
-	i.snapshots = newSnapshotter(cfg)
+	i.snapshots = newSnapshotter(cfg, lw)
 	if i.snapshots != nil {
-		if rest, ok := lw.(*restListerWatcher[T]); ok {
-			i.snapshots.scope.Namespace = rest.namespace
-			i.snapshots.scope.LabelSelector, i.snapshots.scope.FieldSelector = selectorsOf(rest.tweak)
-		}
 		if src, ok := i.source.(*reflectorSource[T]); ok {
 			// A restore is where the reflector starts from.
 			src.beforeRun = func(logger klog.Logger, r *Reflector[T]) { i.snapshots.start(logger, r, lw, i.queue) }
@@ -344,6 +340,9 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	observing.Go(func() { i.hooks.runDetector(ctx, logger) })
 	if i.snapshots != nil {
 		observing.Go(func() { i.snapshots.runPeriodic(ctx, logger, i.cfg.clock(), i.indexer, i.HasSynced) })
+		if i.snapshots.off == "" {
+			observing.Go(func() { i.snapshots.identify(ctx, logger, i.cfg.clock()) })
+		}
 	}
 	i.source.run(ctx, logger, i.queue, newReflector)
 	observing.Wait()

@@ -2,11 +2,13 @@ package informer
 
 import (
 	"context"
+	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubetyped/informer/internal/listwatch"
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // ListResult is one page of a typed list call: Items, the listed objects
@@ -87,4 +89,66 @@ func withCachedLookup[T Object](ctx context.Context, lookup cachedLookup[T]) con
 func cachedLookupFrom[T Object](ctx context.Context) cachedLookup[T] {
 	lookup, _ := ctx.Value(cachedLookupKey{}).(cachedLookup[T])
 	return lookup
+}
+
+// describedListerWatcher is implemented by the ListerWatchers this package
+// builds from a *rest.Config (REST, dynamic, metadata) and by those
+// wrapping one (a shard's): what they tell the informer beyond listing and
+// watching. It is the one place the informer learns it; nothing else
+// looks at a ListerWatcher's concrete type. A ListerWatcher without it (a
+// user's, informertest's fake, an adapter of a client-go ListerWatcher)
+// interns nothing, drops no fields and names no server: an informer over
+// it describes its snapshot scope by its own options (Resource,
+// Snapshot.ScopeID).
+type describedListerWatcher[T Object] interface {
+	ListerWatcher[T]
+	// description returns what the ListerWatcher is; the same value on
+	// every call.
+	description() lwDescription
+	// decodingWith returns a copy of the ListerWatcher whose decoder
+	// interns strings in table, and shares sub-objects too if table does
+	// (wire.NewSubObjectSharingTable): several ListerWatchers given one
+	// table hold each string (and shared sub-object) they decode once.
+	// The receiver is unchanged. It fails for a ListerWatcher whose
+	// decoder interns nothing (description().interns nil), or that cannot
+	// share sub-objects when table does (sharesOnDecode false).
+	decodingWith(table *wire.InternTable) (ListerWatcher[T], error)
+}
+
+// lwDescription is what a describedListerWatcher tells the informer.
+type lwDescription struct {
+	// interns is the table its decoder interns strings in; nil if it does
+	// not intern.
+	interns *wire.InternTable
+	// sharesOnDecode tells whether its decoder can also share sub-objects
+	// as it decodes, given a table that shares them (decodingWith).
+	sharesOnDecode bool
+	// drop is its DropFields transport, which counts what it could not
+	// parse (InformerStats.DropFieldsFailures); nil without DropFields.
+	drop *wire.DropFieldsTransport
+	// listed is what it lists and from where: the ListerWatcher's part of
+	// a snapshot's scope.
+	listed listedScope
+}
+
+// checkDecodingWith returns why a ListerWatcher described by d cannot
+// decode through table (see describedListerWatcher.decodingWith), or nil.
+func checkDecodingWith(d lwDescription, table *wire.InternTable) error {
+	switch {
+	case table == nil:
+		return errors.New("no intern table to decode with")
+	case d.interns == nil:
+		return errors.New("its decoder does not intern strings")
+	case table.SharesSubObjects() && !d.sharesOnDecode:
+		return errors.New("its decoder cannot share sub-objects")
+	}
+	return nil
+}
+
+// describe returns lw's description, and whether it has one.
+func describe[T Object](lw ListerWatcher[T]) (lwDescription, bool) {
+	if d, ok := lw.(describedListerWatcher[T]); ok {
+		return d.description(), true
+	}
+	return lwDescription{}, false
 }

@@ -375,14 +375,19 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 	synced := false
 	if p := r.resume; p != nil {
 		r.resume = nil
-		var err error
-		if w, err = r.resumeOrList(ctx, p); err != nil {
+		accept, err := r.acceptResume(ctx, p)
+		if err != nil {
+			r.resume = p // the next cycle checks again
 			return err
 		}
-		if ctx.Err() != nil {
-			return nil
+		if accept {
+			if w, synced, err = r.resumeOrList(ctx, p); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
 		}
-		synced = true
 	}
 	if !synced && r.useWatchList {
 		var err error

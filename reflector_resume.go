@@ -33,8 +33,49 @@ type resumePoint[T Object] struct {
 	// byName indexes objects for a list's cachedLookup, once the watch
 	// could not be resumed; built when first needed.
 	byName map[ObjectName]T
+	// check, if set, tells whether the snapshot may be resumed from on
+	// this server: nil if so; an error wrapping errSnapshotForeign if it
+	// was written from another cluster; any other error if the check
+	// could not be made, which the reflector retries as a failed list.
+	check func(ctx context.Context) error
+	// onRefused, if set, is told why the reflector did not resume from the
+	// snapshot and started cold, reusing none of its objects: it was
+	// written from another cluster, or is ahead of the server.
+	onRefused func(err error)
 	// onResumed and onRelisted, if set, are told how the reflector synced.
 	onResumed, onRelisted func()
+}
+
+// errSnapshotAhead refuses a snapshot whose resource version is ahead of
+// the server's current one: the server's history is not the one the
+// snapshot was taken from (another cluster, or etcd restored from a
+// backup), so that none of its objects can be trusted.
+var errSnapshotAhead = errors.New("the snapshot's resource version is ahead of the server's")
+
+// refusesSnapshot reports whether err says that a snapshot must not be
+// resumed from nor reused (see resumePoint.onRefused).
+func refusesSnapshot(err error) bool {
+	return errors.Is(err, errSnapshotForeign) || errors.Is(err, errSnapshotAhead)
+}
+
+// acceptResume makes p's check: true if the reflector may start from p;
+// false, once p is told why, if it must start cold instead; an error if
+// the check could not be made (the caller keeps p and retries).
+func (r *Reflector[T]) acceptResume(ctx context.Context, p *resumePoint[T]) (bool, error) {
+	if p.check == nil {
+		return true, nil
+	}
+	err := p.check(ctx)
+	switch {
+	case err == nil:
+		return true, nil
+	case refusesSnapshot(err):
+		if p.onRefused != nil {
+			p.onRefused(err)
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("checking the restored snapshot's cluster: %w", err)
 }
 
 // lookup returns the restored object listed under name at resourceVersion,
@@ -87,13 +128,16 @@ func (r *Reflector[T]) resumeWatch(ctx context.Context, p *resumePoint[T]) (watc
 	if err != nil {
 		return nil, fmt.Errorf("%w: comparing resource versions: %w", errSnapshotUnusable, err)
 	}
+	if behind > 0 {
+		return nil, fmt.Errorf("%w: the snapshot is at %s, the server at %s", errSnapshotAhead, p.resourceVersion, target)
+	}
 	collected := newInitialObjects[T](nil)
 	for _, obj := range p.objects {
 		collected.index[NameOf(obj)] = len(collected.items)
 		collected.items = append(collected.items, obj)
 	}
 	collected.preparer = r.preparer // later objects are new: prepared
-	sink := &catchUpSink[T]{initialObjects: collected, target: target, reached: behind >= 0}
+	sink := &catchUpSink[T]{initialObjects: collected, target: target, reached: behind == 0}
 	rv := p.resourceVersion
 	var w watch.Interface
 	// The watches are made with ctx, so that the one that catches up goes
@@ -210,17 +254,25 @@ type initialEventsEnder interface {
 // resumeOrList is the first cycle of a reflector restored from a snapshot
 // (see resumeWatch): the watch to go on with, or, when the watch could not
 // be resumed, nil after a list that reuses the restored objects still at
-// the listed version (they are not decoded again).
-func (r *Reflector[T]) resumeOrList(ctx context.Context, p *resumePoint[T]) (watch.Interface, error) {
-	w, err := r.resumeWatch(ctx, p)
+// the listed version (they are not decoded again). synced is false when
+// the snapshot was refused (see resumePoint.onRefused): the reflector
+// then starts cold.
+func (r *Reflector[T]) resumeOrList(ctx context.Context, p *resumePoint[T]) (w watch.Interface, synced bool, err error) {
+	w, err = r.resumeWatch(ctx, p)
 	if ctx.Err() != nil {
 		if w != nil {
 			w.Stop()
 		}
-		return nil, nil
+		return nil, true, nil
 	}
 	if err == nil {
-		return w, nil
+		return w, true, nil
+	}
+	if refusesSnapshot(err) {
+		if p.onRefused != nil {
+			p.onRefused(err)
+		}
+		return nil, false, nil
 	}
 	klog.FromContext(ctx).V(2).Info("Could not resume watching at the restored snapshot's resource version; listing", "resourceVersion", p.resourceVersion, "err", err)
 	r.relistAfter(err)
@@ -239,7 +291,7 @@ func (r *Reflector[T]) resumeOrList(ctx context.Context, p *resumePoint[T]) (wat
 	defer func() { r.restored = nil }()
 	if err := r.list(ctx); err != nil {
 		r.resume = p // the next cycle tries to resume again
-		return nil, err
+		return nil, true, err
 	}
-	return nil, nil
+	return nil, true, nil
 }

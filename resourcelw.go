@@ -33,7 +33,14 @@ type metadataListerWatcher struct {
 	resource schema.GroupVersionResource
 	tweak    func(*metav1.ListOptions)
 	drop     *wire.DropFieldsTransport // nil without DropFields
+	// listed is what it lists and from where (description).
+	listed listedScope
 }
+
+var (
+	_ describedListerWatcher[*metav1.PartialObjectMetadata] = (*metadataListerWatcher)(nil)
+	_ describedListerWatcher[*unstructured.Unstructured]    = (*dynamicListerWatcher)(nil)
+)
 
 // NewMetadataListerWatcher returns a ListerWatcher of only the metadata of
 // opts.Resource, as *metav1.PartialObjectMetadata, as client-go's metadata
@@ -57,6 +64,7 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 	if err != nil {
 		return nil, fmt.Errorf("list/watch metadata of %s: %w", resourcePath(resource), err)
 	}
+	listed := listedScopeOf(config, opts, resource, httpClient)
 	drop, err := wire.NewDropFieldsTransport(opts.DropFields, reflect.TypeFor[*metav1.PartialObjectMetadata](), reflect.TypeFor[*metav1.PartialObjectMetadataList](), true, resourcePath(resource))
 	if err != nil {
 		return nil, fmt.Errorf("list/watch metadata of %s: DropFields: %w", resourcePath(resource), err)
@@ -73,7 +81,7 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 	if opts.Namespace != "" {
 		scoped = getter.Namespace(opts.Namespace)
 	}
-	lw := &metadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop}
+	lw := &metadataListerWatcher{client: scoped, resource: resource, tweak: opts.TweakListOptions, drop: drop, listed: listed}
 	// The metadata client's REST client, as metadata.NewForConfigAndClient
 	// makes it.
 	cfg := metadata.ConfigFor(config)
@@ -87,9 +95,14 @@ func newMetadataListerWatcher(config *rest.Config, opts RESTOptions) (*metadataL
 	return lw, nil
 }
 
-// dropFields returns the filter of DropFields, for InformerStats.
-func (lw *metadataListerWatcher) dropFields() *wire.DropFieldsTransport {
-	return lw.drop
+// description says that lw interns nothing: it decodes as client-go's
+// metadata client does.
+func (lw *metadataListerWatcher) description() lwDescription {
+	return lwDescription{drop: lw.drop, listed: lw.listed}
+}
+
+func (lw *metadataListerWatcher) decodingWith(table *wire.InternTable) (ListerWatcher[*metav1.PartialObjectMetadata], error) {
+	return nil, fmt.Errorf("list/watch metadata of %s: %w", lw.resource.GroupResource(), checkDecodingWith(lw.description(), table))
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.
@@ -220,6 +233,8 @@ type dynamicListerWatcher struct {
 	// decoder decode with a table.
 	interns   *wire.InternTable
 	newClient func(interns *wire.InternTable) (*rest.RESTClient, runtime.Decoder, error)
+	// listed is what it lists and from where (description).
+	listed listedScope
 }
 
 // NewDynamicListerWatcher returns a ListerWatcher of opts.Resource as
@@ -246,6 +261,7 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", resourcePath(resource), err)
 	}
+	listed := listedScopeOf(config, opts, resource, httpClient)
 	drop, err := wire.NewDropFieldsTransport(opts.DropFields, nil, nil, false, resourcePath(resource))
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: DropFields: %w", resourcePath(resource), err)
@@ -253,7 +269,7 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 	if drop != nil {
 		httpClient = drop.Wrap(httpClient)
 	}
-	lw := &dynamicListerWatcher{resource: resource, tweak: opts.TweakListOptions, drop: drop}
+	lw := &dynamicListerWatcher{resource: resource, tweak: opts.TweakListOptions, drop: drop, listed: listed}
 	// The dynamic client's configuration, accepting only JSON (even if
 	// client-go's CBOR feature gates are on), with its JSON serializer's
 	// decoding of unstructured objects done by wire.UnstructuredDecoder.
@@ -291,15 +307,19 @@ func (lw *dynamicListerWatcher) decodeWith(interns *wire.InternTable) error {
 	return nil
 }
 
-// sharingSubObjects returns a copy of lw whose decoder also shares
-// sub-trees between the objects it decodes, with a table of its own (as
-// restListerWatcher.sharingSubObjects).
-func (lw *dynamicListerWatcher) sharingSubObjects() (*dynamicListerWatcher, error) {
-	shared := *lw
-	if err := shared.decodeWith(wire.NewSubObjectSharingTable()); err != nil {
-		return nil, err
+func (lw *dynamicListerWatcher) description() lwDescription {
+	return lwDescription{interns: lw.interns, sharesOnDecode: true, drop: lw.drop, listed: lw.listed}
+}
+
+func (lw *dynamicListerWatcher) decodingWith(table *wire.InternTable) (ListerWatcher[*unstructured.Unstructured], error) {
+	if err := checkDecodingWith(lw.description(), table); err != nil {
+		return nil, fmt.Errorf("list/watch %s: %w", lw.resource.GroupResource(), err)
 	}
-	return &shared, nil
+	copied := *lw
+	if err := copied.decodeWith(table); err != nil {
+		return nil, fmt.Errorf("list/watch %s: REST client: %w", lw.resource.GroupResource(), err)
+	}
+	return &copied, nil
 }
 
 // watchEventTyper knows metav1.WatchEvent at version v1, as the scheme of
@@ -337,11 +357,6 @@ func resourceListPath(resource schema.GroupVersionResource, namespace string) []
 		path = append(path, "namespaces", namespace)
 	}
 	return append(path, resource.Resource)
-}
-
-// dropFields returns the filter of DropFields, for InformerStats.
-func (lw *dynamicListerWatcher) dropFields() *wire.DropFieldsTransport {
-	return lw.drop
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.

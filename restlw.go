@@ -133,8 +133,8 @@ type restListerWatcher[T Object] struct {
 	// (internal/wire/json_typed_codec.go): T and its list, for JSON.
 	typed *wire.TypedJSONTypes
 	// sharesOnDecode tells whether the decoder of interns can also share
-	// sub-objects (sharingSubObjects): the protobuf decoder's and the typed
-	// JSON decoder's.
+	// sub-objects (decodingWith a sharing table): the protobuf decoder's
+	// and the typed JSON decoder's.
 	sharesOnDecode bool
 	// newClient makes a REST client decoding with a table (see
 	// decodeWith).
@@ -145,7 +145,11 @@ type restListerWatcher[T Object] struct {
 	// cachedJSON tells whether JSON list bodies are laid out so that the
 	// items the cache holds can be skipped (internal/wire/cacheditems_json.go).
 	cachedJSON bool
+	// listed is what it lists and from where (description).
+	listed listedScope
 }
+
+var _ describedListerWatcher[*metav1.PartialObjectMetadata] = (*restListerWatcher[*metav1.PartialObjectMetadata])(nil)
 
 // NewRESTListerWatcher returns a ListerWatcher for objects of a Go type T (a
 // built-in type of k8s.io/api or a CRD type registered in opts.Scheme)
@@ -236,6 +240,7 @@ func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, ite
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 	}
+	listed := listedScopeOf(config, opts, resource, httpClient)
 	drop, err := wire.NewDropFieldsTransport(opts.DropFields, itemType, reflect.TypeOf(list), contentType == ContentTypeProtobuf, resourcePath(resource))
 	if err != nil {
 		return nil, fmt.Errorf("list/watch %s: DropFields: %w", typeName, err)
@@ -250,6 +255,7 @@ func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, ite
 		namespace: opts.Namespace,
 		tweak:     opts.TweakListOptions,
 		drop:      drop,
+		listed:    listed,
 	}
 	var interns *wire.InternTable
 	switch {
@@ -289,24 +295,19 @@ func (lw *restListerWatcher[T]) decodeWith(interns *wire.InternTable) error {
 	return nil
 }
 
-// sharingSubObjects returns a copy of lw whose decoder also shares
-// sub-objects and bytes between the objects it decodes (see
-// wire.NewSubObjectSharingTable), with a table of its own: for one informer
-// deduplicating without a transform, so that lw itself, which others may
-// use, keeps decoding objects that share only strings. lw must intern on
-// decode (lw.interns not nil).
-func (lw *restListerWatcher[T]) sharingSubObjects() (*restListerWatcher[T], error) {
-	shared := *lw
-	interns := wire.NewSubObjectSharingTable()
-	if err := shared.decodeWith(interns); err != nil {
-		return nil, err
-	}
-	return &shared, nil
+func (lw *restListerWatcher[T]) description() lwDescription {
+	return lwDescription{interns: lw.interns, sharesOnDecode: lw.sharesOnDecode, drop: lw.drop, listed: lw.listed}
 }
 
-// dropFields returns the filter of DropFields, for InformerStats.
-func (lw *restListerWatcher[T]) dropFields() *wire.DropFieldsTransport {
-	return lw.drop
+func (lw *restListerWatcher[T]) decodingWith(table *wire.InternTable) (ListerWatcher[T], error) {
+	if err := checkDecodingWith(lw.description(), table); err != nil {
+		return nil, fmt.Errorf("list/watch %s: %w", lw.resource.GroupResource(), err)
+	}
+	copied := *lw
+	if err := copied.decodeWith(table); err != nil {
+		return nil, fmt.Errorf("list/watch %s: REST client: %w", lw.resource.GroupResource(), err)
+	}
+	return &copied, nil
 }
 
 // Resource returns the resource this ListerWatcher lists and watches.

@@ -180,8 +180,23 @@ func appliedShardSelector(list any) string {
 	return ""
 }
 
-// dropFields passes on the counter of inner's DropFields failures, for
-// InformerStats.
-func (lw *shardListerWatcher[T]) dropFields() *wire.DropFieldsTransport {
-	return dropFieldsOf(lw.inner)
+// description is inner's: a shard lists from the same server through the
+// same decoder (the shard itself is in the informer's configuration).
+func (lw *shardListerWatcher[T]) description() lwDescription {
+	d, _ := describe(lw.inner)
+	return d
+}
+
+// decodingWith returns a shard of the same key and current ranges over a
+// copy of inner decoding with table.
+func (lw *shardListerWatcher[T]) decodingWith(table *wire.InternTable) (ListerWatcher[T], error) {
+	inner, ok := lw.inner.(describedListerWatcher[T])
+	if !ok {
+		return nil, fmt.Errorf("sharded list/watch: %w", checkDecodingWith(lwDescription{}, table))
+	}
+	decoding, err := inner.decodingWith(table)
+	if err != nil {
+		return nil, err
+	}
+	return newShardListerWatcher(decoding, lw.key, lw.filterOnClient, *lw.ranges.Load()), nil
 }

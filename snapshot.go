@@ -12,12 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubetyped/informer/internal/wire"
 )
@@ -33,7 +29,10 @@ import (
 // the informer caches lands on disk: they are created 0600 in a directory
 // that must be 0700 (it is created so if missing). Secrets, and the
 // informers marked Sensitive, are never written unless AllowSensitive is
-// set.
+// set, nor are metadata-only or unstructured objects of a resource the
+// informer cannot name. A snapshot is restored only from the server and
+// cluster it was written from, and never when it is ahead of the server
+// (see docs/restart.md, "Never from another cluster").
 type SnapshotOptions struct {
 	// Dir is the directory snapshots are kept in; empty means none. Each
 	// informer writes one file named after its name, Go type and resource,
@@ -69,11 +68,13 @@ type SnapshotOptions struct {
 	// an informer keeps no snapshot. Ignored when T is a concrete type.
 	Example any
 	// ScopeID, for an informer made by [NewInformer] over a ListerWatcher
-	// other than [NewRESTListerWatcher]'s, names what the ListerWatcher
-	// lists beyond the informer's resource (its namespace, selectors and
-	// dropped fields), which the informer cannot see: a snapshot is
-	// restored only by an informer with the same ScopeID. Change it
-	// whenever what the ListerWatcher lists changes.
+	// other than those of [NewRESTListerWatcher], [NewDynamicListerWatcher]
+	// and [NewMetadataListerWatcher] (which say what they list, and from
+	// which server), names what the ListerWatcher lists beyond the
+	// informer's resource (its namespace, selectors, dropped fields and
+	// server), which the informer cannot see: a snapshot is restored only
+	// by an informer with the same ScopeID. Change it whenever what the
+	// ListerWatcher lists changes.
 	ScopeID string
 }
 
@@ -150,93 +151,10 @@ type snapshotHeader struct {
 	Objects int `json:"objects"`
 	// Written is when the snapshot was taken (for people reading it).
 	Written time.Time `json:"written"`
-}
-
-// snapshotScope is what must be equal for two informers' caches to hold
-// the same objects: a snapshot is only restored into an informer of the
-// same scope.
-type snapshotScope struct {
-	Type          string   `json:"type"`
-	Resource      string   `json:"resource"`
-	Name          string   `json:"name"`
-	Namespace     string   `json:"namespace,omitempty"`
-	LabelSelector string   `json:"labelSelector,omitempty"`
-	FieldSelector string   `json:"fieldSelector,omitempty"`
-	Shard         string   `json:"shard,omitempty"`
-	DropFields    []string `json:"dropFields,omitempty"`
-	TransformID   string   `json:"transformID,omitempty"`
-	ScopeID       string   `json:"scopeID,omitempty"`
-}
-
-// differences names the fields in which s and o differ.
-func (s snapshotScope) differences(o snapshotScope) []string {
-	var diff []string
-	for _, f := range []struct {
-		name string
-		a, b string
-	}{
-		{"type", s.Type, o.Type},
-		{"resource", s.Resource, o.Resource},
-		{"name", s.Name, o.Name},
-		{"namespace", s.Namespace, o.Namespace},
-		{"label selector", s.LabelSelector, o.LabelSelector},
-		{"field selector", s.FieldSelector, o.FieldSelector},
-		{"shard", s.Shard, o.Shard},
-		{"transform", s.TransformID, o.TransformID},
-		{"scope id", s.ScopeID, o.ScopeID},
-	} {
-		if f.a != f.b {
-			diff = append(diff, fmt.Sprintf("%s %q (want %q)", f.name, f.a, f.b))
-		}
-	}
-	if !slices.Equal(s.DropFields, o.DropFields) {
-		diff = append(diff, fmt.Sprintf("dropped fields %q (want %q)", s.DropFields, o.DropFields))
-	}
-	return diff
-}
-
-// snapshotScopeFor is the scope of an informer of T named name over
-// resource; the ListerWatcher's namespace, selectors, shard and dropped
-// fields are added by whoever knows them (For, shardOn).
-func snapshotScopeFor[T Object](name string, resource schema.GroupVersionResource, transformID string) snapshotScope {
-	return snapshotScopeOf(reflect.TypeFor[T](), name, resource, transformID)
-}
-
-// snapshotScopeOf is snapshotScopeFor with the objects' type typ.
-func snapshotScopeOf(typ reflect.Type, name string, resource schema.GroupVersionResource, transformID string) snapshotScope {
-	typeName := typ.String()
-	if typ.Kind() == reflect.Pointer {
-		typeName = "*" + typ.Elem().PkgPath() + "." + typ.Elem().Name()
-	}
-	return snapshotScope{Type: typeName, Resource: resource.String(), Name: name, TransformID: transformID}
-}
-
-// snapshotItemType returns the type of the objects of an informer of T: T
-// itself, or example's type if T is an interface type; an error if
-// example is no pointer to a struct implementing T.
-func snapshotItemType[T Object](example any) (reflect.Type, error) {
-	typ := reflect.TypeFor[T]()
-	if typ.Kind() != reflect.Interface {
-		return typ, nil
-	}
-	if example == nil {
-		return nil, fmt.Errorf("the informer's objects are of the interface type %v and Snapshot.Example does not name their concrete type", typ)
-	}
-	ex := reflect.TypeOf(example)
-	if ex.Kind() != reflect.Pointer || ex.Elem().Kind() != reflect.Struct || !ex.Implements(typ) {
-		return nil, fmt.Errorf("Snapshot.Example is a %v, not a pointer to a struct implementing %v", ex, typ)
-	}
-	return ex, nil
-}
-
-// sensitiveType reports the objects written only with AllowSensitive
-// whatever the options say: Secrets, typed or as metadata or unstructured
-// objects of the resource.
-func sensitiveType[T Object](resource schema.GroupVersionResource) bool {
-	if _, ok := any(*new(T)).(*corev1.Secret); ok {
-		return true
-	}
-	return resource.Group == "" && resource.Resource == "secrets"
+	// ClusterUID is the UID of the kube-system namespace of the cluster
+	// the objects were listed from, "" if it could not be read: a restore
+	// checks it against the server's (see serverIdentity).
+	ClusterUID string `json:"clusterUID,omitempty"`
 }
 
 // snapshotCodec encodes and decodes the objects of a T.
@@ -488,7 +406,7 @@ func encodeSnapshotPaced[T Object](w io.Writer, header snapshotHeader, codec sna
 var (
 	errSnapshotCorrupt   = errors.New("the snapshot is corrupt or truncated")
 	errSnapshotFormat    = errors.New("the snapshot has another format")
-	errSnapshotForeign   = errors.New("the snapshot was written by an informer of another configuration")
+	errSnapshotForeign   = errors.New("the snapshot was written by an informer of another configuration or from another cluster")
 	errSnapshotUnusable  = errors.New("the snapshot cannot be resumed from")
 	errSnapshotLocked    = errors.New("another process holds the snapshot's lock")
 	errSnapshotDirectory = errors.New("the snapshot directory is not private")

@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -34,6 +34,11 @@ type snapshotter[T Object] struct {
 
 	// itemType is the objects' type (see snapshotItemType).
 	itemType reflect.Type
+	// clusterUID reads the UID of the server's cluster (see
+	// readClusterUID), nil if the ListerWatcher cannot; uid is what it
+	// read, which saves record.
+	clusterUID func(context.Context) (string, error)
+	uid        atomic.Pointer[string]
 
 	// set at start, in Run's goroutine
 	path  string
@@ -54,31 +59,29 @@ type snapshotter[T Object] struct {
 }
 
 // newSnapshotter returns the snapshotter of an informer of the resolved
-// configuration cfg, or nil when it names no snapshot directory.
-func newSnapshotter[T Object](cfg config[T]) *snapshotter[T] {
+// configuration cfg over lw, or nil when it names no snapshot directory.
+func newSnapshotter[T Object](cfg config[T], lw ListerWatcher[T]) *snapshotter[T] {
 	so := cfg.Snapshot
 	if so.Dir == "" {
 		return nil
 	}
 	s := &snapshotter[T]{opts: so}
 	itemType, typeErr := snapshotItemType[T](so.Example)
+	var listed listedScope
 	if typeErr == nil {
 		s.itemType = itemType
-		s.scope = snapshotScopeOf(itemType, cfg.Name, cfg.Resource, so.TransformID)
-		s.scope.ScopeID = so.ScopeID
+		s.scope, listed = newSnapshotScope(cfg, itemType, lw)
+		s.clusterUID = listed.clusterUID
 	}
 	switch {
 	case typeErr != nil:
 		s.off = typeErr.Error()
-	case (so.Sensitive || sensitiveType[T](cfg.Resource)) && !so.AllowSensitive:
-		s.off = "the objects are sensitive (Secrets, or Snapshot.Sensitive) and Snapshot.AllowSensitive is not set"
+	case sensitivity(itemType, listed.resource, so) != "":
+		s.off = sensitivity(itemType, listed.resource, so)
 	case cfg.transform() != nil && so.TransformID == "":
 		s.off = "the informer has a Transform and Snapshot.TransformID does not name it"
 	case cfg.dynamicShard():
 		s.off = "a dynamic shard's cache has no single resource version to resume at"
-	}
-	if cfg.Shard != nil {
-		s.scope.Shard = fmt.Sprintf("%s %d/%d", cfg.Shard.key(), cfg.Shard.Index, cfg.Shard.Count)
 	}
 	return s
 }
@@ -136,7 +139,8 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 		return
 	}
 	s.lock = lock
-	s.codec = newSnapshotCodecOf[T](decodingTable(lw), s.itemType)
+	d, _ := describe(lw)
+	s.codec = newSnapshotCodecOf[T](d.interns, s.itemType)
 	start := time.Now()
 	snap, err := readSnapshot(s.path, s.scope, s.codec)
 	if err == nil {
@@ -167,8 +171,15 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 	r.resumeFrom(&resumePoint[T]{
 		objects:         snap.objects,
 		resourceVersion: snap.header.ResourceVersion,
-		onResumed:       func() { s.resumedWatches.Store(1) },
-		onRelisted:      func() { s.restoreRelists.Store(1) },
+		check:           s.checkCluster(snap.header.ClusterUID),
+		onRefused: func(err error) {
+			s.restored.Store(0)
+			s.restoredObjects.Store(0)
+			s.rejected.Add(1)
+			logger.Info("Warning: not restoring the snapshot; starting cold", "path", s.path, "err", err)
+		},
+		onResumed:  func() { s.resumedWatches.Store(1) },
+		onRelisted: func() { s.restoreRelists.Store(1) },
 	})
 	s.saving.Store(true)
 }
@@ -353,6 +364,9 @@ func (s *snapshotter[T]) save(logger klog.Logger, store *Indexer[T], pace *saveP
 	}
 	start := time.Now()
 	header := snapshotHeader{Scope: s.scope, ResourceVersion: rv, Written: start.UTC().Truncate(time.Second)}
+	if uid := s.uid.Load(); uid != nil {
+		header.ClusterUID = *uid
+	}
 	n, err := writeSnapshotPaced(s.path, header, s.codec, objects, pace)
 	if errors.Is(err, errSaveAbandoned) {
 		logger.V(2).Info("Abandoned a periodic snapshot save: the informer is stopping", "path", s.path, "objects", len(objects))
@@ -387,23 +401,63 @@ func (s *snapshotter[T]) stop(logger klog.Logger) {
 	s.lock = nil
 }
 
-// selectorsOf returns the label and field selectors tweak sets.
-func selectorsOf(tweak func(*metav1.ListOptions)) (label, field string) {
-	if tweak == nil {
-		return "", ""
+// checkCluster returns the check a reflector restored from a snapshot
+// written from the cluster whose kube-system namespace has UID written
+// ("" if it could not be read then) makes before it resumes: the server's
+// cluster must be that one, so that a snapshot is never restored into a
+// cluster created again behind the same address, nor into another one.
+// Nil when the ListerWatcher cannot read the UID.
+func (s *snapshotter[T]) checkCluster(written string) func(context.Context) error {
+	if s.clusterUID == nil {
+		return nil
 	}
-	var options metav1.ListOptions
-	tweak(&options)
-	return options.LabelSelector, options.FieldSelector
+	return func(ctx context.Context) error {
+		uid, err := s.readClusterUID(ctx)
+		if err != nil {
+			return err
+		}
+		if uid != written {
+			return fmt.Errorf("%w: it was written from the cluster whose kube-system namespace has UID %q, and the server's has %q", errSnapshotForeign, written, uid)
+		}
+		return nil
+	}
 }
 
-// decodingTable returns the table lw interns decoded strings in, or nil.
-func decodingTable[T Object](lw ListerWatcher[T]) *wire.InternTable {
-	switch lw := lw.(type) {
-	case *restListerWatcher[T]:
-		return lw.interns
-	case *shardListerWatcher[T]:
-		return decodingTable(lw.inner)
+// identify reads the cluster's UID for the snapshots to record, unless a
+// restore's check has read it, retrying with backoff until it is read or
+// ctx is done. It returns at once when the ListerWatcher cannot read it.
+func (s *snapshotter[T]) identify(ctx context.Context, logger klog.Logger, clk clock.WithTicker) {
+	if s.clusterUID == nil {
+		return
 	}
-	return nil
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: time.Minute}
+	for s.uid.Load() == nil {
+		_, err := s.readClusterUID(ctx)
+		if err == nil {
+			return
+		}
+		logger.V(2).Info("Reading the cluster's identity for the snapshot failed; retrying", "err", err)
+		timer := clk.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+	}
+}
+
+// readClusterUID reads the cluster's UID and records it for the
+// snapshots: "" when the server does not let the client read it
+// (errClusterUIDUnknown); an error when the read failed otherwise.
+func (s *snapshotter[T]) readClusterUID(ctx context.Context) (string, error) {
+	uid, err := s.clusterUID(ctx)
+	if errors.Is(err, errClusterUIDUnknown) {
+		uid, err = "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.uid.Store(&uid)
+	return uid, nil
 }

@@ -237,6 +237,51 @@ func TestSnapshotRestartAfterGone(t *testing.T) {
 	}
 }
 
+// TestSnapshotAheadOfTheServerStartsCold (issue 32 item 1): a snapshot
+// whose resource version is ahead of the server's current one comes from
+// another history (another cluster, etcd restored from a backup): it is
+// refused, logged and counted, and the informer starts cold, reusing none
+// of its objects, not even one listed under the same name at the same
+// resource version.
+func TestSnapshotAheadOfTheServerStartsCold(t *testing.T) {
+	dir := snapDir(t)
+	snapWrite(t, snapOptions(dir), "700", NewPod("default", "a", "5", PodNode("node-a")), NewPod("default", "b", "6"))
+
+	inf, lw := plInformer(t, snapOptions(dir))
+	current := []*corev1.Pod{NewPod("default", "a", "5", PodNode("node-b")), NewPod("default", "c", "9")}
+	lw.SetList("20", current...)
+	rec := newPLRecorder()
+	_, err := inf.AddEventHandler(rec)
+	plMust(t, err)
+	ctx, logged := snapLogContext(t)
+	plRunContext(t, ctx, inf)
+	rec.expect(t, plAdd("default/a", "5", true), plAdd("default/c", "9", true))
+	Eventually(t, "synced", inf.HasSynced)
+	cached, err := inf.Lister().List(labels.Everything())
+	plMust(t, err)
+	if diff := cmp.Diff(current, plSortedPods(cached)); diff != "" {
+		t.Errorf("cache (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(SnapshotStats{Rejected: 1}, inf.Stats().Snapshot); diff != "" {
+		t.Errorf("snapshot stats (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"Warning: not restoring the snapshot; starting cold"}, logged()); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	// The current version, then a cold start's streaming list, from
+	// nothing.
+	calls, err := lw.WaitForCalls(plCtx(t), 2)
+	plMust(t, err)
+	wantCalls := []informertest.FakeCall{
+		{Verb: "list", Options: metav1.ListOptions{Limit: 1}},
+		{Verb: "watch", Options: metav1.ListOptions{SendInitialEvents: new(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}},
+	}
+	ignoreTimeout := cmp.Transformer("noTimeout", func(o metav1.ListOptions) metav1.ListOptions { o.TimeoutSeconds = nil; return o })
+	if diff := cmp.Diff(wantCalls, calls[:2], ignoreTimeout); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
 // TestSnapshotBadSnapshotsStartCold: a snapshot that cannot be used is
 // logged once and counted, and the informer starts cold (a full list).
 func TestSnapshotBadSnapshotsStartCold(t *testing.T) {
