@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubetyped/informer/internal/listwatch"
@@ -151,4 +152,36 @@ func describe[T Object](lw ListerWatcher[T]) (lwDescription, bool) {
 		return d.description(), true
 	}
 	return lwDescription{}, false
+}
+
+// listedScope is what a ListerWatcher lists and from where: its part of
+// a snapshot's scope, and how to read the cluster's UID.
+type listedScope struct {
+	resource                     schema.GroupVersionResource
+	namespace                    string
+	labelSelector, fieldSelector string
+	// dropFields are its DropFields, sorted.
+	dropFields []string
+	server     serverIdentity
+	// clusterUID, if set, reads the UID of the server's kube-system
+	// namespace (see readClusterUID).
+	clusterUID func(ctx context.Context) (string, error)
+}
+
+// serverIdentity names the API server a ListerWatcher lists from: a
+// snapshot written from one server is never restored from another. The
+// cluster behind a server can change while its address and CA stay (a
+// cluster re-created, etcd restored from a backup): the UID of its
+// kube-system namespace, read at start (snapshotHeader.ClusterUID), and
+// the snapshot's resource version, which must not be ahead of the
+// server's, tell those apart.
+type serverIdentity struct {
+	// Host is the server's URL as the client reaches it: the config's
+	// Host and APIPath.
+	Host string `json:"host,omitempty"`
+	// CA is a digest of the certificate authorities the client trusts
+	// (the config's CAData or CAFile); empty when it uses the system's.
+	CA string `json:"ca,omitempty"`
+	// Cluster is the name a fleet gives the cluster; empty outside one.
+	Cluster string `json:"cluster,omitempty"`
 }
