@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kubetyped/informer/internal/benchkit"
+	"github.com/kubetyped/informer/internal/replayserver"
 )
 
 // config holds the sizes and repetition counts of one run.
@@ -75,7 +76,11 @@ var workloads = []workload{
 	{id: "W1save", run: runDispatchWhileSaving, onRequest: true},
 }
 
-func main() { os.Exit(benchMain()) }
+func main() {
+	// A replay server's process (E6, E7) is this program run again.
+	replayserver.RunIfChild()
+	os.Exit(benchMain())
+}
 
 // benchMain parses the flags, runs the benchmark and returns the exit code:
 // 0, 1 when a workload fails (wrong result counts, a stalled informer), or

@@ -104,6 +104,7 @@ func newProdDeployment(d, replicas int) prodDeployment {
 	dep.template = newProdTemplate(dep)
 	sample := dep.template
 	sample.Spec.Volumes = renameVolume(sample.Spec.Volumes, "kube-api-access", "kube-api-access-"+suffixMark)
+	sample.OwnerReferences = []metav1.OwnerReference{{UID: ownerUIDMark}}
 	dep.fields = prodFieldSets(&sample)
 	return dep
 }
@@ -284,27 +285,64 @@ func newProdTemplate(dep prodDeployment) corev1.Pod {
 	}
 }
 
+// identity is what differs between the replicas of one Deployment: the
+// pod's name suffix, UID, resource version, timestamps, node, IPs and
+// container IDs, and its ReplicaSet's UID (which differs between clusters
+// running the same Deployment; see Fleet).
+type identity struct {
+	suffix          string
+	uid             types.UID
+	resourceVersion string
+	// created, scheduled, started and ready are the pod's creation, its
+	// scheduling, its containers' start and its readiness.
+	created, scheduled, started, ready metav1.Time
+	nodeName, hostIP, podIP            string
+	containerIDs                       [2]string
+	restarts                           [2]int32
+	ownerUID                           types.UID
+}
+
 // replica returns replica r of dep, pod i of the fixtures: the template's
 // metadata and spec with its own name, UID, node, IPs, timestamps, resource
 // version, volume name and container IDs, and its managed fields.
 func (dep prodDeployment) replica(r, i int) corev1.Pod {
-	pod := dep.template
-	suffix := podNameSuffix(i)
-	pod.Name = pod.GenerateName + suffix
-	pod.UID = types.UID(fmt.Sprintf("9d8e7f60-%04x-4b1c-8d2e-%012x", i%65536, i))
-	pod.ResourceVersion = strconv.Itoa(10_000_000 + i)
 	created := dep.created.Add(time.Duration(r) * 3 * time.Second)
-	pod.CreationTimestamp = metav1.NewTime(created)
-	scheduled := metav1.NewTime(created.Add(time.Second))
-	started := metav1.NewTime(created.Add(4 * time.Second))
-	ready := metav1.NewTime(created.Add(15 * time.Second))
 	node := i*7919%5000 + 1
-	pod.Spec.NodeName = fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", node/4000, node/250%16, node%250+1)
-	hostIP := fmt.Sprintf("10.%d.%d.%d", node/4000, node/250%16, node%250+1)
-	podIP := fmt.Sprintf("100.%d.%d.%d", 64+i/65536%64, i/256%256, i%256)
+	id := identity{
+		suffix:          podNameSuffix(i),
+		uid:             types.UID(fmt.Sprintf("9d8e7f60-%04x-4b1c-8d2e-%012x", i%65536, i)),
+		resourceVersion: strconv.Itoa(10_000_000 + i),
+		created:         metav1.NewTime(created),
+		scheduled:       metav1.NewTime(created.Add(time.Second)),
+		started:         metav1.NewTime(created.Add(4 * time.Second)),
+		ready:           metav1.NewTime(created.Add(15 * time.Second)),
+		nodeName:        fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", node/4000, node/250%16, node%250+1),
+		hostIP:          fmt.Sprintf("10.%d.%d.%d", node/4000, node/250%16, node%250+1),
+		podIP:           fmt.Sprintf("100.%d.%d.%d", 64+i/65536%64, i/256%256, i%256),
+		ownerUID:        dep.rsUID,
+	}
+	for c := range id.containerIDs {
+		id.containerIDs[c] = "containerd://" + fmt.Sprintf("%032x%032x", i, c+1)
+		id.restarts[c] = int32(i % 3 * c)
+	}
+	return dep.build(id)
+}
+
+// build returns the replica of dep with identity id.
+func (dep prodDeployment) build(id identity) corev1.Pod {
+	pod := dep.template
+	pod.Name = pod.GenerateName + id.suffix
+	pod.UID = id.uid
+	pod.ResourceVersion = id.resourceVersion
+	pod.CreationTimestamp = id.created
+	if id.ownerUID != dep.rsUID {
+		pod.OwnerReferences = append([]metav1.OwnerReference(nil), pod.OwnerReferences...)
+		pod.OwnerReferences[0].UID = id.ownerUID
+	}
+	pod.Spec.NodeName = id.nodeName
 	// Each pod has its own projected service-account volume name
 	// (kube-api-access-<random>): rename the volume and its mounts.
-	apiAccess := "kube-api-access-" + suffix
+	apiAccess := "kube-api-access-" + id.suffix
 	pod.Spec.Volumes = renameVolume(pod.Spec.Volumes, "kube-api-access", apiAccess)
 	pod.Spec.Containers = make([]corev1.Container, len(dep.template.Spec.Containers))
 	for c, ctr := range dep.template.Spec.Containers {
@@ -315,33 +353,34 @@ func (dep prodDeployment) replica(r, i int) corev1.Pod {
 	for c, ctr := range pod.Spec.Containers {
 		statuses[c] = corev1.ContainerStatus{
 			Name:         ctr.Name,
-			State:        corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+			State:        corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: id.started}},
 			Ready:        true,
-			RestartCount: int32(i % 3 * c),
+			RestartCount: id.restarts[c],
 			Image:        ctr.Image,
 			ImageID:      ctr.Image[:strings.LastIndexByte(ctr.Image, ':')] + "@sha256:" + fmt.Sprintf("%064x", dep.index*31+c),
-			ContainerID:  "containerd://" + fmt.Sprintf("%032x%032x", i, c+1),
+			ContainerID:  id.containerIDs[c],
 			Started:      new(true),
 		}
 	}
+	scheduled := id.scheduled
 	pod.Status = corev1.PodStatus{
 		Phase: corev1.PodRunning,
 		Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: started},
-			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: scheduled},
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: ready},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: ready},
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: scheduled},
+			{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: id.started},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: id.scheduled},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: id.ready},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: id.ready},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: id.scheduled},
 		},
-		HostIP:            hostIP,
-		HostIPs:           []corev1.HostIP{{IP: hostIP}},
-		PodIP:             podIP,
-		PodIPs:            []corev1.PodIP{{IP: podIP}},
+		HostIP:            id.hostIP,
+		HostIPs:           []corev1.HostIP{{IP: id.hostIP}},
+		PodIP:             id.podIP,
+		PodIPs:            []corev1.PodIP{{IP: id.podIP}},
 		StartTime:         &scheduled,
 		ContainerStatuses: statuses,
 		QOSClass:          corev1.PodQOSBurstable,
 	}
-	pod.ManagedFields = dep.managedFields(suffix, podIP, pod.CreationTimestamp, ready)
+	pod.ManagedFields = dep.managedFields(id)
 	return pod
 }
 
@@ -389,29 +428,33 @@ func renameMount(mounts []corev1.VolumeMount, from, to string) []corev1.VolumeMo
 type fieldSet map[string]any
 
 // Placeholders in a Deployment's managed-fields JSON for what differs
-// between its replicas: the name suffix of the projected volume, and the
-// pod IP.
+// between its replicas: the name suffix of the projected volume, the pod
+// IP, and the ReplicaSet's UID (the same for every replica of one cluster,
+// but not between clusters; see Fleet).
 const (
-	suffixMark = "@suffix@"
-	podIPMark  = "@pod-ip@"
+	suffixMark   = "@suffix@"
+	podIPMark    = "@pod-ip@"
+	ownerUIDMark = "@owner-uid@"
 )
 
-// managedFields returns the managed fields of dep's replica with the given
-// name suffix and pod IP. Filling placeholders in JSON built once per
-// Deployment instead of encoding three field sets per pod makes generating
-// 100,000 pods take seconds instead of a minute (0.7 ms a pod on a loaded
-// machine, nearly all in encoding/json).
-func (dep prodDeployment) managedFields(suffix, podIP string, created, ready metav1.Time) []metav1.ManagedFieldsEntry {
+// managedFields returns the managed fields of dep's replica with
+// identity id. Filling placeholders in JSON built once per Deployment
+// instead of encoding three field sets per pod makes generating 100,000 pods
+// take seconds instead of a minute (0.7 ms a pod on a loaded machine, nearly
+// all in encoding/json).
+func (dep prodDeployment) managedFields(id identity) []metav1.ManagedFieldsEntry {
 	entry := func(manager, subresource string, at metav1.Time, raw []byte) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{
 			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &at,
 			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}, Subresource: subresource,
 		}
 	}
+	controller := bytes.Replace(dep.fields[0], []byte(suffixMark), []byte(id.suffix), 1)
+	controller = bytes.Replace(controller, []byte(ownerUIDMark), []byte(id.ownerUID), 1)
 	return []metav1.ManagedFieldsEntry{
-		entry("kube-controller-manager", "", created, bytes.Replace(dep.fields[0], []byte(suffixMark), []byte(suffix), 1)),
-		entry("kube-scheduler", "status", created, dep.fields[1]),
-		entry("kubelet", "status", ready, bytes.Replace(dep.fields[2], []byte(podIPMark), []byte(podIP), 1)),
+		entry("kube-controller-manager", "", id.created, controller),
+		entry("kube-scheduler", "status", id.created, dep.fields[1]),
+		entry("kubelet", "status", id.ready, bytes.Replace(dep.fields[2], []byte(podIPMark), []byte(id.podIP), 1)),
 	}
 }
 
