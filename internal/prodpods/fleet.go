@@ -145,7 +145,7 @@ func (c *Cluster) Namespace(i int) string {
 
 // Name returns pod i's name.
 func (c *Cluster) Name(i int) string {
-	return c.templates[c.refs[i].template].dep.template.GenerateName + podNameSuffix(i)
+	return c.templates[c.refs[i].template].dep.generateName + podNameSuffix(i)
 }
 
 // MinResourceVersion and MaxResourceVersion bound the resource versions
@@ -230,9 +230,26 @@ const valuesSize = 5 + 36 + 10 + 30 + 14 + 14 + 2*77 + 36 + 4*5
 // Template is the protobuf encoding of a Deployment's replicas with their
 // per-pod fields located.
 type Template struct {
-	dep   prodDeployment
+	dep   deploymentKey
 	pod   []byte
 	holes [holeCount][]int32
+}
+
+// deploymentKey is what a template keeps of its Deployment: what the
+// per-pod values derive from (not the decoded template, which would cost
+// a fleet of a thousand clusters hundreds of megabytes).
+type deploymentKey struct {
+	index        int
+	replicas     int
+	namespace    string
+	generateName string
+	created      time.Time
+}
+
+// keyOf returns dep's deploymentKey.
+func keyOf(dep prodDeployment) deploymentKey {
+	return deploymentKey{index: dep.index, replicas: dep.replicas, namespace: dep.namespace,
+		generateName: dep.template.GenerateName, created: dep.created}
 }
 
 // marker returns the placeholder of hole k: bytes no Pod's encoding holds
@@ -270,7 +287,7 @@ func newTemplate(dep prodDeployment) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prodpods: encoding Deployment %s's template: %w", dep.name, err)
 	}
-	t := &Template{dep: dep, pod: raw}
+	t := &Template{dep: keyOf(dep), pod: raw}
 	for k := range holeCount {
 		m := marker(k)
 		for off := 0; ; {
@@ -287,7 +304,7 @@ func newTemplate(dep prodDeployment) (*Template, error) {
 	}
 	// Check against a replica encoded directly.
 	probe := &Cluster{index: 0, pods: dep.replicas, nodes: 1, templates: []*Template{t}, refs: []podRef{{}}}
-	want := dep.build(probe.identity(0, 0, dep, 1, MinResourceVersion))
+	want := dep.build(probe.identity(0, 0, t.dep, 1, MinResourceVersion))
 	wantRaw, err := want.Marshal()
 	if err != nil {
 		return nil, err
@@ -309,7 +326,7 @@ const ipCapacity = 100 * 156 * 156
 // values returns the holes' values for pod i, replica r of dep in cluster
 // c, at version and resourceVersion, appended to scratch (of capacity
 // valuesSize, so that nothing is allocated).
-func (c *Cluster) values(scratch []byte, i, r int, dep prodDeployment, version uint32, resourceVersion uint64) [holeCount][]byte {
+func (c *Cluster) values(scratch []byte, i, r int, dep deploymentKey, version uint32, resourceVersion uint64) [holeCount][]byte {
 	var v [holeCount][]byte
 	put := func(k int, b []byte) {
 		start := len(scratch)
@@ -349,7 +366,7 @@ func (c *Cluster) values(scratch []byte, i, r int, dep prodDeployment, version u
 
 // identity returns the identity whose fields hold values' values, for the
 // direct encoding newTemplate checks its template against.
-func (c *Cluster) identity(i, r int, dep prodDeployment, version uint32, resourceVersion uint64) identity {
+func (c *Cluster) identity(i, r int, dep deploymentKey, version uint32, resourceVersion uint64) identity {
 	v := c.values(nil, i, r, dep, version, resourceVersion)
 	at := func(k int) metav1.Time {
 		secs, _ := binary.Uvarint(v[k])

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"time"
 )
 
@@ -48,6 +49,9 @@ func runChild(spec string, in io.Reader, out io.Writer) int {
 		_ = json.NewEncoder(out).Encode(ready{Error: err.Error()})
 		return 1
 	}
+	// Building the pods left garbage behind: return it to the system, so
+	// that the server's resident set is what it keeps.
+	debug.FreeOSMemory()
 	if err := json.NewEncoder(out).Encode(ready{Clusters: s.Clusters()}); err != nil {
 		s.Close()
 		return 1
