@@ -102,7 +102,7 @@ func goneResponse(req *http.Request) (*http.Response, error) {
 	}
 	return &http.Response{
 		StatusCode: http.StatusGone, Status: "410 Gone", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {runtime.ContentTypeProtobuf}, "Content-Length": {strconv.Itoa(buf.Len())}},
-		Body:          io.NopCloser(&buf), ContentLength: int64(buf.Len()), Request: req,
+		Header: http.Header{"Content-Type": {runtime.ContentTypeProtobuf}, "Content-Length": {strconv.Itoa(buf.Len())}},
+		Body:   io.NopCloser(&buf), ContentLength: int64(buf.Len()), Request: req,
 	}, nil
 }
