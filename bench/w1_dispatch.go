@@ -24,12 +24,18 @@ type dispatchCase struct {
 	// slowFirst makes the first handler sleep 1 ms per event; the figures
 	// then describe the other handlers only.
 	slowFirst bool
+	// procs, if not 0, is the GOMAXPROCS both sides run with: a controller
+	// whose container is limited to one CPU gets one P from the Go
+	// runtime, and a design that wins by keeping two cores busy wins less.
+	procs int
 }
 
 var dispatchCases = []dispatchCase{
-	{"H=1", 1, false},
-	{"H=8", 8, false},
-	{"H=8, one sleeps 1 ms/event (the other 7)", 8, true},
+	{name: "H=1", handlers: 1},
+	{name: "H=8", handlers: 8},
+	{name: "H=8, one sleeps 1 ms/event (the other 7)", handlers: 8, slowFirst: true},
+	{name: "H=1, GOMAXPROCS=1", handlers: 1, procs: 1},
+	{name: "H=8, GOMAXPROCS=1", handlers: 8, procs: 1},
 }
 
 // dispatchResult is the cost of one W1 run. It has no peak heap: no GC
@@ -38,6 +44,11 @@ var dispatchCases = []dispatchCase{
 // grows by the bytes allocated, which B/event shows.
 type dispatchResult struct {
 	nsPerEvent, allocsPerEvent, bytesPerEvent float64
+	// cpuPerEvent is the process's CPU time (user and system, every
+	// goroutine's and the collector's) per event, in ns: what a loaded
+	// machine or a CPU limit charges, where wall time also counts the
+	// time others held the CPU.
+	cpuPerEvent float64
 }
 
 // runDispatch is W1: an informer with an empty list receives a pre-filled
@@ -48,25 +59,16 @@ func runDispatch(cfg config) ([]benchkit.Row, error) {
 	want := eventCounts{adds: cfg.dispatchPods, updates: 2 * cfg.dispatchPods, deletes: cfg.dispatchPods}
 	var rows []benchkit.Row
 	for _, c := range dispatchCases {
-		var cgRuns, ourRuns []dispatchResult
-		for range cfg.count {
-			r, err := measureDispatch(newClientGoInformer, events, want, c)
-			if err != nil {
-				return nil, fmt.Errorf("%s: client-go: %w", c.name, err)
-			}
-			cgRuns = append(cgRuns, r)
-			r, err = measureDispatch(newOurInformer, events, want, c)
-			if err != nil {
-				return nil, fmt.Errorf("%s: ours: %w", c.name, err)
-			}
-			ourRuns = append(ourRuns, r)
+		cg, our, err := compareDispatch(cfg, events, want, c)
+		if err != nil {
+			return nil, err
 		}
-		cg, our := medianDispatch(cgRuns), medianDispatch(ourRuns)
 		add := func(metric string, cgv, ourv float64) {
 			rows = append(rows, newRow("W1", c.name, metric, cgv, ourv))
 		}
 		add("ns/event", cg.nsPerEvent, our.nsPerEvent)
 		if !c.slowFirst {
+			add("CPU ns/event (process)", cg.cpuPerEvent, our.cpuPerEvent)
 			add("allocs/event", cg.allocsPerEvent, our.allocsPerEvent)
 			add("B/event", cg.bytesPerEvent, our.bytesPerEvent)
 		}
@@ -75,23 +77,51 @@ func runDispatch(cfg config) ([]benchkit.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(rows, newRow("W1", "cache writes alone (no informer)", "ns/event", cg, our)), nil
+	return append(rows,
+		newRow("W1", "cache writes alone (no informer)", "ns/event", cg.nsPerEvent, our.nsPerEvent),
+		newRow("W1", "cache writes alone (no informer)", "CPU ns/event (process)", cg.cpuPerEvent, our.cpuPerEvent)), nil
+}
+
+// compareDispatch runs case c on both implementations, alternately,
+// cfg.count times each, and returns the medians.
+func compareDispatch(cfg config, events []watch.Event, want eventCounts, c dispatchCase) (cg, our dispatchResult, err error) {
+	if c.procs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
+	}
+	var cgRuns, ourRuns []dispatchResult
+	for range cfg.count {
+		r, err := measureDispatch(newClientGoInformer, events, want, c)
+		if err != nil {
+			return cg, our, fmt.Errorf("%s: client-go: %w", c.name, err)
+		}
+		cgRuns = append(cgRuns, r)
+		r, err = measureDispatch(newOurInformer, events, want, c)
+		if err != nil {
+			return cg, our, fmt.Errorf("%s: ours: %w", c.name, err)
+		}
+		ourRuns = append(ourRuns, r)
+	}
+	return medianDispatch(cgRuns), medianDispatch(ourRuns), nil
 }
 
 // compareCacheWrites times applying the W1 events straight to each
 // implementation's indexer (with the namespace index): the share of W1 that
 // no queue or dispatch design can avoid.
-func compareCacheWrites(cfg config, events []watch.Event) (cg, our float64, err error) {
+func compareCacheWrites(cfg config, events []watch.Event) (cg, our dispatchResult, err error) {
 	pods := make([]*corev1.Pod, len(events))
 	for i, e := range events {
 		pod, ok := e.Object.(*corev1.Pod)
 		if !ok {
-			return 0, 0, fmt.Errorf("event %d holds a %T, want *v1.Pod", i, e.Object)
+			return cg, our, fmt.Errorf("event %d holds a %T, want *v1.Pod", i, e.Object)
 		}
 		pods[i] = pod
 	}
-	timeWrites := func(update, remove func(*corev1.Pod) error) (float64, error) {
+	timeWrites := func(update, remove func(*corev1.Pod) error) (dispatchResult, error) {
 		runtime.GC()
+		cpu, err := benchkit.CPUTime()
+		if err != nil {
+			return dispatchResult{}, err
+		}
 		start := time.Now()
 		for i, e := range events {
 			write := update
@@ -99,29 +129,35 @@ func compareCacheWrites(cfg config, events []watch.Event) (cg, our float64, err 
 				write = remove
 			}
 			if err := write(pods[i]); err != nil {
-				return 0, fmt.Errorf("event %d: %w", i, err)
+				return dispatchResult{}, fmt.Errorf("event %d: %w", i, err)
 			}
 		}
-		return float64(time.Since(start).Nanoseconds()) / float64(len(events)), nil
+		elapsed := time.Since(start)
+		cpuEnd, err := benchkit.CPUTime()
+		if err != nil {
+			return dispatchResult{}, err
+		}
+		n := float64(len(events))
+		return dispatchResult{nsPerEvent: float64(elapsed.Nanoseconds()) / n, cpuPerEvent: float64((cpuEnd - cpu).Nanoseconds()) / n}, nil
 	}
-	var cgRuns, ourRuns []float64
+	var cgRuns, ourRuns []dispatchResult
 	for range cfg.count {
 		cgStore := newClientGoIndexer(false)
-		ns, err := timeWrites(
+		r, err := timeWrites(
 			func(p *corev1.Pod) error { return cgStore.Update(p) },
 			func(p *corev1.Pod) error { return cgStore.Delete(p) })
 		if err != nil {
-			return 0, 0, fmt.Errorf("cache writes: client-go: %w", err)
+			return cg, our, fmt.Errorf("cache writes: client-go: %w", err)
 		}
-		cgRuns = append(cgRuns, ns)
+		cgRuns = append(cgRuns, r)
 		ourStore := newOurIndexer(false)
-		ns, err = timeWrites(ourStore.Update, ourStore.Delete)
+		r, err = timeWrites(ourStore.Update, ourStore.Delete)
 		if err != nil {
-			return 0, 0, fmt.Errorf("cache writes: ours: %w", err)
+			return cg, our, fmt.Errorf("cache writes: ours: %w", err)
 		}
-		ourRuns = append(ourRuns, ns)
+		ourRuns = append(ourRuns, r)
 	}
-	return benchkit.Median(cgRuns), benchkit.Median(ourRuns), nil
+	return medianDispatch(cgRuns), medianDispatch(ourRuns), nil
 }
 
 // dispatchEvents returns the W1 watch: n Added pods, then each pod Modified
@@ -176,16 +212,24 @@ func measureDispatch(newInformer newInformerFunc, events []watch.Event, want eve
 
 	runtime.GC()
 	mem := readMemCounters()
+	cpu, err := benchkit.CPUTime()
+	if err != nil {
+		return dispatchResult{}, err
+	}
 	start := time.Now()
 	it.watches.release()
 	waitErr := waitAll(handlers, dispatchTimeout)
 	elapsed := time.Since(start)
+	cpuEnd, cpuErr := benchkit.CPUTime()
 	alloc := mem.since()
 	if slow != nil {
 		slow.Store(false) // let the slow handler's backlog drain quickly at shutdown
 	}
 	if waitErr != nil {
 		return dispatchResult{}, waitErr
+	}
+	if cpuErr != nil {
+		return dispatchResult{}, cpuErr
 	}
 	storeLen := it.storeLen()
 	stop()
@@ -200,6 +244,7 @@ func measureDispatch(newInformer newInformerFunc, events []watch.Event, want eve
 		nsPerEvent:     float64(elapsed.Nanoseconds()) / n,
 		allocsPerEvent: float64(alloc.mallocs) / n,
 		bytesPerEvent:  float64(alloc.bytes) / n,
+		cpuPerEvent:    float64((cpuEnd - cpu).Nanoseconds()) / n,
 	}, nil
 }
 
@@ -209,6 +254,7 @@ func medianDispatch(runs []dispatchResult) dispatchResult {
 		nsPerEvent:     benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.nsPerEvent }),
 		allocsPerEvent: benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.allocsPerEvent }),
 		bytesPerEvent:  benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.bytesPerEvent }),
+		cpuPerEvent:    benchkit.MedianOf(runs, func(r dispatchResult) float64 { return r.cpuPerEvent }),
 	}
 }
 

@@ -35,20 +35,27 @@ func checkRows(t *testing.T, rows []benchkit.Row, want []rowShape) {
 }
 
 func TestDispatchWorkload(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before, procs := runtime.NumGoroutine(), runtime.GOMAXPROCS(0)
 	rows, err := runDispatch(tinyConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []rowShape
-	for _, c := range []string{"H=1", "H=8"} {
-		for _, m := range []string{"ns/event", "allocs/event", "B/event"} {
+	for i, c := range []string{"H=1", "H=8", "H=8, one sleeps 1 ms/event (the other 7)", "H=1, GOMAXPROCS=1", "H=8, GOMAXPROCS=1"} {
+		metrics := []string{"ns/event", "CPU ns/event (process)", "allocs/event", "B/event"}
+		if i == 2 {
+			metrics = metrics[:1] // the slow handler's own figures are not W1's
+		}
+		for _, m := range metrics {
 			want = append(want, rowShape{"W1", c, m})
 		}
 	}
-	slow := "H=8, one sleeps 1 ms/event (the other 7)"
-	want = append(want, rowShape{"W1", slow, "ns/event"}, rowShape{"W1", "cache writes alone (no informer)", "ns/event"})
+	writes := "cache writes alone (no informer)"
+	want = append(want, rowShape{"W1", writes, "ns/event"}, rowShape{"W1", writes, "CPU ns/event (process)"})
 	checkRows(t, rows, want)
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS is %d after W1, want it back at %d", got, procs)
+	}
 	checkNoGoroutineLeft(t, before)
 }
 

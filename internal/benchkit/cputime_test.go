@@ -9,7 +9,7 @@ func TestCPUTimeCountsWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Spin until the process has used CPU time; getrusage counts in ticks.
+	// Spin until the process has used CPU time (getrusage counts in ticks).
 	for {
 		now, err := CPUTime()
 		if err != nil {

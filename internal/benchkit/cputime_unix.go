@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package benchkit
 
@@ -9,7 +9,9 @@ import (
 )
 
 // CPUTime returns the user and system CPU time the process has used, from
-// getrusage: every goroutine's, the garbage collector's included.
+// getrusage: every goroutine's, the garbage collector's included. (On
+// Linux it is read from the process's CPU clock, which does not count in
+// ticks: see cputime_linux.go.)
 func CPUTime() (time.Duration, error) {
 	var usage syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
