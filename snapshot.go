@@ -114,6 +114,12 @@ type SnapshotStats struct {
 	// server no longer had that version ("410 Gone") and the informer
 	// listed, reusing the restored objects still current.
 	ResumedWatches, RestoreRelists int64
+	// RemovedTempFiles counts the temporary files of this informer's
+	// interrupted saves (a crash or kill during a save leaves one)
+	// removed when it started, under its lock. One that cannot be removed
+	// is logged as an error and not counted; the informer starts as
+	// without it, and the next start tries again.
+	RemovedTempFiles int64
 }
 
 // snapshotFormat is the version of the file format this code writes; it
@@ -283,6 +289,54 @@ var createSnapshotTemp = func(dir, pattern string) (snapshotFile, error) {
 	return os.CreateTemp(dir, pattern)
 }
 
+// snapshotTempInfix joins a snapshot file's name and the random part of
+// the names of its temporary files: os.CreateTemp replaces the pattern's
+// "*" by decimal digits.
+const snapshotTempInfix = ".tmp-"
+
+// isSnapshotTemp reports whether name is the name of a temporary file of
+// the snapshot file named base: base, snapshotTempInfix and digits only.
+// Digits only, because another informer's files may start with the same
+// characters: the name of an informer named like base + ".tmp-1" begins
+// with them too, but does not end in digits (snapshotFileName).
+func isSnapshotTemp(name, base string) bool {
+	random, ok := strings.CutPrefix(name, base+snapshotTempInfix)
+	if !ok || random == "" {
+		return false
+	}
+	for _, r := range random {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// removeSnapshotTemps removes the temporary files of the snapshot at path
+// that interrupted saves left (see isSnapshotTemp), which only the holder
+// of its lock may write: call it with the lock held. os.Remove removes a
+// symbolic link, not what it points to. It returns the names removed and
+// an error for each file it could not remove (or for the directory, if
+// unreadable).
+func removeSnapshotTemps(path string) (removed []string, errs []error) {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return nil, []error{fmt.Errorf("listing the snapshot directory: %w", err)}
+	}
+	for _, e := range entries {
+		if !isSnapshotTemp(e.Name(), base) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, errs
+}
+
 // writeSnapshotPaced writes objects, consistent at header.ResourceVersion, to
 // path: into a temporary file that is synced, renamed over path, and made
 // durable by syncing the directory, so that a crash leaves either the old
@@ -291,7 +345,7 @@ var createSnapshotTemp = func(dir, pattern string) (snapshotFile, error) {
 // the encoding (snapshot_pace.go).
 func writeSnapshotPaced[T Object](path string, header snapshotHeader, codec snapshotCodec[T], objects []T, pace *savePacer) (int64, error) {
 	dir := filepath.Dir(path)
-	f, err := createSnapshotTemp(dir, filepath.Base(path)+".tmp-*")
+	f, err := createSnapshotTemp(dir, filepath.Base(path)+snapshotTempInfix+"*")
 	if err != nil {
 		return 0, fmt.Errorf("creating a snapshot file: %w", err)
 	}

@@ -54,6 +54,7 @@ type snapshotter[T Object] struct {
 	saved, saveErrors, lastSaveBytes    atomic.Int64
 	restored, restoredObjects, rejected atomic.Int64
 	resumedWatches, restoreRelists      atomic.Int64
+	removedTempFiles                    atomic.Int64
 	// saving is set by a start that keeps snapshots.
 	saving atomic.Bool
 }
@@ -106,6 +107,8 @@ func (s *snapshotter[T]) stats() SnapshotStats {
 		Rejected:        s.rejected.Load(),
 		ResumedWatches:  s.resumedWatches.Load(),
 		RestoreRelists:  s.restoreRelists.Load(),
+
+		RemovedTempFiles: s.removedTempFiles.Load(),
 	}
 }
 
@@ -139,6 +142,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 		return
 	}
 	s.lock = lock
+	s.removeTemps(logger)
 	d, _ := describe(lw)
 	s.codec = newSnapshotCodecOf[T](d.interns, s.itemType)
 	start := time.Now()
@@ -182,6 +186,19 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 		onRelisted: func() { s.restoreRelists.Store(1) },
 	})
 	s.saving.Store(true)
+}
+
+// removeTemps removes, logs and counts the temporary files interrupted
+// saves of this snapshot left; call it with the lock held.
+func (s *snapshotter[T]) removeTemps(logger klog.Logger) {
+	removed, errs := removeSnapshotTemps(s.path)
+	for _, err := range errs {
+		logger.Error(err, "Could not remove the temporary file of an interrupted snapshot save; the next start tries again")
+	}
+	if len(removed) > 0 {
+		s.removedTempFiles.Add(int64(len(removed)))
+		logger.Info("Removed the temporary files of interrupted snapshot saves", "files", removed)
+	}
 }
 
 // snapshotHeapFactor estimates the heap a restore's objects take from the
