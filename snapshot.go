@@ -106,8 +106,11 @@ type SnapshotStats struct {
 	RestoredObjects int64
 	// Rejected counts snapshots found but not used: unreadable, corrupt,
 	// truncated, written by an informer of another configuration or by a
-	// newer format, or locked by another process. The informer then
-	// starts cold.
+	// newer format, or locked by another process; and snapshots or lock
+	// files that are symbolic links (never followed) or special files.
+	// The informer then starts cold; a refused lock file also keeps it
+	// from writing snapshots, while a refused snapshot file is replaced by
+	// the next save.
 	Rejected int64
 	// ResumedWatches is 1 when the informer synced by resuming the watch at
 	// the snapshot's resource version; RestoreRelists is 1 when the
@@ -284,7 +287,10 @@ type snapshotFile interface {
 
 // createSnapshotTemp creates the temporary file a snapshot is written to,
 // 0600 (os.CreateTemp's mode), in the snapshot's directory so that the
-// rename is atomic. A variable for tests.
+// rename is atomic. os.CreateTemp creates with O_EXCL, which follows no
+// symbolic link (a name taken, by a link or anything else, makes it try
+// another), and the rename replaces a link at the snapshot's path instead
+// of writing through it. A variable for tests.
 var createSnapshotTemp = func(dir, pattern string) (snapshotFile, error) {
 	return os.CreateTemp(dir, pattern)
 }
@@ -464,7 +470,24 @@ var (
 	errSnapshotUnusable  = errors.New("the snapshot cannot be resumed from")
 	errSnapshotLocked    = errors.New("another process holds the snapshot's lock")
 	errSnapshotDirectory = errors.New("the snapshot directory is not private")
+	// errSnapshotNotRegular refuses a symbolic link (never followed) or a
+	// special file where a snapshot or its lock belongs.
+	errSnapshotNotRegular = errors.New("not a regular file: refusing to follow or open it")
 )
+
+// checkRegular returns f if it is a regular file, else closes it and
+// returns an error wrapping errSnapshotNotRegular (see openNoFollow).
+func checkRegular(f *os.File) (*os.File, error) {
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("%w: %s is a %v", errSnapshotNotRegular, f.Name(), info.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
 
 // decodedSnapshot is a snapshot read back.
 type decodedSnapshot[T Object] struct {
@@ -480,9 +503,10 @@ type decodedSnapshot[T Object] struct {
 // decoders copy what they keep); if the checksum at the end does not
 // match, the objects decoded are dropped and the snapshot rejected, as
 // when a record does not decode. It returns an error wrapping
-// os.ErrNotExist if there is none.
+// os.ErrNotExist if there is none, and one wrapping errSnapshotNotRegular
+// for a symbolic link (not followed) or a special file (openNoFollow).
 func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec[T]) (*decodedSnapshot[T], error) {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
