@@ -24,6 +24,12 @@ const catchUpWait = 10 * time.Second
 // resource version within catchUpWait.
 var errCatchUpTimeout = errors.New("the resumed watch did not reach the current resource version in time")
 
+// errSnapshotUnusable rejects a snapshot the reflector cannot resume from:
+// its resource version cannot be compared with the server's. Like the
+// reasons snapshot.go rejects a snapshot for, it lets tests tell the
+// rejections apart.
+var errSnapshotUnusable = errors.New("the snapshot cannot be resumed from")
+
 // resumePoint is where a reflector restored from a snapshot starts: the
 // snapshot's objects, consistent at resourceVersion (prepared: they are
 // stored as they are, not transformed again).

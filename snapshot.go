@@ -467,7 +467,6 @@ var (
 	errSnapshotCorrupt   = errors.New("the snapshot is corrupt or truncated")
 	errSnapshotFormat    = errors.New("the snapshot has another format")
 	errSnapshotForeign   = errors.New("the snapshot was written by an informer of another configuration or from another cluster")
-	errSnapshotUnusable  = errors.New("the snapshot cannot be resumed from")
 	errSnapshotLocked    = errors.New("another process holds the snapshot's lock")
 	errSnapshotDirectory = errors.New("the snapshot directory is not private")
 	// errSnapshotNotRegular refuses a symbolic link (never followed) or a
