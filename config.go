@@ -13,6 +13,154 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// InformerOptions configures an [Informer], made by [NewInformer] over a
+// ListerWatcher or by [For] from a [Factory]. The zero value is valid.
+//
+// The settings a [FactoryOptions] field of the same name also sets
+// (ResyncPeriod, MissingResourceRetry, Metrics, ConsistencyCheck,
+// Deduplicate, DetectMutations, Shard) follow one rule: nil inherits the
+// factory's setting (off for NewInformer), and an explicit value overrides
+// it, an explicit "off" included, so that one informer can opt out of a
+// factory default:
+//
+//	informer.InformerOptions[*corev1.Pod]{
+//		ResyncPeriod:     new(time.Duration(0)), // no resync
+//		Deduplicate:      new(false),
+//		DetectMutations:  new(false),
+//		ConsistencyCheck: &informer.ConsistencyCheckOptions{}, // on demand only
+//		Shard:            informer.NoShard,
+//	}
+//
+// Transform and DropFields add to the factory's instead.
+type InformerOptions[T Object] struct {
+	// Name identifies the informer in logs and metrics. A factory's
+	// informer is named after its resource by default (see [For]).
+	Name string
+	// Resource is the resource the informer lists and watches. For an
+	// informer made by [For] it says what to list and watch: it is required
+	// for *metav1.PartialObjectMetadata and *unstructured.Unstructured, and
+	// for a typed object it may be left zero (see [RESTOptions].Resource).
+	// For [NewInformer], whose ListerWatcher decides what is listed, it only
+	// names the resource. Either way the Lister's NotFound errors and the
+	// metrics name its group and resource.
+	Resource schema.GroupVersionResource
+	// ClusterScoped makes an informer made by [For] list and watch across
+	// all namespaces whatever [FactoryOptions].Namespace says, as a
+	// cluster-scoped CRD, or a metadata-only or unstructured informer of any
+	// cluster-scoped resource, needs in a namespaced factory. The typed
+	// informers of built-in cluster-scoped resources (*corev1.Node...) need
+	// not set it: For knows their scope, as client-go's factory does.
+	// [NewInformer] ignores it: its ListerWatcher decides the namespace.
+	ClusterScoped bool
+	// ResyncPeriod is the default resync period of handlers (0 = none) and
+	// the informer's initial resync check period, as client-go's
+	// defaultEventHandlerResyncPeriod. Nil means
+	// [FactoryOptions].ResyncPeriod for an informer made by [For], none
+	// for [NewInformer]; new(time.Duration(0)) turns off the factory's. A
+	// negative period is rejected: For and NewInformer return an error.
+	ResyncPeriod *time.Duration
+	// Indexers are the cache's secondary indexes.
+	Indexers map[string]IndexFunc[T]
+	// Transform, if set, is applied once to every object received from the
+	// API server before it is cached (see [TransformFunc]). In a factory it
+	// runs after [FactoryOptions].Transform.
+	Transform TransformFunc[T]
+	// WatchErrorHandler, if set, is called whenever a list or watch fails,
+	// before the reflector backs off and retries (see [ReflectorOptions]).
+	WatchErrorHandler WatchErrorHandler
+	// DisableWatchList makes the reflector use list+watch instead of a
+	// streaming initial list (see [ReflectorOptions]).
+	DisableWatchList bool
+	// Backoff, if set, replaces the reflector's backoff between failed list
+	// and watch attempts (see [ReflectorOptions]).
+	Backoff *wait.Backoff
+	// MissingResourceRetry, if positive, makes the informer wait quietly
+	// for a resource the server does not serve (a deleted CRD), retrying
+	// every MissingResourceRetry and logging one line when it goes missing
+	// and one when it returns (see [ReflectorOptions]). Nil means
+	// [FactoryOptions].MissingResourceRetry for an informer made by [For];
+	// new(time.Duration(0)) turns it off.
+	MissingResourceRetry *time.Duration
+	// Clock drives resync scheduling and the reflector's timers. Nil means
+	// the real clock; tests pass a fake one.
+	Clock clock.WithTicker
+	// Metrics, if set, receives the informer's metrics while it runs (see
+	// [MetricsProvider]). Nil means [FactoryOptions].Metrics for an
+	// informer made by [For], and no metrics, at no cost, for
+	// [NewInformer].
+	Metrics MetricsProvider
+	// ConsistencyCheck configures the checks that compare the cache with
+	// the server: periodic checks and repair (see
+	// [Informer.CheckConsistency]). Nil means
+	// [FactoryOptions].ConsistencyCheck for an informer made by [For], and
+	// checks on demand only for [NewInformer]; &ConsistencyCheckOptions{}
+	// turns off the factory's periodic checks.
+	ConsistencyCheck *ConsistencyCheckOptions
+	// Deduplicate makes equal values of different cached objects share one
+	// copy: each string repeated across cached objects (label and
+	// annotation keys and values, images, env vars, node names…), equal
+	// managed fields' FieldsV1.Raw bytes and, in a pod, each sub-object
+	// equal to one already cached (labels and annotations maps, resource
+	// lists, env, port, mount and toleration lists, probes, security
+	// contexts, volume sources…). It changes no value, but CACHED OBJECTS
+	// THEN SHARE MUTABLE MAPS, SLICES, STRUCTS AND BYTES: writing into one
+	// cached object, which the no-mutation rule forbids, may change many
+	// others at once. The mutation detector (DetectMutations) reports every
+	// object such a write changed; see docs/semantics.md, "Deduplication".
+	// That is why it is off by default; strings alone, which are
+	// immutable, are shared by default for pods, nodes and the other
+	// built-in types decoded from protobuf (see [NewRESTListerWatcher]).
+	//
+	// Pods (and the other types [NewRESTListerWatcher] interns) decoded
+	// from protobuf by the REST ListerWatcher (that of [For]), and the
+	// custom resources it decodes from JSON, with no Transform, are
+	// deduplicated as they are decoded: a sub-object (for custom resources,
+	// any pointer, list or map of 32 bytes of JSON or more) whose bytes were
+	// seen before is not decoded at all, which costs less CPU than decoding
+	// without deduplication. Every other object is passed, after the
+	// transform and before it is cached, through a deduplication pass,
+	// which costs CPU per object (W2's initial sync of small pods is
+	// several times slower). The figures (BenchmarkDecodePod, E1, W2, W6)
+	// are in docs/benchmarks.md, "Figures behind design choices". To drop
+	// fields and keep deduplicating on decode, use
+	// DropFields rather than a Transform.
+	//
+	// Nil means [FactoryOptions].Deduplicate for an informer made by
+	// [For], off for [NewInformer]; new(true) turns it on, new(false) off.
+	Deduplicate *bool
+	// DetectMutations enables the cache mutation detector, meant for tests
+	// and CI; the environment variable KUBE_CACHE_MUTATION_DETECTOR=true
+	// enables it in every informer, as in client-go. It keeps a deep copy of
+	// every cached object, compares them every second while the informer
+	// runs and once when Run ends, and logs each modified object with the
+	// handlers and Lister callers it was handed out to; InformerStats counts
+	// them. It costs a copy per cached object and a stack capture per Lister
+	// call; disabled, nothing. Nil means [FactoryOptions].DetectMutations
+	// (or the environment variable); new(false) turns it off whatever
+	// either says.
+	DetectMutations *bool
+	// DropFields are fields dropped from every object on the wire, before
+	// it is decoded, for an informer made by [For] (see
+	// [RESTOptions].DropFields for the paths and what is guaranteed):
+	// they are absent from every cached object and event, and cost neither
+	// memory nor decoding. [ManagedFields] is the usual one. In a factory
+	// they add to [FactoryOptions].DropFields. [NewInformer], whose
+	// ListerWatcher decodes the objects, rejects them: give them to the
+	// ListerWatcher's [RESTOptions] instead.
+	DropFields []string
+	// Shard, if set, restricts the informer to a shard of the resource (see
+	// [Shard] and docs/sharding.md): the server sends only the shard's
+	// objects. For an informer made by [For], nil means
+	// [FactoryOptions].Shard, and [NoShard] holds the whole resource in a
+	// sharded factory.
+	Shard *Shard
+	// Snapshot makes the informer keep a snapshot of its cache on disk and
+	// restart from it (see [SnapshotOptions] and docs/restart.md). For an
+	// informer made by [For], a zero Snapshot.Dir means
+	// [FactoryOptions].Snapshot.
+	Snapshot SnapshotOptions
+}
+
 // One resolved configuration per informer: resolveConfig merges the
 // factory's defaults (FactoryOptions) with an informer's own settings
 // (InformerOptions) by one rule, and everything else (the reflector's
