@@ -353,45 +353,6 @@ func (i *Informer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
 // informer, so that it stays in step with the notifications.
 func (i *Informer[T]) Lister() *Lister[T] { return i.lister }
 
-// InformerStats are counters of an informer, from [Informer.Stats].
-type InformerStats struct {
-	// Queued is the number of records (events, lists, resyncs, bookmarks)
-	// waiting to be applied to the cache.
-	Queued int
-	// TransformErrors counts objects dropped because the transform failed.
-	TransformErrors int64
-	// StoreErrors counts events dropped because the cache rejected them (an
-	// index function failed).
-	StoreErrors int64
-	// MutatedObjects counts the cached objects found modified by the
-	// mutation detector (see InformerOptions.DetectMutations).
-	MutatedObjects int64
-	// Consistency counts the consistency checks and the differences they
-	// found (see [Informer.CheckConsistency]).
-	Consistency ConsistencyStats
-	// InvalidListItems counts the listed objects dropped, and logged,
-	// because they were nil or had no name (client-go would store them; see
-	// docs/semantics.md, "Reflector").
-	InvalidListItems int64
-	// DroppedEvents counts the watch events dropped, and logged, as bad
-	// input: an object that is nil, has no name or is not a T (or not of
-	// the expected kind), or an unknown event type.
-	// [InformerSnapshot].Reflector tells them apart.
-	DroppedEvents int64
-	// DropFieldsFailures counts the list responses and watch events from
-	// which the ListerWatcher could not drop the fields of DropFields
-	// (bytes it could not parse): they were passed on whole, to be decoded
-	// or rejected by the client (see [RESTOptions].DropFields).
-	DropFieldsFailures int64
-	// ShardWatches is the number of list+watch streams of a dynamic shard:
-	// one per range gained since they were last merged (see
-	// docs/sharding.md); 0 for other informers.
-	ShardWatches int
-	// Snapshot counts the snapshots written and restored (see
-	// [SnapshotOptions]).
-	Snapshot SnapshotStats
-}
-
 // Stats returns the informer's counters.
 func (i *Informer[T]) Stats() InformerStats {
 	dropped := i.source.stats()
