@@ -62,6 +62,9 @@ func TestStagesStandApart(t *testing.T) {
 	comps := g.components()
 	largest := comps[0]
 	t.Logf("%d files; largest strongly connected component: %d files", len(g.files), len(largest))
+	if testing.Verbose() {
+		t.Logf("the components of more than one file:\n%s", g.describe(comps))
+	}
 	if len(largest) > maxComponent {
 		t.Errorf("the root package's files are tied into a strongly connected component of %d files (at most %d): each reaches every other through references, so the stages no longer stand apart. The components of more than one file, and the references within each:\n%s",
 			len(largest), maxComponent, g.describe(comps))
