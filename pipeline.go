@@ -3,7 +3,6 @@ package informer
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -114,8 +113,6 @@ type writeStore[T Object] interface {
 	// asks once per list instead of once per object (cachedAt).
 	size() int
 }
-
-var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjectMetadata])(nil)
 
 // ---------------------------------------------------------------------------
 // The store's index kinds.

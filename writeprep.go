@@ -4,6 +4,8 @@ import (
 	"errors"
 	"hash/maphash"
 	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // writePrep is the store's prepared write (see pipeline.go): the part of
@@ -148,6 +150,8 @@ type writePreparer[T Object] struct {
 func (s *Indexer[T]) preparer() writePreparer[T] {
 	return writePreparer[T]{plan: &s.published, seed: s.seed}
 }
+
+var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjectMetadata])(nil)
 
 // prepare is prepareWrite with the Indexer's current indexes, into p and v
 // (both zero). An index function that fails leaves the values uncomputed:
