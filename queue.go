@@ -437,6 +437,7 @@ func (q *eventQueue[T]) appendLocked(rec *queueRecord[T]) *queueChunk[T] {
 			q.freeReused = true
 		} else {
 			c = new(queueChunk[T])
+			c.arena.records = queueChunkSize
 		}
 		if q.tail == nil {
 			q.head = c

@@ -162,10 +162,14 @@ func (w writePreparer[T]) prepare(obj T, store bool, p *writePrep, v *prepValues
 
 // prepArena holds the labels and index values of the prepared writes of one
 // queue chunk, so that preparing a record allocates nothing once the chunk
-// has been used. The queue keeps one per chunk and never looks inside.
+// has been used. The queue keeps one per chunk, sets records, and never
+// looks inside.
 type prepArena struct {
 	pairs  []labelPair
 	values [][]string
+	// records is the number of records the arena serves (its chunk's
+	// size), which sizes its first allocations (see arenaSize).
+	records int
 }
 
 // keep copies the index values v and the labels of the prepared store p
@@ -174,7 +178,7 @@ func (a *prepArena) keep(p *writePrep, v *prepValues) {
 	if p.indexCount >= 0 {
 		values := v.slice()
 		if a.values == nil {
-			a.values = make([][]string, 0, arenaSize(len(values)))
+			a.values = make([][]string, 0, a.arenaSize(len(values)))
 		}
 		start := len(a.values)
 		a.values = append(a.values, values...)
@@ -182,7 +186,7 @@ func (a *prepArena) keep(p *writePrep, v *prepValues) {
 	}
 	if len(p.labels) > 0 {
 		if a.pairs == nil {
-			a.pairs = make([]labelPair, 0, arenaSize(len(p.labels)))
+			a.pairs = make([]labelPair, 0, a.arenaSize(len(p.labels)))
 		}
 		start := len(a.pairs)
 		a.pairs = appendLabelPairs(a.pairs, p.labels)
@@ -198,11 +202,11 @@ func (a *prepArena) reset() {
 }
 
 // arenaSize is the capacity an arena starts with when its first record
-// needs perRecord elements: enough for a whole chunk of records like it,
-// since the objects of one informer tend to look alike. An arena that must
-// grow beyond it still does.
-func arenaSize(perRecord int) int {
-	return queueChunkSize * perRecord
+// needs perRecord elements: enough for all its records if they are like
+// the first, since the objects of one informer tend to look alike. An
+// arena that must grow beyond it still does.
+func (a *prepArena) arenaSize(perRecord int) int {
+	return a.records * perRecord
 }
 
 // beginWrites takes the Indexer's write lock for a run of putPrepared and
