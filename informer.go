@@ -169,9 +169,6 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	i.queue.transform = i.cfg.transform()
 	i.queue.logger = logger
 	reflectorOpts := i.cfg.reflectorOptions(i.fan.proc.shouldResync)
-	newReflector := func(lw ListerWatcher[T], store ReflectorStore[T]) *Reflector[T] {
-		return NewReflector(lw, store, reflectorOpts)
-	}
 	i.hooks.started(i.cfg.metricsID(), i.metricsSnapshot)
 	for _, l := range i.fan.proc.snapshot() {
 		l.start(&i.fan.listeners, logger, i.hooks.metrics)
@@ -192,7 +189,7 @@ func (i *Informer[T]) Run(ctx context.Context) {
 			observing.Go(func() { i.snapshots.identify(ctx, logger, i.cfg.clock()) })
 		}
 	}
-	i.source.run(ctx, logger, i.queue, newReflector)
+	i.source.run(ctx, logger, i.queue, reflectorOpts)
 	observing.Wait()
 
 	i.mu.Lock()

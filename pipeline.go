@@ -24,11 +24,11 @@ import (
 // errors, counters and resource version. It never touches the store: everything it
 // learns goes through the queue, in order.
 type source[T Object] interface {
-	// run feeds queue until ctx is done, building each reflector it needs
-	// with newReflector (whose options come from the informer's resolved
-	// configuration), and returns once every goroutine it started has
-	// returned. It is called once.
-	run(ctx context.Context, logger klog.Logger, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T])
+	// run feeds the queue through feed until ctx is done, with each
+	// reflector it needs made with opts (derived from the informer's
+	// resolved configuration), and returns once every goroutine it started
+	// has returned. It is called once.
+	run(ctx context.Context, logger klog.Logger, feed queueFeed[T], opts ReflectorOptions)
 	// synced reports whether the source has queued all it must before the
 	// informer counts as synced, beyond the queue's first list: true for a
 	// single reflector, the current assignment's lists for a dynamic shard.
@@ -60,6 +60,51 @@ type source[T Object] interface {
 	// errDynamicShard) when its cache has no single resource version to
 	// check at.
 	relister() (relist func(), err error)
+}
+
+// ---------------------------------------------------------------------------
+// The queue's feed.
+
+// queueFeed is the queue as the sources feed it: a ReflectorStore for a
+// source's one reflector, and the stores of the parts of the cache that the
+// reflectors of a dynamic shard each hold. It transforms what it is given
+// and prepares its cache writes (see below) before it queues it, in order.
+// Every method may be called from any goroutine; none calls user code with
+// a lock held. *eventQueue implements it.
+type queueFeed[T Object] interface {
+	ReflectorStore[T]
+	// partStore returns the ReflectorStore of part: it queues the events
+	// of the objects part holds (as transformed) and drops the others; its
+	// Replace and Resync replace and resync only the cached objects part
+	// holds, leaving the others alone. It holds part (cachePart.hold)
+	// while it decides and queues, never while it runs the transform or
+	// the index functions.
+	partStore(part cachePart[T]) ReflectorStore[T]
+	// dropWithin queues the removal of the cached objects within accepts,
+	// their deletions saying whether they moved to another member of the
+	// shard group. It is a replace by no object: queued first, it is the
+	// informer's first list.
+	dropWithin(within func(T) bool, moved bool)
+}
+
+// cachePart is the part of the cache one producer holds, which its store
+// (queueFeed.partStore) feeds: the slots of one range reflector of a
+// dynamic shard. What it holds changes only while nobody holds it.
+type cachePart[T Object] interface {
+	// hold keeps what the part holds from changing until release: so that
+	// once a change has queued its drop (dropWithin), no event of an object
+	// dropped can follow. Holders hold it briefly, calling no user code.
+	hold()
+	release()
+	// holds reports whether the part holds obj (as the cache would store
+	// it), between hold and release.
+	holds(obj T) bool
+	// within returns what accepts the objects the part holds now, which a
+	// replace or resync record keeps; called between hold and release.
+	within() func(T) bool
+	// listed is called once the part's list is applied and its
+	// notifications handed to the listeners.
+	listed()
 }
 
 // ---------------------------------------------------------------------------

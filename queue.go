@@ -166,7 +166,7 @@ type eventQueue[T Object] struct {
 	syncedCh   chan struct{}
 }
 
-var _ ReflectorStore[*metav1.PartialObjectMetadata] = (*eventQueue[*metav1.PartialObjectMetadata])(nil)
+var _ queueFeed[*metav1.PartialObjectMetadata] = (*eventQueue[*metav1.PartialObjectMetadata])(nil)
 
 // errTransformReturnedNothing reports a transform that returned the zero
 // value (a nil pointer) without an error.
@@ -270,12 +270,6 @@ func (q *eventQueue[T]) appendPreparedLocked(rec *queueRecord[T], values *prepVa
 // out of the list.
 func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 	return q.replacePrepared(q.prepareListed(list, nil), resourceVersion)
-}
-
-// replace prepares list (see prepareListed) and queues bulk as a replace
-// record with it.
-func (q *eventQueue[T]) replace(list []T, bulk *bulkRecord[T]) error {
-	return q.queueReplace(q.prepareListed(list, nil), bulk)
 }
 
 // prepareListed prepares listed objects for the cache, in place, and
@@ -390,6 +384,79 @@ func (q *eventQueue[T]) appendBookmark(obj T, resourceVersion string) error {
 	q.appendLocked(&queueRecord[T]{op: opBookmark, obj: obj, bulk: bulk})
 	q.mu.Unlock()
 	return nil
+}
+
+// dropWithin implements queueFeed.
+func (q *eventQueue[T]) dropWithin(within func(T) bool, moved bool) {
+	_ = q.queueReplace(nil, &bulkRecord[T]{within: within, moved: moved})
+}
+
+// partStore implements queueFeed.
+func (q *eventQueue[T]) partStore(part cachePart[T]) ReflectorStore[T] {
+	return partStore[T]{q: q, part: part}
+}
+
+// partStore is the ReflectorStore of a part of the cache (see
+// queueFeed.partStore). It prepares what it is given before it holds the
+// part: the transform and the index functions are user code, which may call
+// back into the informer (Stats, say), and would deadlock against a change
+// of the part waiting for its holders.
+type partStore[T Object] struct {
+	q    *eventQueue[T]
+	part cachePart[T]
+}
+
+// event queues obj as an op event if the part holds it.
+func (s partStore[T]) event(op queueOp, obj T) error {
+	var zero T
+	if obj == zero {
+		return errNilObject
+	}
+	var rec queueRecord[T]
+	var values prepValues
+	if !s.q.prepareEvent(op, obj, &rec, &values) {
+		return nil
+	}
+	// The part's objects are as the cache holds them: transformed.
+	s.part.hold()
+	defer s.part.release()
+	if s.part.holds(rec.obj) {
+		s.q.appendEvent(&rec, &values)
+	}
+	return nil
+}
+
+func (s partStore[T]) Add(obj T) error    { return s.event(opAdd, obj) }
+func (s partStore[T]) Update(obj T) error { return s.event(opUpdate, obj) }
+func (s partStore[T]) Delete(obj T) error { return s.event(opDelete, obj) }
+
+// Replace replaces the cached objects of the part with those of list it
+// holds.
+func (s partStore[T]) Replace(list []T, resourceVersion string) error {
+	list = s.q.prepareListed(list, nil)
+	s.part.hold()
+	defer s.part.release()
+	within := s.part.within()
+	kept := list[:0]
+	for _, obj := range list {
+		if within(obj) {
+			kept = append(kept, obj)
+		}
+	}
+	clear(list[len(kept):])
+	return s.q.queueReplace(kept, &bulkRecord[T]{resourceVersion: resourceVersion, within: within, applied: s.part.listed})
+}
+
+// Resync re-delivers the cached objects of the part.
+func (s partStore[T]) Resync() error {
+	s.part.hold()
+	defer s.part.release()
+	return s.q.resyncWithin(s.part.within())
+}
+
+// Bookmark sets the cache's resource version, as the queue's does.
+func (s partStore[T]) Bookmark(resourceVersion string) error {
+	return s.q.Bookmark(resourceVersion)
 }
 
 // transformed applies the transform to obj. It reports false, after logging

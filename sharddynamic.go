@@ -51,7 +51,7 @@ type dynamicShard[T Object] struct {
 	key            ShardKey
 	filterOnClient bool
 	inner          ListerWatcher[T]
-	queue          *eventQueue[T]
+	feed           queueFeed[T]
 	// ownedLW lists the slots held now; the informer reads its DropFields
 	// counter through it.
 	ownedLW *shardListerWatcher[T]
@@ -179,8 +179,8 @@ func (d *dynamicShard[T]) watches() int {
 // If the group has no view shardGroupStartGrace after the start because it
 // is not running, it logs a warning and closes d.blocked, and keeps
 // waiting: a group started later still assigns it its ranges.
-func (d *dynamicShard[T]) run(ctx context.Context, logger klog.Logger, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
-	d.queue = queue
+func (d *dynamicShard[T]) run(ctx context.Context, logger klog.Logger, feed queueFeed[T], opts ReflectorOptions) {
+	d.feed = feed
 	if d.count != nil {
 		defer d.group.countObjects(d.countName, d.count)()
 	}
@@ -196,7 +196,7 @@ func (d *dynamicShard[T]) run(ctx context.Context, logger klog.Logger, queue *ev
 			graceC = nil
 		}
 		if known {
-			d.apply(ctx, &wg, members, newReflector)
+			d.apply(ctx, &wg, members, opts)
 		}
 		select {
 		case <-ctx.Done():
@@ -217,7 +217,7 @@ func (d *dynamicShard[T]) run(ctx context.Context, logger klog.Logger, queue *ev
 func (d *dynamicShard[T]) syncBlocked() <-chan struct{} { return d.blocked }
 
 // apply moves the informer to the slots members give this member.
-func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members []string, newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
+func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members []string, opts ReflectorOptions) {
 	owned := ownedSlots(members, d.group.Identity())
 	d.mu.Lock()
 	removed, added := d.owned.minus(owned), owned.minus(d.owned)
@@ -241,7 +241,7 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 		}
 		clear(d.reflectors[len(kept):])
 		d.reflectors = kept
-		d.queue.replace(nil, &bulkRecord[T]{within: d.within(removed), moved: true})
+		d.feed.dropWithin(d.within(removed), true)
 	}
 	var started *rangeReflector[T]
 	if !added.empty() {
@@ -252,12 +252,12 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 			stopped = append(stopped, d.reflectors...)
 			d.reflectors, added = nil, owned
 		}
-		started = d.newRangeReflector(added, newReflector)
+		started = d.newRangeReflector(added, opts)
 		d.reflectors = append(d.reflectors, started)
 	}
 	if !d.assigned.Load() && started == nil {
 		// Nothing to list: the informer is synced with no object.
-		d.queue.replace(nil, &bulkRecord[T]{within: d.within(slotSet{})})
+		d.feed.dropWithin(d.within(slotSet{}), false)
 	}
 	d.assigned.Store(true)
 	for _, rr := range stopped {
@@ -284,10 +284,10 @@ func (d *dynamicShard[T]) apply(ctx context.Context, wg *sync.WaitGroup, members
 
 // newRangeReflector returns a reflector of slots, not yet running. d.mu
 // must be held.
-func (d *dynamicShard[T]) newRangeReflector(slots slotSet, newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) *rangeReflector[T] {
+func (d *dynamicShard[T]) newRangeReflector(slots slotSet, opts ReflectorOptions) *rangeReflector[T] {
 	rr := &rangeReflector[T]{slots: slots, shard: d, cancel: func() {}}
 	rr.lw = newShardListerWatcher(d.inner, d.key, d.filterOnClient, slots.ranges())
-	rr.r = newReflector(rr.lw, rangeStore[T]{rr})
+	rr.r = NewReflector(rr.lw, d.feed.partStore(rr), opts)
 	d.unsynced.Add(1)
 	return rr
 }
@@ -297,69 +297,26 @@ func (d *dynamicShard[T]) within(slots slotSet) func(T) bool {
 	return func(obj T) bool { return slots.containsHash(shardHash(shardValue(d.key, obj))) }
 }
 
-// rangeStore is the ReflectorStore of one reflector of a dynamic shard: it
-// queues what falls in the reflector's current slots and drops the rest (a
-// slot lost since the request was made, or every object the server did not
-// filter).
-type rangeStore[T Object] struct{ rr *rangeReflector[T] }
+// A range reflector's store (queueFeed.partStore) queues what falls in the
+// reflector's current slots and drops the rest (a slot lost since the
+// request was made, or every object the server did not filter): the
+// reflector is the part of the cache it feeds.
 
-// event queues obj as an op event if it is in the reflector's slots. The
-// transform and the index functions (user code, which may call back into
-// the informer, e.g. Stats) run before d.mu is taken: under it, a call back
-// that reads d.mu would deadlock against a narrowing waiting to write it.
-func (s rangeStore[T]) event(op queueOp, obj T) error {
-	d := s.rr.shard
-	var zero T
-	if obj == zero {
-		return errNilObject
-	}
-	var rec queueRecord[T]
-	var values prepValues
-	if !d.queue.prepareEvent(op, obj, &rec, &values) {
-		return nil
-	}
-	// The slot is that of the transformed object, as the cache's (see
-	// within).
-	h := shardHash(shardValue(d.key, rec.obj))
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if s.rr.slots.containsHash(h) {
-		d.queue.appendEvent(&rec, &values)
-	}
-	return nil
+var _ cachePart[*metav1.PartialObjectMetadata] = (*rangeReflector[*metav1.PartialObjectMetadata])(nil)
+
+// hold takes the shard's mu for reading: a narrowing, which takes it for
+// writing, waits until the store has queued what it decided to.
+func (rr *rangeReflector[T]) hold()    { rr.shard.mu.RLock() }
+func (rr *rangeReflector[T]) release() { rr.shard.mu.RUnlock() }
+
+// holds reports whether obj is in the reflector's slots. The slot is that
+// of the transformed object, as the cache's (see within).
+func (rr *rangeReflector[T]) holds(obj T) bool {
+	return rr.slots.containsHash(shardHash(shardValue(rr.shard.key, obj)))
 }
 
-func (s rangeStore[T]) Add(obj T) error    { return s.event(opAdd, obj) }
-func (s rangeStore[T]) Update(obj T) error { return s.event(opUpdate, obj) }
-func (s rangeStore[T]) Delete(obj T) error { return s.event(opDelete, obj) }
+// within accepts the objects of the reflector's current slots.
+func (rr *rangeReflector[T]) within() func(T) bool { return rr.shard.within(rr.slots) }
 
-// Replace replaces the cached objects of the reflector's slots. The
-// objects are prepared (transformed, interned) before d.mu is taken, as in
-// event.
-func (s rangeStore[T]) Replace(list []T, resourceVersion string) error {
-	d := s.rr.shard
-	list = d.queue.prepareListed(list, nil)
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	within := d.within(s.rr.slots)
-	kept := list[:0]
-	for _, obj := range list {
-		if within(obj) {
-			kept = append(kept, obj)
-		}
-	}
-	clear(list[len(kept):])
-	return d.queue.queueReplace(kept, &bulkRecord[T]{resourceVersion: resourceVersion, within: within, applied: s.rr.markSynced})
-}
-
-// Resync re-delivers the cached objects of the reflector's slots.
-func (s rangeStore[T]) Resync() error {
-	d := s.rr.shard
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.queue.resyncWithin(d.within(s.rr.slots))
-}
-
-func (s rangeStore[T]) Bookmark(resourceVersion string) error {
-	return s.rr.shard.queue.Bookmark(resourceVersion)
-}
+// listed records that the reflector's list was applied.
+func (rr *rangeReflector[T]) listed() { rr.markSynced() }

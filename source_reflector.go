@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -16,8 +17,10 @@ type reflectorSource[T Object] struct {
 	beforeRun func(klog.Logger, *Reflector[T])
 }
 
-func (s *reflectorSource[T]) run(ctx context.Context, logger klog.Logger, queue *eventQueue[T], newReflector func(ListerWatcher[T], ReflectorStore[T]) *Reflector[T]) {
-	r := newReflector(s.lw, queue)
+var _ source[*metav1.PartialObjectMetadata] = (*reflectorSource[*metav1.PartialObjectMetadata])(nil)
+
+func (s *reflectorSource[T]) run(ctx context.Context, logger klog.Logger, feed queueFeed[T], opts ReflectorOptions) {
+	r := NewReflector(s.lw, feed, opts)
 	s.r.Store(r)
 	if s.beforeRun != nil {
 		s.beforeRun(logger, r)
