@@ -51,6 +51,16 @@ func stageOf(file string) string {
 	return ""
 }
 
+// pipeline.go holds the contracts between the stages: it names nothing of
+// a stage's implementation (no *eventQueue, *Reflector, *Indexer or
+// listener), only the contracts of listwatch.go and object.go and the
+// values the contracts are stated in, listed here.
+var contractValues = []string{
+	"ReflectorOptions", "ReflectorStats", "ReflectorRequestStats", // the reflectors' options and counters
+	"writePrep", "prepValues", "writePreparer", // the store's prepared write
+	"contents", "entry", "posting", // the store's lists, which the index kinds file into
+}
+
 // stageRules are the stages a stage's files must not name: the reflector
 // knows only the ReflectorStore it writes into.
 var stageRules = map[string][]string{
@@ -68,6 +78,16 @@ func TestStagesStandApart(t *testing.T) {
 	if len(largest) > maxComponent {
 		t.Errorf("the root package's files are tied into a strongly connected component of %d files (at most %d): each reaches every other through references, so the stages no longer stand apart. The components of more than one file, and the references within each:\n%s",
 			len(largest), maxComponent, g.describe(comps))
+	}
+	for to, names := range g.edges["pipeline.go"] {
+		if to == "listwatch.go" || to == "object.go" {
+			continue
+		}
+		for _, name := range names {
+			if !slices.Contains(contractValues, name) {
+				t.Errorf("pipeline.go, the contracts between stages, names %s of %s: a contract names only other contracts and the values of contractValues", name, to)
+			}
+		}
 	}
 	for _, from := range g.files {
 		for _, banned := range stageRules[stageOf(from)] {
