@@ -10,7 +10,7 @@ import (
 // The fan-out stage of an informer: its dispatcher goroutine takes the
 // queued records in batches, applies them to the cache and hands the
 // resulting notifications to the listeners; handlers join it between two
-// batches (registration.go), and it signals the sync.
+// batches (admission.go), and it signals the sync.
 
 // fanOut is the stage between the queue and the handlers: dispatch,
 // handler admission, the processor and the sync signalling in one place.
