@@ -292,6 +292,22 @@ func (l *listener[T]) start(wg *sync.WaitGroup, logger klog.Logger, im InformerM
 	}()
 }
 
+// registerMetrics registers a starting listener with its informer's
+// metrics, if any. It runs before the listener's goroutine starts.
+func (l *listener[T]) registerMetrics(im InformerMetrics) {
+	if im != nil {
+		l.metrics = im.AddHandler(l.name, l.stats)
+	}
+}
+
+// deliverTimed delivers batch like deliverAll and reports how long it took.
+// Only listeners with metrics use it, so that the others read no clock.
+func (l *listener[T]) deliverTimed(batch []notification[T]) {
+	start := time.Now()
+	l.deliverAll(batch)
+	l.metrics.ObserveBatch(time.Since(start))
+}
+
 // run delivers notifications until the listener is shut down.
 func (l *listener[T]) run() {
 	defer l.finish()
