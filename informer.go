@@ -272,6 +272,28 @@ func (i *Informer[T]) LastSyncResourceVersion() string {
 	return i.source.lastSyncResourceVersion()
 }
 
+// WaitForResourceVersion blocks until the informer's cache has applied
+// resourceVersion or a later one, so that the Lister sees a write the
+// caller made: pass the resource version of the object the write returned
+// (obj.GetResourceVersion()). It returns nil at once if the cache is there
+// already, and otherwise an error wrapping context.Cause(ctx) when ctx ends
+// first, an error when the informer stops first, and one wrapping
+// [ErrResourceVersionNotComparable] when resourceVersion or the cache's
+// version is not comparable.
+//
+// The cache advances with every event, relist and bookmark of its own
+// resource. Resource versions are global to the cluster, so a wait for a
+// write to another resource ends at the next bookmark (the API server sends
+// one about every minute) or event. A wait on an informer that has not
+// started waits for it to start and catch up; if ctx ends first, the error
+// says that the informer has not started.
+//
+// Safe for concurrent use, from any goroutine including event handlers (a
+// handler that waits delays its own later notifications, not the cache).
+func (i *Informer[T]) WaitForResourceVersion(ctx context.Context, resourceVersion string) error {
+	return i.applied.wait(ctx, informerName(i), resourceVersion)
+}
+
 // IsStopped reports whether Run has stopped (or is stopping) the informer,
 // or its [Factory] was shut down before starting it. A stopped informer
 // accepts no handlers and is never started again.

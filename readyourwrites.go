@@ -13,7 +13,8 @@ import (
 // Reading your own writes: a writer knows the resource version the server
 // gave its write; the informer publishes the resource version its cache has
 // applied (a write, a relist or a bookmark); a reader waits until the
-// second reaches the first.
+// second reaches the first: Informer.WaitForResourceVersion (informer.go),
+// Lister.GetAtLeast and Lister.ListAtLeast.
 
 // appliedVersion is the resource version an informer's cache has applied,
 // with a way to wait for it to advance. The dispatcher sets it after each
@@ -147,28 +148,6 @@ func (a *appliedVersion) wait(ctx context.Context, name, resourceVersion string)
 			return fmt.Errorf("%s: waiting for resource version %q: %s: %w", name, resourceVersion, cacheState(rv, started), context.Cause(ctx))
 		}
 	}
-}
-
-// WaitForResourceVersion blocks until the informer's cache has applied
-// resourceVersion or a later one, so that the Lister sees a write the
-// caller made: pass the resource version of the object the write returned
-// (obj.GetResourceVersion()). It returns nil at once if the cache is there
-// already, and otherwise an error wrapping context.Cause(ctx) when ctx ends
-// first, an error when the informer stops first, and one wrapping
-// [ErrResourceVersionNotComparable] when resourceVersion or the cache's
-// version is not comparable.
-//
-// The cache advances with every event, relist and bookmark of its own
-// resource. Resource versions are global to the cluster, so a wait for a
-// write to another resource ends at the next bookmark (the API server sends
-// one about every minute) or event. A wait on an informer that has not
-// started waits for it to start and catch up; if ctx ends first, the error
-// says that the informer has not started.
-//
-// Safe for concurrent use, from any goroutine including event handlers (a
-// handler that waits delays its own later notifications, not the cache).
-func (i *Informer[T]) WaitForResourceVersion(ctx context.Context, resourceVersion string) error {
-	return i.applied.wait(ctx, informerName(i), resourceVersion)
 }
 
 // errNoInformer is returned by the waiting calls of a Lister made by
