@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Consistency checks: a resync only replays the cache, so it cannot find
@@ -133,18 +134,35 @@ func maxConsistencyPages(cached int) int {
 // maxLoggedKeys bounds the keys of each kind a check logs.
 const maxLoggedKeys = 10
 
-// checkConsistency is i's CheckConsistency, logging to logger.
-func checkConsistency[T Object](ctx context.Context, logger klog.Logger, i *Informer[T]) (ConsistencyReport, error) {
-	relist, err := i.source.relister()
+// consistencyCheck is what a check needs of its informer, which makes it
+// (Informer.consistencyCheck): the cache, the source that lists and
+// relists, and where to count.
+type consistencyCheck[T Object] struct {
+	// name describes the informer in errors.
+	name     string
+	informer interface {
+		HasSynced() bool
+		IsStopped() bool
+	}
+	source source[T]
+	cache  *Indexer[T]
+	// repair is ConsistencyCheckOptions.Repair.
+	repair   bool
+	counters *consistencyCounters
+}
+
+// run is the informer's CheckConsistency, logging to logger.
+func (c consistencyCheck[T]) run(ctx context.Context, logger klog.Logger) (ConsistencyReport, error) {
+	relist, err := c.source.relister()
 	if err != nil {
-		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), err)
+		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", c.name, err)
 	}
-	if relist == nil || i.life.stopped.Load() || !i.HasSynced() {
-		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errNotSynced)
+	if relist == nil || c.informer.IsStopped() || !c.informer.HasSynced() {
+		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", c.name, errNotSynced)
 	}
-	cached, rv := i.indexer.listAtVersion()
+	cached, rv := c.cache.listAtVersion()
 	if rv == "" {
-		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", informerName(i), errNotSynced)
+		return ConsistencyReport{}, fmt.Errorf("%s: consistency check: %w", c.name, errNotSynced)
 	}
 	report := ConsistencyReport{ResourceVersion: rv, Checked: len(cached)}
 	// Cached objects are never modified, so reading them without the lock
@@ -164,7 +182,7 @@ func checkConsistency[T Object](ctx context.Context, logger klog.Logger, i *Info
 	seenContinue := map[string]bool{}
 	maxPages := maxConsistencyPages(len(cached))
 	for pages := 1; ; pages++ {
-		page, err := i.source.listerWatcher().List(ctx, options)
+		page, err := c.source.listerWatcher().List(ctx, options)
 		switch {
 		case err != nil:
 		case page == nil:
@@ -175,8 +193,8 @@ func checkConsistency[T Object](ctx context.Context, logger klog.Logger, i *Info
 			err = fmt.Errorf("%w: still not done after %d pages, for a cache of %d objects", errEndlessList, pages, len(cached))
 		}
 		if err != nil {
-			i.consistency.failures.Add(1)
-			return ConsistencyReport{}, fmt.Errorf("%s: consistency check: listing at resource version %s: %w", informerName(i), rv, err)
+			c.counters.failures.Add(1)
+			return ConsistencyReport{}, fmt.Errorf("%s: consistency check: listing at resource version %s: %w", c.name, rv, err)
 		}
 		seenContinue[page.Continue] = true
 		var zero T
@@ -207,17 +225,17 @@ func checkConsistency[T Object](ctx context.Context, logger klog.Logger, i *Info
 	slices.Sort(report.Extra)
 	slices.Sort(report.Stale)
 
-	c := &i.consistency
-	c.checks.Add(1)
-	c.missing.Add(int64(len(report.Missing)))
-	c.extra.Add(int64(len(report.Extra)))
-	c.stale.Add(int64(len(report.Stale)))
+	counters := c.counters
+	counters.checks.Add(1)
+	counters.missing.Add(int64(len(report.Missing)))
+	counters.extra.Add(int64(len(report.Extra)))
+	counters.stale.Add(int64(len(report.Stale)))
 	if report.Consistent() {
 		logger.V(2).Info("The cache matches the server", "resourceVersion", rv, "objects", report.Checked)
 		return report, nil
 	}
-	if i.cfg.ConsistencyCheck.Repair {
-		c.repairs.Add(1)
+	if c.repair {
+		counters.repairs.Add(1)
 		relist()
 		report.Repaired = true
 	}
@@ -236,11 +254,11 @@ func firstKeys(keys []string) string {
 	return strings.Join(keys[:maxLoggedKeys], ",") + fmt.Sprintf(",... (%d more)", len(keys)-maxLoggedKeys)
 }
 
-// runConsistencyChecks checks i's cache every period until ctx is done,
+// runPeriodic checks the cache every period of clk until ctx is done,
 // each check bounded by timeout. Errors are logged; a check before the
 // informer synced is skipped.
-func runConsistencyChecks[T Object](ctx context.Context, logger klog.Logger, i *Informer[T], period, timeout time.Duration) {
-	ticker := i.cfg.clock().NewTicker(period)
+func (c consistencyCheck[T]) runPeriodic(ctx context.Context, logger klog.Logger, clk clock.WithTicker, period, timeout time.Duration) {
+	ticker := clk.NewTicker(period)
 	defer ticker.Stop()
 	for {
 		select {
@@ -248,12 +266,12 @@ func runConsistencyChecks[T Object](ctx context.Context, logger klog.Logger, i *
 			return
 		case <-ticker.C():
 		}
-		if !i.HasSynced() {
+		if !c.informer.HasSynced() {
 			continue
 		}
 		checkCtx, cancel := context.WithTimeoutCause(ctx, timeout,
 			fmt.Errorf("the consistency check took longer than its timeout, %v (ConsistencyCheckOptions.Timeout)", timeout))
-		_, err := checkConsistency(checkCtx, logger, i)
+		_, err := c.run(checkCtx, logger)
 		if err != nil && checkCtx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w: %w", err, context.Cause(checkCtx))
 		}
@@ -262,13 +280,4 @@ func runConsistencyChecks[T Object](ctx context.Context, logger klog.Logger, i *
 			logger.Info("Warning: consistency check failed", "err", err)
 		}
 	}
-}
-
-// listAtVersion returns every stored object and the store's resource
-// version, taken atomically. The read lock is held for the copy of the
-// pointers only (see BenchmarkCheckConsistency/snapshot).
-func (s *Indexer[T]) listAtVersion() ([]T, string) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.c.all.appendObjects(make([]T, 0, len(s.c.all.items))), s.rv
 }

@@ -128,6 +128,15 @@ func (s *Indexer[T]) List() []T {
 	return s.c.all.appendObjects(make([]T, 0, len(s.c.all.items)))
 }
 
+// listAtVersion returns every stored object and the store's resource
+// version, taken atomically. The read lock is held for the copy of the
+// pointers only (see BenchmarkCheckConsistency/snapshot).
+func (s *Indexer[T]) listAtVersion() ([]T, string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.c.all.appendObjects(make([]T, 0, len(s.c.all.items))), s.rv
+}
+
 // holdsNamespaced reports whether some stored object has a namespace.
 func (s *Indexer[T]) holdsNamespaced() bool {
 	s.mu.RLock()

@@ -180,7 +180,9 @@ func (i *Informer[T]) Run(ctx context.Context) {
 	if period := i.cfg.ConsistencyCheck.Period; period > 0 && i.cfg.dynamicShard() {
 		logger.Info("Warning: not running consistency checks: a dynamic shard's cache has no single resource version to list at", "period", period)
 	} else if period > 0 {
-		observing.Go(func() { runConsistencyChecks(ctx, logger, i, period, i.cfg.ConsistencyCheck.timeout()) })
+		observing.Go(func() {
+			i.consistencyCheck().runPeriodic(ctx, logger, i.cfg.clock(), period, i.cfg.ConsistencyCheck.timeout())
+		})
 	}
 	observing.Go(func() { i.hooks.runDetector(ctx, logger) })
 	if i.snapshots != nil {
@@ -415,7 +417,13 @@ func (i *Informer[T]) CheckConsistency(ctx context.Context) (ConsistencyReport, 
 	if i.cfg.Name != "" {
 		logger = klog.LoggerWithValues(logger, "informer", i.cfg.Name)
 	}
-	return checkConsistency(ctx, logger, i)
+	return i.consistencyCheck().run(ctx, logger)
+}
+
+// consistencyCheck returns what a consistency check of the cache needs.
+func (i *Informer[T]) consistencyCheck() consistencyCheck[T] {
+	return consistencyCheck[T]{name: informerName(i), informer: i, source: i.source, cache: i.indexer,
+		repair: i.cfg.ConsistencyCheck.Repair, counters: &i.consistency}
 }
 
 // metricsSnapshot reads the informer's current values.
