@@ -20,6 +20,18 @@ import (
 // this package.
 type ListResult[T Object] = listwatch.ListResult[T]
 
+// appliedShardSelector returns the shard selector a typed list says the
+// server applied, or "": what a ListerWatcher puts in the ShardSelector of
+// its ListResult.
+func appliedShardSelector(list any) string {
+	if sharded, ok := list.(metav1.ShardedListInterface); ok {
+		if info := sharded.GetShardInfo(); info != nil {
+			return info.Selector
+		}
+	}
+	return ""
+}
+
 // ListerWatcher lists and watches one resource type. Implementations must be
 // safe for concurrent use.
 type ListerWatcher[T Object] interface {
@@ -29,6 +41,12 @@ type ListerWatcher[T Object] interface {
 	// Error events (a *metav1.Status) and Bookmark events; a Reflector drops
 	// and reports anything else.
 	Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error)
+}
+
+// watchListSemanticsDeclarer is implemented by lister-watchers that can say
+// they do not support streaming lists (client-go's convention).
+type watchListSemanticsDeclarer interface {
+	IsWatchListSemanticsUnSupported() bool
 }
 
 // ReflectorStore is what a [Reflector] writes to: the informer's queue or a

@@ -202,12 +202,6 @@ type Reflector[T Object] struct {
 	lastErr error
 }
 
-// watchListSemanticsDeclarer is implemented by lister-watchers that can say
-// they do not support streaming lists (client-go's convention).
-type watchListSemanticsDeclarer interface {
-	IsWatchListSemanticsUnSupported() bool
-}
-
 // NewReflector returns a Reflector that fills store from lw. Nothing
 // happens until Run.
 func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts ReflectorOptions) *Reflector[T] {

@@ -169,17 +169,6 @@ func (lw *shardListerWatcher[T]) serverMode(ctx context.Context) (shardMode, err
 	return mode, nil
 }
 
-// appliedShardSelector returns the shard selector a typed list says the
-// server applied, or "".
-func appliedShardSelector(list any) string {
-	if sharded, ok := list.(metav1.ShardedListInterface); ok {
-		if info := sharded.GetShardInfo(); info != nil {
-			return info.Selector
-		}
-	}
-	return ""
-}
-
 // description is inner's: a shard lists from the same server through the
 // same decoder (the shard itself is in the informer's configuration).
 func (lw *shardListerWatcher[T]) description() lwDescription {
