@@ -32,39 +32,63 @@ import (
 // file graph may hold. A component is a set of files each of which reaches
 // every other through references: none of them can be read, changed or
 // tested without the others.
-const maxComponent = 44
+const maxComponent = 15
 
-// stageOf returns the stage a root file belongs to, "" for the files that
-// assemble the stages (informer, factory, features) and the contracts.
-func stageOf(file string) string {
-	switch file {
-	case "reflector.go", "reflector_list.go", "reflector_watch.go", "reflector_receive.go",
+// stages are the files of each stage. The files of no stage (the informer,
+// the factory and the features) assemble the stages and may name any.
+var stages = map[string][]string{
+	"reflector": {"reflector.go", "reflector_list.go", "reflector_watch.go", "reflector_receive.go",
 		"reflector_errors.go", "reflector_failures.go", "reflector_requests.go",
-		"reflector_resume.go", "watchlist.go", "backoff.go", "resync.go":
-		return "reflector"
-	case "indexer.go", "indexes.go", "index_namespace.go", "index_label.go", "index_func.go",
-		"nametable.go", "contents.go", "selection.go", "writeprep.go", "lister.go":
-		return "store"
-	case "queue.go", "dispatch.go", "listener.go", "ring.go", "processor.go", "handler.go":
-		return "delivery"
-	}
-	return ""
+		"reflector_resume.go", "watchlist.go", "backoff.go", "resync.go"},
+	"store": {"indexer.go", "indexes.go", "index_namespace.go", "index_label.go", "index_func.go",
+		"nametable.go", "contents.go", "selection.go", "writeprep.go", "lister.go", "readyourwrites.go"},
+	"delivery": {"queue.go", "dispatch.go", "admission.go", "listener.go", "ring.go", "processor.go", "handler.go"},
+	// The ListerWatchers over a REST client, and the adapters of client-go's.
+	"rest": {"restlw.go", "resourcelw.go", "clients.go", "scope.go", "dropfields.go"},
+	// The optional observers (the mutation detector, metrics) and the hooks
+	// through which the stages reach them.
+	"observers": {"observers.go", "detectmutations.go", "metrics.go"},
 }
 
-// pipeline.go holds the contracts between the stages: it names nothing of
-// a stage's implementation (no *eventQueue, *Reflector, *Indexer or
-// listener), only the contracts of listwatch.go and object.go and the
-// values the contracts are stated in, listed here.
+// mayName are the stages that the files of each stage may name besides
+// their own stage's and the contracts (a stage not listed, the observers,
+// may name any): the reflector knows only the
+// ReflectorStore it writes into, the store neither the queue nor the
+// reflector (it hands the queue a writePreparer), the delivery stage the
+// store it applies to, and the REST ListerWatchers only what a
+// ListerWatcher gives.
+var mayName = map[string][]string{
+	"reflector": nil,
+	"store":     {"observers"},
+	"delivery":  {"store", "observers"},
+	"rest":      nil,
+}
+
+// contracts hold the contracts between the stages, which name only each
+// other and, for pipeline.go, the values of contractValues: nothing of a
+// stage's implementation (no *eventQueue, *Reflector, *Indexer or
+// listener).
+var contracts = []string{"object.go", "listwatch.go", "pipeline.go"}
+
+// contractValues are what pipeline.go's contracts are stated in.
 var contractValues = []string{
 	"ReflectorOptions", "ReflectorStats", "ReflectorRequestStats", // the reflectors' options and counters
 	"writePrep", "prepValues", "writePreparer", // the store's prepared write
 	"contents", "entry", "posting", // the store's lists, which the index kinds file into
 }
 
-// stageRules are the stages a stage's files must not name: the reflector
-// knows only the ReflectorStore it writes into.
-var stageRules = map[string][]string{
-	"reflector": {"store", "delivery"},
+// stageOf returns the stage of a root file: "contract", a key of stages, or
+// "" for the files of no stage.
+func stageOf(file string) string {
+	if slices.Contains(contracts, file) {
+		return "contract"
+	}
+	for stage, files := range stages {
+		if slices.Contains(files, file) {
+			return stage
+		}
+	}
+	return ""
 }
 
 func TestStagesStandApart(t *testing.T) {
@@ -79,26 +103,51 @@ func TestStagesStandApart(t *testing.T) {
 		t.Errorf("the root package's files are tied into a strongly connected component of %d files (at most %d): each reaches every other through references, so the stages no longer stand apart. The components of more than one file, and the references within each:\n%s",
 			len(largest), maxComponent, g.describe(comps))
 	}
-	for to, names := range g.edges["pipeline.go"] {
-		if to == "listwatch.go" || to == "object.go" {
-			continue
-		}
-		for _, name := range names {
-			if !slices.Contains(contractValues, name) {
-				t.Errorf("pipeline.go, the contracts between stages, names %s of %s: a contract names only other contracts and the values of contractValues", name, to)
-			}
-		}
-	}
 	for _, from := range g.files {
-		for _, banned := range stageRules[stageOf(from)] {
-			for to, names := range g.edges[from] {
-				if stageOf(to) == banned {
-					t.Errorf("%s (the %s stage) names %s of %s (the %s stage): the %s stage must know the %s stage only through the contracts of pipeline.go and listwatch.go",
-						from, stageOf(from), strings.Join(names, ", "), to, banned, stageOf(from), banned)
+		stage := stageOf(from)
+		for to, names := range g.edges[from] {
+			toStage := stageOf(to)
+			switch {
+			case toStage == stage || toStage == "contract" || stage == "":
+			case stage == "contract":
+				for _, name := range names {
+					if from != "pipeline.go" || !slices.Contains(contractValues, name) {
+						t.Errorf("%s holds contracts between stages but names %s of %s: a contract names only other contracts and the values of contractValues", from, name, to)
+					}
 				}
+			case checked(stage) && !slices.Contains(mayName[stage], toStage):
+				t.Errorf("%s (the %s stage) names %s of %s (%s): the %s stage may name only %s and the contracts of %s",
+					from, stage, strings.Join(names, ", "), to, describeStage(toStage), stage, describeStages(append([]string{stage}, mayName[stage]...)), strings.Join(contracts, ", "))
 			}
 		}
 	}
+	for stage, files := range stages {
+		for _, file := range files {
+			if !slices.Contains(g.files, file) {
+				t.Errorf("stages[%q] names %s, which is not a file of the package: update stages", stage, file)
+			}
+		}
+	}
+}
+
+// checked reports whether mayName restricts the files of stage.
+func checked(stage string) bool {
+	_, ok := mayName[stage]
+	return ok
+}
+
+func describeStage(stage string) string {
+	if stage == "" {
+		return "of no stage"
+	}
+	return "the " + stage + " stage"
+}
+
+func describeStages(stages []string) string {
+	if len(stages) == 1 {
+		return "its own stage"
+	}
+	return "the " + strings.Join(stages, ", ") + " stages"
 }
 
 // fileGraph is the graph of references between the files of one package.
