@@ -52,6 +52,11 @@ type resumePoint[T Object] struct {
 	onResumed, onRelisted func()
 }
 
+// errSnapshotForeign refuses a snapshot written by an informer of another
+// configuration (its file's scope says so, readSnapshot) or from another
+// cluster (resumePoint.check): neither may be resumed from nor reused.
+var errSnapshotForeign = errors.New("the snapshot was written by an informer of another configuration or from another cluster")
+
 // errSnapshotAhead refuses a snapshot whose resource version is ahead of
 // the server's current one: the server's history is not the one the
 // snapshot was taken from (another cluster, or etcd restored from a

@@ -466,7 +466,6 @@ func encodeSnapshotPaced[T Object](w io.Writer, header snapshotHeader, codec sna
 var (
 	errSnapshotCorrupt   = errors.New("the snapshot is corrupt or truncated")
 	errSnapshotFormat    = errors.New("the snapshot has another format")
-	errSnapshotForeign   = errors.New("the snapshot was written by an informer of another configuration or from another cluster")
 	errSnapshotLocked    = errors.New("another process holds the snapshot's lock")
 	errSnapshotDirectory = errors.New("the snapshot directory is not private")
 	// errSnapshotNotRegular refuses a symbolic link (never followed) or a
