@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,6 +165,55 @@ type snapshotHeader struct {
 	// the objects were listed from, "" if it could not be read: a restore
 	// checks it against the server's (see serverIdentity).
 	ClusterUID string `json:"clusterUID,omitempty"`
+}
+
+// snapshotScope is what must be equal for two informers' caches to hold
+// the same objects: a snapshot is only restored into an informer of the
+// same scope.
+type snapshotScope struct {
+	Type          string   `json:"type"`
+	Resource      string   `json:"resource"`
+	Name          string   `json:"name"`
+	Namespace     string   `json:"namespace,omitempty"`
+	LabelSelector string   `json:"labelSelector,omitempty"`
+	FieldSelector string   `json:"fieldSelector,omitempty"`
+	Shard         string   `json:"shard,omitempty"`
+	DropFields    []string `json:"dropFields,omitempty"`
+	TransformID   string   `json:"transformID,omitempty"`
+	ScopeID       string   `json:"scopeID,omitempty"`
+	// Server names the API server the objects were listed from; zero for
+	// a ListerWatcher that does not say (see describedListerWatcher).
+	Server serverIdentity `json:"server,omitzero"`
+}
+
+// differences names the fields in which s and o differ.
+func (s snapshotScope) differences(o snapshotScope) []string {
+	var diff []string
+	for _, f := range []struct {
+		name string
+		a, b string
+	}{
+		{"type", s.Type, o.Type},
+		{"resource", s.Resource, o.Resource},
+		{"name", s.Name, o.Name},
+		{"namespace", s.Namespace, o.Namespace},
+		{"label selector", s.LabelSelector, o.LabelSelector},
+		{"field selector", s.FieldSelector, o.FieldSelector},
+		{"shard", s.Shard, o.Shard},
+		{"transform", s.TransformID, o.TransformID},
+		{"scope id", s.ScopeID, o.ScopeID},
+		{"server", s.Server.Host, o.Server.Host},
+		{"server CA", s.Server.CA, o.Server.CA},
+		{"cluster", s.Server.Cluster, o.Server.Cluster},
+	} {
+		if f.a != f.b {
+			diff = append(diff, fmt.Sprintf("%s %q (want %q)", f.name, f.a, f.b))
+		}
+	}
+	if !slices.Equal(s.DropFields, o.DropFields) {
+		diff = append(diff, fmt.Sprintf("dropped fields %q (want %q)", s.DropFields, o.DropFields))
+	}
+	return diff
 }
 
 // snapshotCodec encodes and decodes the objects of a T.

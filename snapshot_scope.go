@@ -3,7 +3,6 @@ package informer
 import (
 	"fmt"
 	"reflect"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,59 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// A snapshot's scope: what must be equal for two informers' caches to hold
-// the same objects, built in one place (newSnapshotScope) from the
-// informer's configuration and what its ListerWatcher lists and from
-// where (listedScope, from the describedListerWatcher contract).
-
-// snapshotScope is what must be equal for two informers' caches to hold
-// the same objects: a snapshot is only restored into an informer of the
-// same scope.
-type snapshotScope struct {
-	Type          string   `json:"type"`
-	Resource      string   `json:"resource"`
-	Name          string   `json:"name"`
-	Namespace     string   `json:"namespace,omitempty"`
-	LabelSelector string   `json:"labelSelector,omitempty"`
-	FieldSelector string   `json:"fieldSelector,omitempty"`
-	Shard         string   `json:"shard,omitempty"`
-	DropFields    []string `json:"dropFields,omitempty"`
-	TransformID   string   `json:"transformID,omitempty"`
-	ScopeID       string   `json:"scopeID,omitempty"`
-	// Server names the API server the objects were listed from; zero for
-	// a ListerWatcher that does not say (see describedListerWatcher).
-	Server serverIdentity `json:"server,omitzero"`
-}
-
-// differences names the fields in which s and o differ.
-func (s snapshotScope) differences(o snapshotScope) []string {
-	var diff []string
-	for _, f := range []struct {
-		name string
-		a, b string
-	}{
-		{"type", s.Type, o.Type},
-		{"resource", s.Resource, o.Resource},
-		{"name", s.Name, o.Name},
-		{"namespace", s.Namespace, o.Namespace},
-		{"label selector", s.LabelSelector, o.LabelSelector},
-		{"field selector", s.FieldSelector, o.FieldSelector},
-		{"shard", s.Shard, o.Shard},
-		{"transform", s.TransformID, o.TransformID},
-		{"scope id", s.ScopeID, o.ScopeID},
-		{"server", s.Server.Host, o.Server.Host},
-		{"server CA", s.Server.CA, o.Server.CA},
-		{"cluster", s.Server.Cluster, o.Server.Cluster},
-	} {
-		if f.a != f.b {
-			diff = append(diff, fmt.Sprintf("%s %q (want %q)", f.name, f.a, f.b))
-		}
-	}
-	if !slices.Equal(s.DropFields, o.DropFields) {
-		diff = append(diff, fmt.Sprintf("dropped fields %q (want %q)", s.DropFields, o.DropFields))
-	}
-	return diff
-}
+// A snapshot's scope (snapshotScope, in the file's header: snapshot.go):
+// what must be equal for two informers' caches to hold the same objects,
+// built in one place (newSnapshotScope) from the informer's configuration
+// and what its ListerWatcher lists and from where (listedScope, from the
+// describedListerWatcher contract).
 
 // newSnapshotScope builds the snapshot scope of an informer of the
 // resolved configuration cfg, whose objects are of itemType (see
