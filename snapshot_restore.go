@@ -223,8 +223,11 @@ func (s *snapshotter[T]) runPeriodic(ctx context.Context, logger klog.Logger, cl
 // save writes the cache's objects, consistent at the cache's resource
 // version, unless the cache has none yet. The store's read lock is held
 // only while the pointers are copied (listAtVersion); objects are encoded
-// and written outside it, paced by pace unless it is nil. A save pace
-// abandons is neither counted nor logged as a failure.
+// and written outside it, paced by pace unless it is nil (the final
+// save). A save pace abandons is neither counted nor logged as a failure.
+// Every snapshot names its cluster (see identity): a periodic save before
+// the identity is read is skipped, and a final save that cannot read it
+// is counted as failed.
 func (s *snapshotter[T]) save(logger klog.Logger, store *Indexer[T], pace *savePacer) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
@@ -232,11 +235,18 @@ func (s *snapshotter[T]) save(logger klog.Logger, store *Indexer[T], pace *saveP
 	if rv == "" {
 		return
 	}
-	start := time.Now()
-	header := snapshotHeader{Scope: s.scope, ResourceVersion: rv, Written: start.UTC().Truncate(time.Second)}
-	if uid := s.uid.Load(); uid != nil {
-		header.ClusterUID = *uid
+	uid, err := s.identity(pace == nil)
+	if err != nil {
+		s.saveErrors.Add(1)
+		logger.Error(err, "Not writing the final snapshot: the cluster's identity is unknown, and a snapshot must name its cluster; the previous one, if any, stays", "path", s.path)
+		return
 	}
+	if uid == nil {
+		logger.V(2).Info("Not writing a snapshot yet: the cluster's identity is not read yet", "path", s.path)
+		return
+	}
+	start := time.Now()
+	header := snapshotHeader{Scope: s.scope, ResourceVersion: rv, Written: start.UTC().Truncate(time.Second), ClusterUID: *uid}
 	n, err := writeSnapshotPaced(s.path, header, s.codec, objects, pace)
 	if errors.Is(err, errSaveAbandoned) {
 		logger.V(2).Info("Abandoned a periodic snapshot save: the informer is stopping", "path", s.path, "objects", len(objects))
@@ -315,6 +325,34 @@ func (s *snapshotter[T]) identify(ctx context.Context, logger klog.Logger, clk c
 		case <-timer.C():
 		}
 	}
+}
+
+// finalIdentifyTimeout bounds the read of the cluster's identity that a
+// final save makes when identify has not read it yet (a run stopped soon
+// after it started): the stop waits at most this long for it.
+const finalIdentifyTimeout = 5 * time.Second
+
+// identity returns the cluster UID a save records: "" when the
+// ListerWatcher cannot read one, or the server does not let it; nil while
+// identify has not read it yet. A final save (final set) reads it once
+// itself, bounded by finalIdentifyTimeout, rather than write a snapshot
+// whose next start would refuse it as another cluster's; it returns that
+// read's error if it fails.
+func (s *snapshotter[T]) identity(final bool) (*string, error) {
+	if s.clusterUID == nil {
+		none := ""
+		return &none, nil
+	}
+	if uid := s.uid.Load(); uid != nil || !final {
+		return uid, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finalIdentifyTimeout)
+	defer cancel()
+	uid, err := s.readClusterUID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster's identity: %w", err)
+	}
+	return &uid, nil
 }
 
 // readClusterUID reads the cluster's UID and records it for the
