@@ -136,9 +136,9 @@ type restListerWatcher[T Object] struct {
 	// sub-objects (decodingWith a sharing table): the protobuf decoder's
 	// and the typed JSON decoder's.
 	sharesOnDecode bool
-	// newClient makes a REST client decoding with a table (see
-	// decodeWith).
-	newClient func(interns *wire.InternTable) (*rest.RESTClient, error)
+	// newClient makes a REST client decoding with codecs (see decodeWith
+	// and Watch).
+	newClient func(codecs runtime.NegotiatedSerializer) (*rest.RESTClient, error)
 	// cachedItems is where protobuf list bodies hold their items' metadata,
 	// for skipping those the cache holds (internal/wire/cacheditems.go); zero for JSON.
 	cachedItems wire.CachedItemsLayout
@@ -268,8 +268,8 @@ func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, ite
 			lw.sharesOnDecode = true
 		}
 	}
-	lw.newClient = func(interns *wire.InternTable) (*rest.RESTClient, error) {
-		return newTypedRESTClient(config, gvk.GroupVersion(), scheme, interns, lw.typed, contentType, httpClient)
+	lw.newClient = func(codecs runtime.NegotiatedSerializer) (*rest.RESTClient, error) {
+		return newTypedRESTClient(config, gvk.GroupVersion(), codecs, contentType, httpClient)
 	}
 	if err := lw.decodeWith(interns); err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", typeName, err)
@@ -285,7 +285,7 @@ func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, ite
 // decodeWith makes lw's REST client and list decoders decode with interns
 // (see wire.NewRESTCodecs).
 func (lw *restListerWatcher[T]) decodeWith(interns *wire.InternTable) error {
-	client, err := lw.newClient(interns)
+	client, err := lw.newClient(wire.NewRESTCodecs(lw.scheme, interns, lw.typed))
 	if err != nil {
 		return err
 	}
@@ -476,13 +476,27 @@ func (lw *restListerWatcher[T]) decodeList(body []byte, lookup cachedLookup[T]) 
 	return list, slots, nil
 }
 
-// Watch starts a watch.
+// Watch starts a watch. For a streaming list in protobuf, the initial
+// objects that the cache of the calling informer holds at the same
+// resource version are not decoded: the watch carries the cached objects
+// (see cachedLookup and wire.WatchReuse).
 func (lw *restListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
 	options.Watch = true
-	w, err := lw.client.Get().
+	client := lw.client
+	if lookup := cachedLookupFrom[T](ctx); lookup != nil && options.SendInitialEvents != nil && *options.SendInitialEvents && lw.cachedItems != (wire.CachedItemsLayout{}) {
+		// A client of its own, whose decoders hold this watch's state.
+		reuse := wire.NewWatchReuse(lw.cachedItems, func(name ObjectName, resourceVersion string) (runtime.Object, bool) {
+			return lookup(name, resourceVersion)
+		})
+		var err error
+		if client, err = lw.newClient(wire.NewRESTCodecsReusing(lw.scheme, lw.interns, lw.typed, reuse)); err != nil {
+			return nil, fmt.Errorf("watch %s: %w", lw.resource.GroupResource(), err)
+		}
+	}
+	w, err := client.Get().
 		NamespaceIfScoped(lw.namespace, lw.namespace != "").
 		Resource(lw.resource.Resource).
 		SpecificallyVersionedParams(&options, restParameterCodec, metaV1).
@@ -561,18 +575,16 @@ func decodesProtobuf(obj runtime.Object) bool {
 }
 
 // newTypedRESTClient returns a REST client for one group version that
-// decodes with scheme (interning strings in interns, the types of typed
-// with the typed JSON decoder: see wire.NewRESTCodecs),
-// negotiates contentType and sends its requests
-// through httpClient.
-func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, scheme *runtime.Scheme, interns *wire.InternTable, typed *wire.TypedJSONTypes, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
+// decodes with codecs (wire.NewRESTCodecs), negotiates contentType and
+// sends its requests through httpClient.
+func newTypedRESTClient(config *rest.Config, gv schema.GroupVersion, codecs runtime.NegotiatedSerializer, contentType ContentType, httpClient *http.Client) (*rest.RESTClient, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.GroupVersion = &gv
 	cfg.APIPath = "/apis"
 	if gv.Group == "" {
 		cfg.APIPath = "/api"
 	}
-	cfg.NegotiatedSerializer = wire.NewRESTCodecs(scheme, interns, typed)
+	cfg.NegotiatedSerializer = codecs
 	cfg.ContentType = string(contentType)
 	cfg.AcceptContentTypes = string(contentType)
 	if contentType == ContentTypeProtobuf {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,14 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 		}
 		start := r.clock.Now()
 		r.countFullStateRequest(true)
-		w, err := r.lw.Watch(ctx, options)
+		collected := newInitialObjects(r.preparer)
+		watchCtx := ctx
+		if r.preparer != nil {
+			// The initial objects the cache holds at the same resource
+			// version need not be decoded (see cachedLookup).
+			watchCtx = withCachedLookup(ctx, collected.reusing(r.preparer.cachedListed))
+		}
+		w, err := r.lw.Watch(watchCtx, options)
 		if err == nil && w == nil {
 			err = errNilWatch
 		}
@@ -44,7 +52,6 @@ func (r *Reflector[T]) streamList(ctx context.Context) (watch.Interface, error) 
 			return nil, err
 		}
 		r.noteAnswered(ctx)
-		collected := newInitialObjects(r.preparer)
 		var listRV string
 		ended, err := r.handleEvents(ctx, w, start, collected, func(rv string, pastInitialEvents bool) {
 			// Only a bookmark (or a later event) carries the version the
@@ -153,6 +160,45 @@ type initialObjects[T Object] struct {
 	removed  int
 	preparer listedPreparer[T]
 	one      [1]T
+	// reused are the cached objects the watch's lookup (reusing) handed
+	// to its decoder, in order, not yet received: the decoder runs on the
+	// watch's goroutine, ahead of Add.
+	mu     sync.Mutex
+	reused []T
+	next   int // the first of reused not yet received
+}
+
+// reusing returns the cachedLookup of the streaming list's watch: find,
+// noting each object found, so that Add keeps it as it is (the cache
+// holds it, transformed already) instead of preparing it as a new object.
+func (c *initialObjects[T]) reusing(find func(ObjectName, string) (T, bool)) cachedLookup[T] {
+	return func(name ObjectName, resourceVersion string) (T, bool) {
+		obj, ok := find(name, resourceVersion)
+		if ok {
+			c.mu.Lock()
+			c.reused = append(c.reused, obj)
+			c.mu.Unlock()
+		}
+		return obj, ok
+	}
+}
+
+// takeReused reports whether obj is one the lookup found, forgetting it
+// and those found before it (events the reflector dropped).
+func (c *initialObjects[T]) takeReused(obj T) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := c.next; i < len(c.reused); i++ {
+		if c.reused[i] == obj {
+			c.next = i + 1
+			if c.next == len(c.reused) {
+				clear(c.reused)
+				c.reused, c.next = c.reused[:0], 0
+			}
+			return true
+		}
+	}
+	return false
 }
 
 func newInitialObjects[T Object](preparer listedPreparer[T]) *initialObjects[T] {
@@ -164,7 +210,11 @@ func (c *initialObjects[T]) Add(obj T) error {
 	name := NameOf(obj)
 	if c.preparer != nil {
 		c.one[0] = obj
-		kept := c.preparer.prepareListed(c.one[:], nil)
+		var reused []T
+		if c.takeReused(obj) {
+			reused = c.one[:]
+		}
+		kept := c.preparer.prepareListed(c.one[:], reused)
 		if len(kept) == 0 {
 			return nil // its transform failed (logged and counted)
 		}

@@ -38,6 +38,14 @@ type restCodecs struct {
 // not be nil, and watch events are read by NewJSONWatchStream's framer and
 // decoder (watchjson.go).
 func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable, typed *TypedJSONTypes) runtime.NegotiatedSerializer {
+	return NewRESTCodecsReusing(scheme, interns, typed, nil)
+}
+
+// NewRESTCodecsReusing is NewRESTCodecs for the REST client of one
+// streaming list whose protobuf decoders hand out, for each of its initial
+// events, the object reuse finds cached instead of decoding it (see
+// WatchReuse); reuse nil is NewRESTCodecs.
+func NewRESTCodecsReusing(scheme *runtime.Scheme, interns *InternTable, typed *TypedJSONTypes, reuse *WatchReuse) runtime.NegotiatedSerializer {
 	base := serializer.NewCodecFactory(scheme).WithoutConversion()
 	mediaTypes := slices.Clone(base.SupportedMediaTypes())
 	for i := range mediaTypes {
@@ -55,10 +63,11 @@ func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable, typed *TypedJSO
 			raw:        protobuf.NewRawSerializer(scheme, scheme),
 			creater:    scheme,
 			interns:    interns,
+			reuse:      reuse,
 		}
 		if info.StreamSerializer != nil {
 			stream := *info.StreamSerializer
-			stream.Serializer = &watchEventDecoder{Serializer: stream.Serializer, typer: scheme}
+			stream.Serializer = &watchEventDecoder{Serializer: stream.Serializer, typer: scheme, reuse: reuse}
 			info.StreamSerializer = &stream
 		}
 	}
@@ -68,6 +77,30 @@ func NewRESTCodecs(scheme *runtime.Scheme, interns *InternTable, typed *TypedJSO
 // SupportedMediaTypes implements runtime.NegotiatedSerializer.
 func (c restCodecs) SupportedMediaTypes() []runtime.SerializerInfo {
 	return c.mediaTypes
+}
+
+// DecoderToVersion implements runtime.NegotiatedSerializer as the codec
+// factory's WithoutConversion does (the decoded object's kind is cleared),
+// except that an object whose kind is already clear is not written: it may
+// be an object an informer's cache holds and others read (WatchReuse).
+func (c restCodecs) DecoderToVersion(decoder runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
+	return kindClearingDecoder{decoder}
+}
+
+// kindClearingDecoder clears the kind of the objects it decodes, if set.
+type kindClearingDecoder struct {
+	runtime.Decoder
+}
+
+// Decode implements runtime.Decoder.
+func (d kindClearingDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, gvk, err := d.Decoder.Decode(data, defaults, into)
+	if obj != nil {
+		if kind := obj.GetObjectKind(); !kind.GroupVersionKind().Empty() {
+			kind.SetGroupVersionKind(schema.GroupVersionKind{})
+		}
+	}
+	return obj, gvk, err
 }
 
 // protobufDecoder decodes an object in Kubernetes' protobuf encoding (the
@@ -84,6 +117,8 @@ type protobufDecoder struct {
 	// interns, if not nil, is the table of the objects' strings (see
 	// unmarshalInterned).
 	interns *InternTable
+	// reuse, if not nil, finds a streaming list's initial objects cached.
+	reuse *WatchReuse
 }
 
 // ProtobufMessage is what apimachinery's protobuf serializer requires of
@@ -152,6 +187,9 @@ func (d *protobufDecoder) Decode(data []byte, defaults *schema.GroupVersionKind,
 	}
 	if actual.Kind == "" {
 		return d.Serializer.Decode(data, defaults, into)
+	}
+	if obj, ok := d.reuse.cached(raw); ok {
+		return obj, &actual, nil
 	}
 	obj, err := d.creater.New(actual)
 	if err != nil {
@@ -232,11 +270,22 @@ func parseTypeMeta(msg []byte) (schema.GroupVersionKind, bool) {
 type watchEventDecoder struct {
 	runtime.Serializer // apimachinery's protobuf.RawSerializer
 	typer              runtime.ObjectTyper
+	// reuse, if not nil, learns of each event before its object is
+	// decoded.
+	reuse *WatchReuse
 }
 
 // Decode implements runtime.Decoder.
 func (d *watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	return decodeWatchEvent(d.Serializer, d.typer, parseWatchEvent, data, defaults, into)
+	parse := parseWatchEvent
+	if d.reuse != nil {
+		parse = func(data []byte) (string, []byte, bool) {
+			eventType, object, ok := parseWatchEvent(data)
+			d.reuse.observe(eventType, object, ok)
+			return eventType, object, ok
+		}
+	}
+	return decodeWatchEvent(d.Serializer, d.typer, parse, data, defaults, into)
 }
 
 // decodeWatchEvent decodes data into into, if it is a *metav1.WatchEvent,
