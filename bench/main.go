@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubetyped/informer/internal/benchkit"
 	"github.com/kubetyped/informer/internal/replayserver"
+	"github.com/kubetyped/informer/internal/synctrial"
 )
 
 // config holds the sizes and repetition counts of one run.
@@ -41,11 +42,15 @@ type config struct {
 	churnCycles int
 	// w8Objects is the number of custom resources W8 decodes.
 	w8Objects int
+	// e7 is E7's configuration (e7.go).
+	e7 e7Config
 }
 
 var (
-	fullConfig  = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000, churnCycles: 200_000, w8Objects: 50_000}
-	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000, churnCycles: 20_000, w8Objects: 2_000}
+	fullConfig = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000, churnCycles: 200_000, w8Objects: 50_000,
+		e7: e7Config{pods: 1_000_000, box: 10 << 30}}
+	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000, churnCycles: 20_000, w8Objects: 2_000,
+		e7: e7Config{pods: 5_000, clientGoPods: 5_000, box: 10 << 30}}
 )
 
 // workload is one entry of the benchmark menu.
@@ -74,11 +79,16 @@ var workloads = []workload{
 	// W1save writes snapshots of 100,000 pods back to back (a few hundred
 	// MB each, synced to disk): only when -run names it.
 	{id: "W1save", run: runDispatchWhileSaving, onRequest: true},
+	// E7 syncs a million pods from a replay server (minutes, most of the
+	// machine's memory): only when -run names it.
+	{id: "E7", run: runE7, onRequest: true},
 }
 
 func main() {
-	// A replay server's process (E6, E7) is this program run again.
+	// A replay server's process (E6, E7) and an E7 trial's are this
+	// program run again.
 	replayserver.RunIfChild()
+	synctrial.RunIfChild()
 	os.Exit(benchMain())
 }
 
@@ -87,13 +97,18 @@ func main() {
 // 2 for bad flags.
 func benchMain() int {
 	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
-	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6, W8, W8u and W1save only when named)")
+	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6, W8, W8u, W1save and E7 only when named)")
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
 	retainedSVGPath := flag.String("retainedsvg", "", "also write a bar chart of W6's retained heap per pod by configuration to this SVG file (needs -run W6)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	w8Objects := flag.Int("w8objects", 0, "number of custom resources W8 and W8u decode (default 50,000, or 2,000 with -quick)")
+	e7Pods := flag.Int("e7pods", 0, "E7: pods of ours' large case (default 1,000,000, or 5,000 with -quick)")
+	e7ClientGo := flag.Int("e7clientgo", -1, "E7: pods of the comparison with client-go (0: none; default none, or 5,000 with -quick)")
+	e7Fit := flag.Bool("e7fit", false, "E7: find the comparison's pod count: the largest at which client-go fits in -e7box (bisection, each probe a trial in a memory cgroup; needs root)")
+	e7Box := flag.Uint64("e7box", 0, "E7: the memory cgroup limit of -e7fit, in bytes (default 10 GiB)")
+	profileDir := flag.String("profile", "", "E7: directory where each trial writes a CPU profile of its sync and a heap profile once synced")
 	flag.Parse()
 
 	cfg := fullConfig
@@ -106,6 +121,16 @@ func benchMain() int {
 	if *w8Objects > 0 {
 		cfg.w8Objects = *w8Objects
 	}
+	if *e7Pods > 0 {
+		cfg.e7.pods = *e7Pods
+	}
+	if *e7ClientGo >= 0 {
+		cfg.e7.clientGoPods = *e7ClientGo
+	}
+	if *e7Box > 0 {
+		cfg.e7.box = *e7Box
+	}
+	cfg.e7.fit, cfg.e7.profileDir = *e7Fit, *profileDir
 	selected, err := selectWorkloads(*runList)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -155,7 +180,7 @@ func selectWorkloads(list string) ([]workload, error) {
 	}
 	for _, id := range ids {
 		if !slices.ContainsFunc(workloads, func(w workload) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
-			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6,W8,W8u,W1save)", id)
+			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6,W8,W8u,W1save,E7)", id)
 		}
 	}
 	return out, nil

@@ -44,8 +44,9 @@ type Spec struct {
 	// Relist, if not RelistNone, makes the informer list again once synced,
 	// and the trial measures that relist too.
 	Relist Relist `json:"relist,omitempty"`
-	// Profile, if set, is the path prefix of a CPU profile of the sync and
-	// a heap profile taken once synced.
+	// Profile, if set, is the path prefix of a CPU profile of the sync, a
+	// heap profile taken once synced, and heap profiles before and after
+	// the relist.
 	Profile string `json:"profile,omitempty"`
 	// Cgroup, if set, is the directory of the memory cgroup the process
 	// joins first (benchkit.MemoryCgroup.Dir).
@@ -208,6 +209,13 @@ func run(spec Spec) (Result, error) {
 		return res, nil
 	}
 
+	if spec.Profile != "" {
+		// The allocations of the relist are the difference between this
+		// profile and the next (go tool pprof -base).
+		if err := writeHeapProfile(spec.Profile + ".relist-base.heap.pprof"); err != nil {
+			return Result{}, err
+		}
+	}
 	if err := benchkit.ResetPeakRSS(); err != nil {
 		return Result{}, err
 	}
@@ -235,6 +243,12 @@ func run(spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	res.RelistPeakRSS = mem.PeakRSS
+	if spec.Profile != "" {
+		runtime.GC()
+		if err := writeHeapProfile(spec.Profile + ".relist.heap.pprof"); err != nil {
+			return Result{}, err
+		}
+	}
 	return res, nil
 }
 

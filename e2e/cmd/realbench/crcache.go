@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubetyped/informer/crcache"
 	"github.com/kubetyped/informer/internal/benchkit"
+	"github.com/kubetyped/informer/internal/synctrial"
 )
 
 // The caches compared by "E1 through crcache" and E5, as -impl names them.
@@ -79,3 +80,15 @@ func runE1CRCache(ctx context.Context, cfg config, kubeconfig string) ([]benchki
 
 // podObject is the object whose informer E1's caches sync.
 func podObject() client.Object { return &corev1.Pod{} }
+
+// cacheTrial is impl's cache as an E7 trial's implementation
+// (synctrial.Register): its pod informer, with default options.
+func cacheTrial(impl string) synctrial.StartFunc {
+	return func(ctx context.Context, config *rest.Config, _ synctrial.Spec, counters *synctrial.Counters) (func() bool, error) {
+		newCache, err := cacheConstructor(impl)
+		if err != nil {
+			return nil, err
+		}
+		return startCache(ctx, config, newCache, nil, podObject(), func() { counters.Adds.Add(1) }, func(string) { counters.Updates.Add(1) })
+	}
+}

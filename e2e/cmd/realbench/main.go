@@ -39,11 +39,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/kubetyped/informer/e2e/internal/cluster"
 	"github.com/kubetyped/informer/internal/benchkit"
+	"github.com/kubetyped/informer/internal/synctrial"
 )
 
 // config is the command line.
@@ -70,9 +72,23 @@ type config struct {
 	// profileDir, if set, is where each sync child writes a CPU profile
 	// and an allocation profile of its sync.
 	profileDir string
+	// e7 runs E7 alone (e7.go): the scale curve over e7Sizes, its chart
+	// written to e7SVG, and with e7Limit the memory-limit bisection at
+	// e7LimitPods (e7limit.go).
+	e7          bool
+	e7Sizes     []int
+	e7SVG       string
+	e7Limit     bool
+	e7LimitPods int
 }
 
 func main() {
+	// E7's trials are this command run again (internal/synctrial), with
+	// the caches among their implementations.
+	for _, impl := range []string{implControllerRuntime, implCRCache} {
+		synctrial.Register(impl, cacheTrial(impl))
+	}
+	synctrial.RunIfChild()
 	var cfg config
 	quick := flag.Bool("quick", false, "CI mode: 1,000 updates in E2 instead of 10,000 (N stays 5,000 unless -n)")
 	flag.IntVar(&cfg.pods, "n", 5000, "production-like pods on the server (E1 and E2)")
@@ -90,6 +106,11 @@ func main() {
 	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache, E4 and E5: directory where each sync or restart child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync (E4: of its start until synced)")
+	flag.BoolVar(&cfg.e7, "e7", false, "E7 alone: the scale curve (client-go, ours, ours with Deduplicate; controller-runtime's cache and crcache at 50,000) over -e7-sizes, each trial a sync and a relist in its own process")
+	e7Sizes := flag.String("e7-sizes", "5000,20000,50000,150000", "E7: the pod counts of the curve, seeded one after the other")
+	flag.StringVar(&cfg.e7SVG, "e7-svg", "", "E7: write the chart of the ratios against N to this SVG file")
+	flag.BoolVar(&cfg.e7Limit, "e7-limit", false, "E7: also find each side's lowest memory cgroup limit for a sync and a relist at -e7-limit-n pods (bisection; needs root; about an hour)")
+	flag.IntVar(&cfg.e7LimitPods, "e7-limit-n", 50000, "E7: the pod count of the memory-limit bisection (one of -e7-sizes)")
 	var child childSpec
 	flag.StringVar(&child.Mode, "child", "", "internal: run as the informer process of one implementation (sync or watch)")
 	flag.StringVar(&child.Impl, "impl", "", "internal: the child's implementation (client-go, ours, controller-runtime or crcache)")
@@ -115,6 +136,11 @@ func main() {
 	if *quick {
 		setUnlessGiven("updates", &cfg.updates, 1000)
 		cfg.quick = true
+	}
+	var err error
+	if cfg.e7Sizes, err = parseSizes(*e7Sizes); err != nil {
+		fmt.Fprintln(os.Stderr, "realbench: -e7-sizes:", err)
+		os.Exit(2)
 	}
 	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 || cfg.e5Objects < 1 {
 		fmt.Fprintln(os.Stderr, "realbench: -n, -runs, -updates, -writers and -e5-n must be positive")
@@ -172,7 +198,13 @@ func run(cfg config) (err error) {
 	}
 	logf("starting etcd and kube-apiserver in %s", dir)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	c, err := cluster.Start(startCtx, cluster.Options{Assets: cfg.assets, Dir: dir})
+	opts := cluster.Options{Assets: cfg.assets, Dir: dir}
+	if cfg.e7 {
+		// 150,000 pods written three times each outgrow etcd's default
+		// quota of 2 GiB before kube-apiserver compacts.
+		opts.EtcdArgs = []string{"--quota-backend-bytes=" + strconv.Itoa(16<<30)}
+	}
+	c, err := cluster.Start(startCtx, opts)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("starting the servers (logs kept in %s): %w", dir, err)
@@ -192,6 +224,9 @@ func run(cfg config) (err error) {
 		return err
 	}
 
+	if cfg.e7 {
+		return runE7Mode(ctx, c, cfg, info, kubeconfig)
+	}
 	var size float64
 	if cfg.e1 || cfg.e2 || cfg.crcache || cfg.e4 {
 		start := time.Now()

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -38,23 +39,32 @@ func clientset(config *rest.Config) (*kubernetes.Clientset, error) {
 // of three managers. It returns the pods' mean size as protobuf as the
 // server sends them (envelope included, as in a watch event).
 func seed(ctx context.Context, c *cluster.Cluster, n int) (protoBytes float64, err error) {
+	return seedRange(ctx, c, 0, n, seedWriters)
+}
+
+// seedRange is seed for pods from to to of prodpods.New(to) (the first
+// pods of a larger set are those of a smaller one), written by writers
+// concurrently, so that a larger set can be seeded over a smaller one
+// (E7).
+func seedRange(ctx context.Context, c *cluster.Cluster, from, to, writers int) (protoBytes float64, err error) {
 	client, err := clientset(c.Config())
 	if err != nil {
 		return 0, err
 	}
-	pods := prodpods.New(n)
+	pods := prodpods.New(to)
 	namespaces := map[string]bool{}
-	for i := range pods {
-		namespaces[pods[i].Namespace] = true
+	for i := range pods[from:] {
+		namespaces[pods[from+i].Namespace] = true
 	}
 	for ns := range namespaces {
-		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return 0, err
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(seedWriters)
-	for i := range pods {
+	g.SetLimit(writers)
+	for i := from; i < to; i++ {
 		g.Go(func() error { return writePod(gctx, client, pods[i]) })
 	}
 	if err := g.Wait(); err != nil {

@@ -35,6 +35,9 @@ type Options struct {
 	// --name=value; one named like a flag of the harness replaces it (list
 	// flags such as --authorization-mode would otherwise add up).
 	APIServerArgs []string
+	// EtcdArgs are added to etcd's command line in the same way (a larger
+	// --quota-backend-bytes for a large cluster).
+	EtcdArgs []string
 	// Users are user names, besides the administrator, that can
 	// authenticate with a token of their own (see ConfigFor). They belong to
 	// no group: what they may do depends on the authorization mode and on
@@ -152,6 +155,7 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		"--unsafe-no-fsync",
 		"--log-level=warn",
 	}
+	c.etcdArgs = withArgs(c.etcdArgs, opts.EtcdArgs)
 	if c.etcd, err = c.startEtcd(ctx); err != nil {
 		return nil, errors.Join(err, c.shutdown(false))
 	}
