@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -291,6 +292,18 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 			return nil, nil, fmt.Errorf("replacing: item %d: %w", i, err)
 		}
 	}
+	if s.unchangedBy(items, resourceVersion) {
+		// A relist of an unchanged cache, whose items the queue replaced
+		// by the cached objects (eventQueue.prepareListed), changes
+		// nothing but the resource version: rebuilding the contents would
+		// allocate about 1 KB per object for nothing (E7: a relist of
+		// 300,000 production-like pods peaked at 1.21x the steady
+		// resident set; docs/scale.md).
+		if diff && len(items) > 0 {
+			previous = slices.Clone(items)
+		}
+		return nil, previous, nil
+	}
 	for {
 		// Build the new content without the lock, so that readers wait only
 		// for the swap. The build is current if no index was added
@@ -312,6 +325,40 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 		}
 		s.mu.Unlock()
 	}
+}
+
+// unchangedBy reports whether items are exactly the stored objects, in the
+// order the contents list them (that of the last list, and of the updates
+// in place since), and if so sets the store's resource version to
+// resourceVersion: replacing the contents by items would change nothing
+// else. The scan under the write lock is one pass over a dense slice,
+// taken only after the same scan under the read lock found no difference.
+func (s *Indexer[T]) unchangedBy(items []T, resourceVersion string) bool {
+	same := func() bool {
+		all := s.c.all.items
+		if len(items) != len(all) {
+			return false
+		}
+		for i, obj := range items {
+			if all[i].obj != obj {
+				return false
+			}
+		}
+		return true
+	}
+	s.mu.RLock()
+	candidate := same()
+	s.mu.RUnlock()
+	if !candidate {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !same() {
+		return false
+	}
+	s.rv = resourceVersion
+	return true
 }
 
 // buildContents indexes items in new contents.
