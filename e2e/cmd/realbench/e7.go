@@ -105,14 +105,11 @@ func runE7(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 	seeded := 0
 	var points []e7Point
 	for _, n := range sizes {
-		start := time.Now()
-		size, err := seedRange(ctx, c, seeded, n, e7Writers)
+		note, err := e7Seed(ctx, c, cfg, seeded, n)
 		if err != nil {
-			return out, fmt.Errorf("creating pods %d to %d: %w", seeded, n, err)
+			return out, err
 		}
-		took := time.Since(start)
-		logf("E7: created pods %d to %d in %s (%d writers, %.0f pods/s); %.0f B each as protobuf on the server", seeded, n, took.Round(time.Second), e7Writers, float64(n-seeded)/took.Seconds(), size)
-		out.notes = append(out.notes, fmt.Sprintf("E7: pods %d to %d created in %s by %d concurrent writers (3 writes each: create, scheduler's and kubelet's status updates), %.0f pods/s; etcd without fsync.", seeded, n, took.Round(time.Second), e7Writers, float64(n-seeded)/took.Seconds()))
+		out.notes = append(out.notes, note...)
 		seeded = n
 		results, err := e7Runs(ctx, cfg, kubeconfig, n, e7Sides)
 		if err != nil {
@@ -143,6 +140,53 @@ func runE7(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 		}
 	}
 	return out, nil
+}
+
+// e7APISample is how many pods E7 writes through the API before writing
+// the rest into etcd (-e7-seed etcd), to compare the two forms.
+const e7APISample = 200
+
+// e7Seed creates pods from to to, through the API or into etcd as
+// cfg.e7SeedEtcd says, and returns the notes that say how, how fast, and
+// (for etcd, the first time) how the pods written into etcd compare with
+// those the API stores.
+func e7Seed(ctx context.Context, c *cluster.Cluster, cfg config, from, to int) ([]string, error) {
+	var notes []string
+	if cfg.e7SeedEtcd && from == 0 {
+		sample := min(e7APISample, to)
+		if _, err := seedRange(ctx, c, 0, sample, e7Writers); err != nil {
+			return nil, err
+		}
+		diff, apiBytes, etcdBytes, err := checkEtcdForm(ctx, c, sample)
+		if err != nil {
+			return nil, err
+		}
+		what := "no difference besides UIDs, times and the managed fields' sets, which the server computes"
+		if diff != "" {
+			what = "these differences:\n" + diff
+			logf("E7: the pods written into etcd differ from those written through the API: %s", diff)
+		}
+		notes = append(notes, fmt.Sprintf("E7: the first %d pods were written through the API and compared with the same pods as written into etcd: %s; mean protobuf size %.0f B through the API, %.0f B into etcd.", sample, what, apiBytes, etcdBytes))
+		from = sample
+	}
+	if from >= to {
+		return notes, nil
+	}
+	start := time.Now()
+	how := fmt.Sprintf("by %d concurrent writers through the API (3 writes each: create, scheduler's and kubelet's status updates)", e7Writers)
+	var err error
+	if cfg.e7SeedEtcd {
+		how = fmt.Sprintf("straight into etcd (transactions of %d, %d in flight)", etcdBatch, etcdWriters)
+		err = seedRangeEtcd(ctx, c, from, to)
+	} else {
+		_, err = seedRange(ctx, c, from, to, e7Writers)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating pods %d to %d: %w", from, to, err)
+	}
+	took := time.Since(start)
+	logf("E7: created pods %d to %d in %s %s, %.0f pods/s", from, to, took.Round(time.Second), how, float64(to-from)/took.Seconds())
+	return append(notes, fmt.Sprintf("E7: pods %d to %d created in %s %s, %.0f pods/s; etcd without fsync.", from, to, took.Round(time.Second), how, float64(to-from)/took.Seconds())), nil
 }
 
 // e7CaseName names the case of ours' side against client-go at n pods.

@@ -80,6 +80,9 @@ type config struct {
 	e7SVG       string
 	e7Limit     bool
 	e7LimitPods int
+	// e7SeedEtcd writes E7's pods into etcd rather than through the API
+	// (seed_etcd.go).
+	e7SeedEtcd bool
 }
 
 func main() {
@@ -110,6 +113,7 @@ func main() {
 	e7Sizes := flag.String("e7-sizes", "5000,20000,50000,150000", "E7: the pod counts of the curve, seeded one after the other")
 	flag.StringVar(&cfg.e7SVG, "e7-svg", "", "E7: write the chart of the ratios against N to this SVG file")
 	flag.BoolVar(&cfg.e7Limit, "e7-limit", false, "E7: also find each side's lowest memory cgroup limit for a sync and a relist at -e7-limit-n pods (bisection; needs root; about an hour)")
+	flag.BoolVar(&cfg.e7SeedEtcd, "e7-seed-etcd", true, "E7: write the pods into etcd as kube-apiserver stores them (after 200 through the API, compared), instead of all through the API (hours at 150,000 on this machine)")
 	flag.IntVar(&cfg.e7LimitPods, "e7-limit-n", 50000, "E7: the pod count of the memory-limit bisection (one of -e7-sizes)")
 	var child childSpec
 	flag.StringVar(&child.Mode, "child", "", "internal: run as the informer process of one implementation (sync or watch)")
@@ -136,6 +140,13 @@ func main() {
 	if *quick {
 		setUnlessGiven("updates", &cfg.updates, 1000)
 		cfg.quick = true
+		if cfg.e7 {
+			// E7's smoke run: one size, one run per side.
+			if !given("e7-sizes") {
+				*e7Sizes = "5000"
+			}
+			setUnlessGiven("runs", &cfg.runs, 1)
+		}
 	}
 	var err error
 	if cfg.e7Sizes, err = parseSizes(*e7Sizes); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -52,15 +51,8 @@ func seedRange(ctx context.Context, c *cluster.Cluster, from, to, writers int) (
 		return 0, err
 	}
 	pods := prodpods.New(to)
-	namespaces := map[string]bool{}
-	for i := range pods[from:] {
-		namespaces[pods[from+i].Namespace] = true
-	}
-	for ns := range namespaces {
-		_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return 0, err
-		}
+	if err := createPodNamespaces(ctx, client, pods[from:]); err != nil {
+		return 0, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(writers)
