@@ -35,9 +35,12 @@ type e7Config struct {
 	// pods is the size of ours' million-pod case; clientGoPods that of the
 	// comparison with client-go.
 	pods, clientGoPods int
-	// fit searches clientGoPods in box bytes (see above).
-	fit bool
-	box uint64
+	// fit searches clientGoPods in box bytes (see above), between fitLow
+	// (assumed to fit, 0 if not known) and fitHigh (assumed not to, pods
+	// if not known).
+	fit             bool
+	box             uint64
+	fitLow, fitHigh int
 	// profileDir, if set, gets each trial's CPU and heap profiles.
 	profileDir string
 }
@@ -134,7 +137,10 @@ func e7Trials(ctx context.Context, e7 e7Config, pods int, cases []e7Case) ([]syn
 // trial (sync and relist) completes in a cgroup of e7.box bytes, and the
 // smallest count above it that does not.
 func e7FindFit(ctx context.Context, e7 e7Config) (fits, fails int, err error) {
-	lo, hi := 0, e7.pods // hi is assumed not to fit until shown
+	lo, hi := e7.fitLow, e7.fitHigh
+	if hi <= lo {
+		hi = e7.pods
+	}
 	probe := func(pods int) (bool, error) {
 		cg, err := benchkit.NewMemoryCgroup(fmt.Sprintf("e7-fit-%d", pods), e7.box)
 		if err != nil {

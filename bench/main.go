@@ -107,6 +107,7 @@ func benchMain() int {
 	e7Pods := flag.Int("e7pods", 0, "E7: pods of ours' large case (default 1,000,000, or 5,000 with -quick)")
 	e7ClientGo := flag.Int("e7clientgo", -1, "E7: pods of the comparison with client-go (0: none; default none, or 5,000 with -quick)")
 	e7Fit := flag.Bool("e7fit", false, "E7: find the comparison's pod count: the largest at which client-go fits in -e7box (bisection, each probe a trial in a memory cgroup; needs root)")
+	e7FitRange := flag.String("e7fitrange", "", "E7: LOW,HIGH: -e7fit's search starts knowing that LOW pods fit and HIGH do not (default 0 and -e7pods)")
 	e7Box := flag.Uint64("e7box", 0, "E7: the memory cgroup limit of -e7fit, in bytes (default 10 GiB)")
 	profileDir := flag.String("profile", "", "E7: directory where each trial writes a CPU profile of its sync and a heap profile once synced")
 	flag.Parse()
@@ -131,6 +132,12 @@ func benchMain() int {
 		cfg.e7.box = *e7Box
 	}
 	cfg.e7.fit, cfg.e7.profileDir = *e7Fit, *profileDir
+	if *e7FitRange != "" {
+		if _, err := fmt.Sscanf(*e7FitRange, "%d,%d", &cfg.e7.fitLow, &cfg.e7.fitHigh); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -e7fitrange:", err)
+			return 2
+		}
+	}
 	selected, err := selectWorkloads(*runList)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
