@@ -74,13 +74,15 @@ func runE7(cfg config) ([]benchkit.Row, error) {
 		notes = append(notes, fmt.Sprintf("client-go fits %d pods in a %s cgroup and not %d", fits, gib(e7.box), fails))
 	}
 	var rows []benchkit.Row
-	lean, err := e7Trials(ctx, e7, e7.pods, []e7Case{e7OursLean})
-	if err != nil {
-		return nil, err
-	}
-	kase := strconv.Itoa(e7.pods) + " pods, " + e7OursLean.name + " (ours only)"
-	for _, r := range e7Rows("E7", kase, e7.pods, synctrial.Result{}, lean[0]) {
-		rows = append(rows, withoutRatio(r))
+	if e7.pods > 0 {
+		lean, err := e7Trials(ctx, e7, e7.pods, []e7Case{e7OursLean})
+		if err != nil {
+			return nil, err
+		}
+		kase := strconv.Itoa(e7.pods) + " pods, " + e7OursLean.name + " (ours only)"
+		for _, r := range e7Rows("E7", kase, e7.pods, synctrial.Result{}, lean[0]) {
+			rows = append(rows, withoutRatio(r))
+		}
 	}
 	if e7.clientGoPods > 0 {
 		res, err := e7Trials(ctx, e7, e7.clientGoPods, []e7Case{e7ClientGoStripped, e7OursDefault, e7OursLean})
@@ -139,7 +141,7 @@ func e7Trials(ctx context.Context, e7 e7Config, pods int, cases []e7Case) ([]syn
 func e7FindFit(ctx context.Context, e7 e7Config) (fits, fails int, err error) {
 	lo, hi := e7.fitLow, e7.fitHigh
 	if hi <= lo {
-		hi = e7.pods
+		hi = max(e7.pods, lo+e7FitStep)
 	}
 	probe := func(pods int) (bool, error) {
 		cg, err := benchkit.NewMemoryCgroup(fmt.Sprintf("e7-fit-%d", pods), e7.box)

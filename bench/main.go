@@ -104,7 +104,7 @@ func benchMain() int {
 	retainedSVGPath := flag.String("retainedsvg", "", "also write a bar chart of W6's retained heap per pod by configuration to this SVG file (needs -run W6)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	w8Objects := flag.Int("w8objects", 0, "number of custom resources W8 and W8u decode (default 50,000, or 2,000 with -quick)")
-	e7Pods := flag.Int("e7pods", 0, "E7: pods of ours' large case (default 1,000,000, or 5,000 with -quick)")
+	e7Pods := flag.Int("e7pods", -1, "E7: pods of ours' large case (0: none; default 1,000,000, or 5,000 with -quick)")
 	e7ClientGo := flag.Int("e7clientgo", -1, "E7: pods of the comparison with client-go (0: none; default none, or 5,000 with -quick)")
 	e7Fit := flag.Bool("e7fit", false, "E7: find the comparison's pod count: the largest at which client-go fits in -e7box (bisection, each probe a trial in a memory cgroup; needs root)")
 	e7FitRange := flag.String("e7fitrange", "", "E7: LOW,HIGH: -e7fit's search starts knowing that LOW pods fit and HIGH do not (default 0 and -e7pods)")
@@ -122,7 +122,7 @@ func benchMain() int {
 	if *w8Objects > 0 {
 		cfg.w8Objects = *w8Objects
 	}
-	if *e7Pods > 0 {
+	if *e7Pods >= 0 {
 		cfg.e7.pods = *e7Pods
 	}
 	if *e7ClientGo >= 0 {
