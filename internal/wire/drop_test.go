@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -420,5 +421,163 @@ func BenchmarkJSONSplitter(b *testing.B) {
 			}
 			pending = pending[end:]
 		}
+	}
+}
+
+// longEventPod is a pod whose JSON is about size bytes: a long annotation
+// beside the fields wirePodDropFields drops.
+func longEventPod(size int) *corev1.Pod {
+	pod := testkit.WirePod()
+	pod.Annotations["long.example.com/value"] = strings.Repeat("x", size)
+	return pod
+}
+
+// chunkReader returns at most n bytes per Read, as a network connection
+// does.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// TestDropFieldsWatchBodyLongEvents: events of several MiB between short
+// ones, read in pieces of network size or less, come out as each event
+// filtered whole does; the buffer grown for a long event is let go after
+// it.
+func TestDropFieldsWatchBodyLongEvents(t *testing.T) {
+	short, long := testkit.WirePod(), longEventPod(3<<20)
+	var jsonStream, wantJSON, protoStream, wantProto []byte
+	for _, pod := range []*corev1.Pod{short, long, short, long, long, short} {
+		data, err := utiljson.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		event := []byte(`{"type":"MODIFIED","object":` + string(data) + "}\n")
+		jsonStream = append(jsonStream, event...)
+		var f jsonFilter
+		filtered, err := f.drop(bytes.Clone(event), wireTransport(t).jsonEvent, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON = append(wantJSON, filtered...)
+		frame := protobufWatchFrame(t, "MODIFIED", pod)
+		protoStream = append(protoStream, frame...)
+		projected := pod.DeepCopy()
+		wireClear(projected)
+		wantProto = append(wantProto, protobufWatchFrame(t, "MODIFIED", projected)...)
+	}
+	for _, tc := range []struct {
+		name     string
+		protobuf bool
+		in, want []byte
+	}{
+		{"json", false, jsonStream, wantJSON},
+		{"protobuf", true, protoStream, wantProto},
+	} {
+		for _, chunk := range []int{watchReadSize, 1000, 1 << 20} {
+			tr := wireTransport(t)
+			tree := tr.jsonEvent
+			if tc.protobuf {
+				tree = tr.protoEvent
+			}
+			body := &dropFieldsWatchBody{src: io.NopCloser(chunkReader{bytes.NewReader(tc.in), chunk}), t: tr, tree: tree, protobuf: tc.protobuf}
+			var got []byte
+			buf := make([]byte, 4096)
+			for {
+				n, err := body.Read(buf)
+				got = append(got, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, tc.want) {
+				t.Errorf("%s, reads of %d bytes: the filtered stream differs from each event filtered whole (%d bytes, want %d)", tc.name, chunk, len(got), len(tc.want))
+			}
+			if n := tr.malformed.Load(); n != 0 {
+				t.Errorf("%s, reads of %d bytes: %d malformed", tc.name, chunk, n)
+			}
+			if c := cap(body.buf); c > maxIdleWatchBuffer {
+				t.Errorf("%s, reads of %d bytes: a buffer of %d bytes kept after the stream's short last event, want at most %d", tc.name, chunk, c, maxIdleWatchBuffer)
+			}
+		}
+	}
+}
+
+// BenchmarkDropFieldsWatchBodyLongEvent filters one long JSON (or
+// protobuf) watch event read in pieces of network size: the cost per
+// byte (ns/op divided by the bytes, or MB/s) must not grow with the
+// event's length.
+func BenchmarkDropFieldsWatchBodyLongEvent(b *testing.B) {
+	for _, size := range []int{2 << 20, 16 << 20} {
+		pod := longEventPod(size)
+		data, err := utiljson.Marshal(pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name     string
+			protobuf bool
+			event    []byte
+		}{
+			{"json", false, []byte(`{"type":"MODIFIED","object":` + string(data) + "}\n")},
+			{"protobuf", true, protobufWatchFrame(b, "MODIFIED", pod)},
+		} {
+			b.Run(tc.name+"/"+strconv.Itoa(size>>20)+"MiB", func(b *testing.B) {
+				tr := wireTransport(b)
+				tree := tr.jsonEvent
+				if tc.protobuf {
+					tree = tr.protoEvent
+				}
+				in := make([]byte, len(tc.event))
+				out := make([]byte, watchReadSize)
+				b.SetBytes(int64(len(tc.event)))
+				b.ReportAllocs()
+				for b.Loop() {
+					copy(in, tc.event)
+					body := &dropFieldsWatchBody{src: io.NopCloser(chunkReader{bytes.NewReader(in), watchReadSize}), t: tr, tree: tree, protobuf: tc.protobuf}
+					for {
+						if _, err := body.Read(out); err == io.EOF {
+							break
+						} else if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestDropFieldsWatchBodyLongEventGrowsGeometrically: the buffer of a
+// JSON watch event, whose length is known only at its end, grows by
+// doubling: an 8-MiB event read 32 KiB at a time takes a few dozen
+// allocations, not one per read (256, each copying what was read so far:
+// a cost quadratic in the event's length).
+func TestDropFieldsWatchBodyLongEventGrowsGeometrically(t *testing.T) {
+	data, err := utiljson.Marshal(longEventPod(8 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := []byte(`{"type":"MODIFIED","object":` + string(data) + "}\n")
+	tr := wireTransport(t)
+	in := make([]byte, len(event))
+	out := make([]byte, watchReadSize)
+	allocs := testing.AllocsPerRun(3, func() {
+		copy(in, event)
+		body := &dropFieldsWatchBody{src: io.NopCloser(chunkReader{bytes.NewReader(in), watchReadSize}), t: tr, tree: tr.jsonEvent}
+		for {
+			if _, err := body.Read(out); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs > 40 {
+		t.Errorf("%v allocations to filter one event of %d bytes, want at most 40", allocs, len(event))
 	}
 }

@@ -220,6 +220,11 @@ type dropFieldsWatchBody struct {
 // watchReadSize is the least room Read asks src to fill at a time.
 const watchReadSize = 32 << 10
 
+// maxIdleWatchBuffer is the largest buffer a watch body keeps between
+// events: one grown for a longer event is replaced by a small one once
+// the event is out.
+const maxIdleWatchBuffer = 1 << 20
+
 // Read implements io.Reader.
 func (b *dropFieldsWatchBody) Read(p []byte) (int, error) {
 	for len(b.out) == 0 {
@@ -239,14 +244,27 @@ func (b *dropFieldsWatchBody) Read(p []byte) (int, error) {
 			return 0, b.err
 		}
 		// Everything before next is out: keep only the rest, and read.
-		n := copy(b.buf, b.buf[b.next:])
-		b.buf, b.next = b.buf[:n], 0
+		n := len(b.buf) - b.next
+		switch {
+		case cap(b.buf) > maxIdleWatchBuffer && n <= watchReadSize:
+			// A long event is out: do not keep its room.
+			b.buf = append(make([]byte, 0, n+watchReadSize), b.buf[b.next:]...)
+		case b.next > 0:
+			copy(b.buf, b.buf[b.next:])
+			b.buf = b.buf[:n]
+		}
+		b.next = 0
 		need := watchReadSize
 		if b.protobuf && n >= 4 {
-			need = max(need, 4+int(binary.BigEndian.Uint32(b.buf))-n)
+			// The rest of the event, whose length is known: room for
+			// exactly that (read-ahead fills what room there is beyond).
+			need = 4 + int(binary.BigEndian.Uint32(b.buf)) - n
 		}
 		if cap(b.buf)-n < need {
-			b.buf = append(make([]byte, 0, n+need), b.buf...)
+			// At least doubled, so that a JSON event, whose length is
+			// known only at its end, is copied O(1) times per byte, not
+			// once per watchReadSize read (BenchmarkDropFieldsWatchBodyLongEvent).
+			b.buf = append(make([]byte, 0, max(n+need, 2*cap(b.buf))), b.buf...)
 		}
 		m, err := b.src.Read(b.buf[n:cap(b.buf)])
 		b.buf = b.buf[:n+m]
