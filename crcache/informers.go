@@ -114,10 +114,10 @@ type entry struct {
 	key        entryKey
 	inf        *coreInformer
 	namespaced bool
-	// itemType is the pointer type of the cached objects; copyInto is its
-	// DeepCopyInto method.
+	// itemType is the pointer type of the cached objects; copier makes
+	// their deep copies.
 	itemType        reflect.Type
-	copyInto        reflect.Value
+	copier          objectCopier
 	disableDeepCopy bool
 	// cancel stops the informer once it runs; removed is set by
 	// RemoveInformer. Both are guarded by the set's mu.
@@ -269,10 +269,6 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		}
 	}
 	itemType := reflect.TypeOf(proto)
-	method, ok := itemType.MethodByName("DeepCopyInto")
-	if !ok || method.Type.NumIn() != 2 || method.Type.In(1) != itemType {
-		return nil, fmt.Errorf("type %v has no DeepCopyInto(%v) method", itemType, itemType)
-	}
 
 	disableDeepCopy := ptr.Deref(s.config.UnsafeDisableDeepCopy, false)
 	lean := s.lean.resolve(key.gvk, disableDeepCopy)
@@ -315,10 +311,50 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		inf:             inf,
 		namespaced:      namespaced,
 		itemType:        itemType,
-		copyInto:        method.Func,
+		copier:          newObjectCopier(itemType),
 		disableDeepCopy: disableDeepCopy,
 		fields:          map[string]client.IndexerFunc{},
 	}, nil
+}
+
+// objectCopier makes the deep copies of cached objects of one type that
+// reads return.
+type objectCopier struct {
+	itemType reflect.Type
+	// deepCopyInto is the type's DeepCopyInto method, if it has one taking
+	// its own type; invalid otherwise.
+	deepCopyInto reflect.Value
+}
+
+// newObjectCopier returns the copier of objects of itemType, a pointer
+// type. Types without their own DeepCopyInto (hand-written types with
+// DeepCopyObject alone; a DeepCopyInto promoted from an embedded field,
+// such as ObjectMeta's, copies only that field) are copied as
+// controller-runtime's cache copies every object, by DeepCopyObject.
+func newObjectCopier(itemType reflect.Type) objectCopier {
+	c := objectCopier{itemType: itemType}
+	if method, ok := itemType.MethodByName("DeepCopyInto"); ok && method.Type.NumIn() == 2 && method.Type.In(1) == itemType {
+		c.deepCopyInto = method.Func
+	}
+	return c
+}
+
+// copy makes dst, a new object of the type, a deep copy of src, one of
+// the type: by DeepCopyInto, straight into dst, or by DeepCopyObject, whose
+// copy's value is then assigned to dst's (an allocation more). args, of
+// length 2, is the scratch space of the call, reused.
+func (c objectCopier) copy(src, dst reflect.Value, args []reflect.Value) error {
+	if c.deepCopyInto.IsValid() {
+		args[0], args[1] = src, dst
+		c.deepCopyInto.Call(args)
+		return nil
+	}
+	cp := reflect.ValueOf(src.Interface().(runtime.Object).DeepCopyObject())
+	if !cp.IsValid() || cp.Type() != c.itemType || cp.IsNil() {
+		return fmt.Errorf("%v.DeepCopyObject returned %v, not a %v", c.itemType, cp, c.itemType)
+	}
+	dst.Elem().Set(cp.Elem())
+	return nil
 }
 
 // snapshotOptions returns the snapshot settings of the informer of req,
