@@ -127,9 +127,14 @@ type SnapshotStats struct {
 }
 
 // snapshotFormat is the version of the file format this code writes; it
-// reads no other. Format 2 writes protobuf objects as records of
-// references (internal/wire/refcode.go); format 1 wrote their encodings.
-const snapshotFormat = 2
+// reads no other. Format 3 decodes JSON records keeping integers as int64
+// and writes the integral floats of interface values with a fraction, so
+// that numbers are restored as decoded from the wire (snapshot_json.go);
+// format 2 wrote those floats without, read back as int64, and read
+// integers of CRD Go types' interface values as float64. Format 2 writes
+// protobuf objects as records of references (internal/wire/refcode.go);
+// format 1 wrote their encodings.
+const snapshotFormat = 3
 
 // snapshotMagic starts every snapshot file.
 const snapshotMagic = "KTISNAP\n"
@@ -278,7 +283,7 @@ func (c snapshotCodec[T]) newEncoder() *snapshotEncoder[T] {
 // encode returns obj's record, valid until the next call.
 func (e *snapshotEncoder[T]) encode(obj T) ([]byte, error) {
 	if e.codec.encoding == "json" {
-		return json.Marshal(obj)
+		return encodeJSONRecord(obj)
 	}
 	m := any(obj).(protobufSizer)
 	size := m.Size()
@@ -317,7 +322,7 @@ func (c snapshotCodec[T]) newDecoder() *snapshotDecoder[T] {
 func (d *snapshotDecoder[T]) decode(rec []byte) (T, error) {
 	obj := d.codec.newObject()
 	if d.codec.encoding == "json" {
-		return obj, json.Unmarshal(rec, obj)
+		return obj, decodeJSONRecord(rec, obj)
 	}
 	return obj, d.refs.Unmarshal(d.interns, rec, any(obj).(wire.ProtobufMessage))
 }

@@ -322,6 +322,9 @@ func TestSnapshotBadSnapshotsStartCold(t *testing.T) {
 			rewriteSnapshotHeader(t, path, func(h *snapshotHeader) { h.Format = snapshotFormat + 1 })
 		}, true},
 		{"older format", func(t *testing.T, path string, _ *InformerOptions[*corev1.Pod]) {
+			rewriteSnapshotHeader(t, path, func(h *snapshotHeader) { h.Format = snapshotFormat - 1 })
+		}, true},
+		{"format 1", func(t *testing.T, path string, _ *InformerOptions[*corev1.Pod]) {
 			rewriteSnapshotHeader(t, path, func(h *snapshotHeader) { h.Format = 1 })
 		}, true},
 		{"resource version not comparable", func(t *testing.T, path string, _ *InformerOptions[*corev1.Pod]) {
