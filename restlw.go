@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -320,14 +321,16 @@ func (lw *restListerWatcher[T]) Resource() schema.GroupVersionResource {
 // informer holds at the listed resource version: for them, not decoded, it
 // returns the cached object (see cachedLookup).
 //
-// The response body is read into a buffer that later lists reuse (decoding
+// A protobuf list is decoded as it arrives, one item at a time (see
+// wire.ReadProtobufList), so that no buffer of the page's size is made;
+// another body is read into a buffer that later lists reuse (decoding
 // copies what it keeps), so that a relist of an unchanged cache allocates
 // almost nothing.
 func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	if lw.tweak != nil {
 		lw.tweak(&options)
 	}
-	body, err := readList(ctx, func() *rest.Request {
+	stream, err := openList(ctx, func() *rest.Request {
 		return lw.client.Get().
 			NamespaceIfScoped(lw.namespace, lw.namespace != "").
 			Resource(lw.resource.Resource).
@@ -336,8 +339,29 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
+	defer stream.Close()
+	br := listReaders.Get().(*bufio.Reader)
+	br.Reset(stream)
+	defer func() {
+		br.Reset(nil)
+		listReaders.Put(br)
+	}()
+	lookup := cachedLookupFrom[T](ctx)
+	if lookup != nil || lw.interns != nil {
+		if result, ok, err := lw.readProtobufList(br, lookup); ok {
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
+			}
+			return result, nil
+		}
+	}
+	body := listBodies.Get().(*bytes.Buffer)
+	body.Reset()
 	defer putListBody(body)
-	list, slots, err := lw.decodeList(body.Bytes(), cachedLookupFrom[T](ctx))
+	if _, err := body.ReadFrom(br); err != nil {
+		return nil, fmt.Errorf("list %s: reading the response: %w", lw.resource.GroupResource(), err)
+	}
+	list, slots, err := lw.decodeList(body.Bytes(), lookup)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
@@ -367,6 +391,55 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 	return &ListResult[T]{Items: items, ResourceVersion: listMeta.GetResourceVersion(), Continue: listMeta.GetContinue(), ShardSelector: appliedShardSelector(list)}, nil
 }
 
+// readProtobufList decodes the protobuf list response in br item by item,
+// each decoded as decodeList would decode it in the list, unless lookup
+// finds it cached (wire.ReadProtobufList). It reports false, having read
+// nothing, when br holds no protobuf list of lw's kind.
+func (lw *restListerWatcher[T]) readProtobufList(br *bufio.Reader, lookup cachedLookup[T]) (*ListResult[T], bool, error) {
+	list, err := lw.scheme.New(lw.listKind)
+	if err != nil {
+		return nil, false, nil
+	}
+	field, ok := reflect.TypeOf(list).Elem().FieldByName("Items")
+	if !ok {
+		return nil, false, nil
+	}
+	elem := field.Type.Elem()
+	decode := func(b []byte) (T, error) {
+		obj, ok := reflect.New(elem).Interface().(T)
+		msg, isMsg := any(obj).(wire.ProtobufMessage)
+		if !ok || !isMsg {
+			var zero T
+			return zero, fmt.Errorf("list item is a %s, not a protobuf %s", elem, reflect.TypeFor[T]())
+		}
+		if err := wire.Unmarshal(lw.interns, b, msg); err != nil {
+			var zero T
+			return zero, err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		return obj, nil
+	}
+	var wireLookup wire.CachedLookup[T]
+	if lookup != nil {
+		wireLookup = lookup
+	}
+	items, metaBytes, ok, err := wire.ReadProtobufList(br, lw.listKind.Kind, lw.cachedItems, wireLookup, decode)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	var listMeta metav1.ListMeta
+	if err := listMeta.Unmarshal(metaBytes); err != nil {
+		return nil, true, fmt.Errorf("%w: its metadata: %w", wire.ErrListStream, err)
+	}
+	if items == nil {
+		items = []T{}
+	}
+	return &ListResult[T]{Items: items, ResourceVersion: listMeta.ResourceVersion, Continue: listMeta.Continue, ShardSelector: appliedShardSelector(&listMeta)}, true, nil
+}
+
+// listReaders holds the readers list responses are read through.
+var listReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
 // maxListRetries and listRetryWait are how often and after how long
 // readList tries a list again whose connection was reset or lost: as the
 // REST client's Do retries a GET (its default maximum, and the Retry-After
@@ -378,16 +451,32 @@ const (
 
 // readList sends the list request that newRequest builds and reads the
 // response body into a buffer of listBodies, which the caller puts back
-// with putListBody. The REST client's Stream, which hands over the body
-// unread, does not retry a request whose connection was reset or lost, as
-// its Do does for a GET: readList does.
+// with putListBody.
 func readList(ctx context.Context, newRequest func() *rest.Request) (*bytes.Buffer, error) {
-	var stream io.ReadCloser
+	stream, err := openList(ctx, newRequest)
+	if err != nil {
+		return nil, err
+	}
+	body := listBodies.Get().(*bytes.Buffer)
+	body.Reset()
+	_, err = body.ReadFrom(stream)
+	stream.Close()
+	if err != nil {
+		putListBody(body)
+		return nil, fmt.Errorf("reading the response: %w", err)
+	}
+	return body, nil
+}
+
+// openList sends the list request that newRequest builds and returns the
+// response body, unread. The REST client's Stream, which hands over the
+// body unread, does not retry a request whose connection was reset or
+// lost, as its Do does for a GET: openList does.
+func openList(ctx context.Context, newRequest func() *rest.Request) (io.ReadCloser, error) {
 	for attempt := 0; ; attempt++ {
-		var err error
-		stream, err = newRequest().Stream(ctx)
+		stream, err := newRequest().Stream(ctx)
 		if err == nil {
-			break
+			return stream, nil
 		}
 		if attempt == maxListRetries || !(utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)) {
 			return nil, err
@@ -400,15 +489,6 @@ func readList(ctx context.Context, newRequest func() *rest.Request) (*bytes.Buff
 		case <-timer.C:
 		}
 	}
-	body := listBodies.Get().(*bytes.Buffer)
-	body.Reset()
-	_, err := body.ReadFrom(stream)
-	stream.Close()
-	if err != nil {
-		putListBody(body)
-		return nil, fmt.Errorf("reading the response: %w", err)
-	}
-	return body, nil
 }
 
 // listBodies holds the buffers list responses are read into.
