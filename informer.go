@@ -190,6 +190,8 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		if i.snapshots.off == "" {
 			observing.Go(func() { i.snapshots.identify(ctx, logger, i.cfg.clock()) })
 		}
+		started := i.cfg.clock().Now()
+		observing.Go(func() { i.snapshots.logSynced(ctx, logger, i.cfg.clock(), started, i.fan.syncedChan()) })
 	}
 	i.source.run(ctx, logger, i.queue, reflectorOpts)
 	observing.Wait()

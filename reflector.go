@@ -253,6 +253,13 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		return
 	}
 	defer r.running.Store(false)
+	defer func() {
+		if p := r.resume; p != nil {
+			// Not resumed from (ctx ended first): its objects may still be
+			// decoding.
+			p.discard()
+		}
+	}()
 	logger.V(3).Info("Starting reflector", "resyncPeriod", r.resyncPeriod)
 	defer logger.V(3).Info("Stopping reflector")
 	for ctx.Err() == nil {
@@ -375,7 +382,7 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 			return err
 		}
 		if accept {
-			if w, synced, err = r.resumeOrList(ctx, p); err != nil {
+			if synced, err = r.resumeOrList(ctx, p); err != nil {
 				return err
 			}
 			if ctx.Err() != nil {

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubetyped/informer/internal/wire"
@@ -549,21 +550,45 @@ type decodedSnapshot[T Object] struct {
 }
 
 // readSnapshot reads and checks the snapshot at path, and decodes its
-// objects if it was written under want. It reads the file once, in
-// snapshotReadBuffer-sized pieces, decoding each record from a buffer it
-// reuses as it goes and updating the checksum, so that neither the file's
-// bytes nor a copy of them are alive beside the decoded objects (the
-// decoders copy what they keep); if the checksum at the end does not
-// match, the objects decoded are dropped and the snapshot rejected, as
-// when a record does not decode. It returns an error wrapping
-// os.ErrNotExist if there is none, and one wrapping errSnapshotNotRegular
-// for a symbolic link (not followed) or a special file (openNoFollow).
+// objects if it was written under want (openSnapshot, then readObjects).
+// It returns the errors openSnapshot and readObjects return.
 func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec[T]) (*decodedSnapshot[T], error) {
+	snap, err := openSnapshot(path, want, codec)
+	if err != nil {
+		return nil, err
+	}
+	objects, err := snap.readObjects(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &decodedSnapshot[T]{header: snap.header, objects: objects}, nil
+}
+
+// openedSnapshot is a snapshot whose header has been read and checked,
+// its objects not yet (readObjects).
+type openedSnapshot[T Object] struct {
+	header snapshotHeader
+	f      *os.File
+	r      *snapshotReader
+	codec  snapshotCodec[T]
+}
+
+// openSnapshot opens the snapshot at path and reads and checks its header:
+// it must have been written under want, in this format and encoding. It
+// returns an error wrapping os.ErrNotExist if there is none, and one
+// wrapping errSnapshotNotRegular for a symbolic link (not followed) or a
+// special file (openNoFollow). The caller reads the objects with
+// readObjects, or closes the snapshot.
+func openSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec[T]) (_ *openedSnapshot[T], err error) {
 	f, err := openNoFollow(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
 	info, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -593,12 +618,35 @@ func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec
 	if header.Objects < 0 || int64(header.Objects) > r.left {
 		return nil, fmt.Errorf("%w: %d objects in %d bytes", errSnapshotCorrupt, header.Objects, r.left)
 	}
+	return &openedSnapshot[T]{header: header, f: f, r: r, codec: codec}, nil
+}
+
+// close closes the snapshot's file, whose objects will not be read.
+func (s *openedSnapshot[T]) close() { s.f.Close() }
+
+// errRestoreAbandoned ends a readObjects whose abandon flag was set.
+var errRestoreAbandoned = errors.New("the restore was abandoned")
+
+// readObjects decodes the snapshot's objects and closes its file. It reads
+// the file once, in snapshotReadBuffer-sized pieces, decoding each record
+// from a buffer it reuses as it goes and updating the checksum, so that
+// neither the file's bytes nor a copy of them are alive beside the decoded
+// objects (the decoders copy what they keep); if the checksum at the end
+// does not match, the objects decoded are dropped and the snapshot
+// rejected, as when a record does not decode. Once abandon (if not nil) is
+// set, it stops at the next record with errRestoreAbandoned.
+func (s *openedSnapshot[T]) readObjects(abandon *atomic.Bool) ([]T, error) {
+	defer s.close()
+	r, header := s.r, s.header
 	// The objects decoded will stay: see raiseGCGoal.
 	defer raiseGCGoal(snapshotHeapFactor * r.left)()
 	objects := make([]T, 0, header.Objects)
-	dec := codec.newDecoder()
+	dec := s.codec.newDecoder()
 	var zero T
 	for {
+		if abandon != nil && abandon.Load() {
+			return nil, errRestoreAbandoned
+		}
 		rec, err := r.record(snapshotMaxRecord)
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", errSnapshotCorrupt, len(objects), err)
@@ -625,7 +673,7 @@ func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec
 	if want := binary.BigEndian.Uint32(sum[:]); r.crc != want {
 		return nil, fmt.Errorf("%w: checksum %08x, want %08x", errSnapshotCorrupt, r.crc, want)
 	}
-	return &decodedSnapshot[T]{header: header, objects: objects}, nil
+	return objects, nil
 }
 
 // snapshotReadBuffer is the size of readSnapshot's reads: large enough that

@@ -54,6 +54,8 @@ type snapshotter[T Object] struct {
 	removedTempFiles                    atomic.Int64
 	// saving is set by a start that keeps snapshots.
 	saving atomic.Bool
+	// report is what the start did, logged once synced (logSynced).
+	report startReport
 }
 
 // newSnapshotter returns the snapshotter of an informer of the resolved
@@ -128,6 +130,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 	}
 	if err := prepareSnapshotDir(s.opts.Dir); err != nil {
 		s.rejected.Add(1)
+		s.report.set("refused", "", err.Error())
 		logger.Error(err, "Keeping no snapshot; starting cold")
 		return
 	}
@@ -135,6 +138,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 	lock, err := lockSnapshot(s.path)
 	if err != nil {
 		s.rejected.Add(1)
+		s.report.set("refused", s.path, err.Error())
 		logger.Error(err, "Keeping no snapshot; starting cold")
 		return
 	}
@@ -143,45 +147,63 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 	d, _ := describe(lw)
 	s.codec = newSnapshotCodecOf[T](d.interns, s.itemType)
 	start := time.Now()
-	snap, err := readSnapshot(s.path, s.scope, s.codec)
+	snap, err := openSnapshot(s.path, s.scope, s.codec)
 	if err == nil {
 		if _, cmpErr := resourceversion.CompareResourceVersion(snap.header.ResourceVersion, snap.header.ResourceVersion); cmpErr != nil {
+			snap.close()
 			err = errors.Join(errSnapshotUnusable, cmpErr)
 		}
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		logger.V(2).Info("No snapshot to restore; starting cold", "path", s.path)
+		s.report.set("none", s.path, "no snapshot file")
 		s.saving.Store(true)
 		return
 	case err != nil:
 		s.rejected.Add(1)
+		s.report.set("refused", s.path, err.Error())
 		logger.Info("Warning: not restoring the snapshot; starting cold", "path", s.path, "err", err)
 		s.saving.Store(true)
 		return
 	}
-	if q.intern != nil {
-		for _, obj := range snap.objects {
-			wire.InternObject(q.interns, q.intern, obj)
-		}
-	}
-	s.restored.Store(1)
-	s.restoredObjects.Store(int64(len(snap.objects)))
-	logger.V(1).Info("Restored a snapshot; resuming from it", "path", s.path, "objects", len(snap.objects),
-		"resourceVersion", snap.header.ResourceVersion, "written", snap.header.Written, "took", time.Since(start))
-	r.resumeFrom(&resumePoint[T]{
-		objects:         snap.objects,
+	s.report.restoredFrom(s.path, snap.header)
+	// The objects are decoded beside the reflector, which meanwhile checks
+	// the cluster, reads the current resource version and opens the
+	// resumed watch, whose bookmark takes about a second to come (see
+	// resumeWatch): on a large snapshot the waits overlap. The reflector
+	// waits for the decoding before it uses the objects, and before Run
+	// returns.
+	p := &resumePoint[T]{
 		resourceVersion: snap.header.ResourceVersion,
+		loaded:          make(chan struct{}),
 		check:           s.checkCluster(snap.header.ClusterUID),
 		onRefused: func(err error) {
-			s.restored.Store(0)
-			s.restoredObjects.Store(0)
-			s.rejected.Add(1)
+			s.refused(err)
 			logger.Info("Warning: not restoring the snapshot; starting cold", "path", s.path, "err", err)
 		},
-		onResumed:  func() { s.resumedWatches.Store(1) },
-		onRelisted: func() { s.restoreRelists.Store(1) },
-	})
+		onResumed:  s.resumed,
+		onRelisted: s.relisted,
+	}
+	go func() {
+		defer close(p.loaded)
+		objects, err := snap.readObjects(&p.abandon)
+		if err != nil {
+			p.loadErr = err
+			return
+		}
+		if q.intern != nil {
+			for _, obj := range objects {
+				wire.InternObject(q.interns, q.intern, obj)
+			}
+		}
+		s.restored.Store(1)
+		s.restoredObjects.Store(int64(len(objects)))
+		logger.V(1).Info("Restored a snapshot", "path", s.path, "objects", len(objects),
+			"resourceVersion", snap.header.ResourceVersion, "written", snap.header.Written, "took", time.Since(start))
+		p.objects = objects
+	}()
+	r.resumeFrom(p)
 	s.saving.Store(true)
 }
 
