@@ -49,10 +49,12 @@ type e4Measure struct {
 }
 
 // e4Runs are one E4 run's children: client-go cold, ours cold (which
-// writes the snapshot), ours warm within the watch window (a) and ours warm
-// after compaction (b).
+// writes the snapshot), ours warm within the watch window with the writer
+// running (a) and on a quiet resource (q), and ours warm after compaction
+// (b); and crcache cold, warm (a) and warm (q).
 type e4Runs struct {
-	clientGoCold, oursCold, warmA, warmB e4Measure
+	clientGoCold, oursCold, warmA, warmQ, warmB e4Measure
+	crcacheCold, crcacheWarmA, crcacheWarmQ     e4Measure
 }
 
 // runE4 runs E4 cfg.runs times (once with -quick unless -runs is given) on
@@ -82,7 +84,11 @@ func runE4(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 	for run := range runs {
 		var r e4Runs
 		child := func(impl string) childSpec {
-			return childSpec{Mode: "restart", Impl: impl, Kubeconfig: kubeconfig, Pods: cfg.pods, SnapshotDir: dir}
+			spec := childSpec{Mode: "restart", Impl: impl, Kubeconfig: kubeconfig, Pods: cfg.pods, SnapshotDir: dir}
+			if impl == implCRCache {
+				spec.SnapshotDir = filepath.Join(dir, "crcache")
+			}
+			return spec
 		}
 		// profiled names a child's profiles after its start, as E1's are.
 		profiled := func(c childSpec, start string) childSpec {
@@ -95,20 +101,48 @@ func runE4(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 		if err := clearDir(dir); err != nil {
 			return nil, nil, err
 		}
-		if r.clientGoCold, err = restartOnce(ctx, c, w, profiled(child(implClientGo), "client-go-cold")); err != nil {
+		// MkdirAll creates it 0700, as snapshots require.
+		if err := os.MkdirAll(filepath.Join(dir, "crcache"), 0o700); err != nil {
 			return nil, nil, err
 		}
-		if r.oursCold, err = restartOnce(ctx, c, w, profiled(child(implOurs), "ours-cold")); err != nil {
-			return nil, nil, err
-		}
-		if err := w.changeShare(ctx, run*2); err != nil {
-			return nil, nil, err
-		}
-		if r.warmA, err = restartOnce(ctx, c, w, profiled(child(implOurs), "ours-warm-a")); err != nil {
-			return nil, nil, err
-		}
-		if !r.warmA.ResumedWatch {
-			return nil, nil, fmt.Errorf("E4 (a): the warm start did not resume its watch: %+v", r.warmA)
+		for _, start := range []struct {
+			into  *e4Measure
+			impl  string
+			name  string
+			quiet bool
+		}{
+			{&r.clientGoCold, implClientGo, "client-go-cold", false},
+			{&r.oursCold, implOurs, "ours-cold", false},
+			{&r.crcacheCold, implCRCache, "crcache-cold", false},
+			{nil, "", "changes", false},
+			{&r.warmA, implOurs, "ours-warm-a", false},
+			{&r.crcacheWarmA, implCRCache, "crcache-warm-a", false},
+			// No write to the pods from here until (b)'s changes: the
+			// snapshots (a) wrote are current, and only kube-apiserver's
+			// own Lease renewals move the cluster's resource version.
+			{&r.warmQ, implOurs, "ours-warm-q", true},
+			{&r.crcacheWarmQ, implCRCache, "crcache-warm-q", true},
+		} {
+			if start.into == nil {
+				if err := w.changeShare(ctx, run*2); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			if start.quiet {
+				// As on a quiet cluster: the current resource version has
+				// moved past the snapshot's.
+				if err := waitVersionMoved(ctx, client); err != nil {
+					return nil, nil, err
+				}
+			}
+			spec := profiled(child(start.impl), start.name)
+			if *start.into, err = restartOnce(ctx, c, w, spec, start.quiet); err != nil {
+				return nil, nil, err
+			}
+			if strings.Contains(start.name, "warm") && !start.into.ResumedWatch {
+				return nil, nil, fmt.Errorf("E4 %s: the warm start did not resume its watch: %+v", start.name, *start.into)
+			}
 		}
 		if err := w.changeShare(ctx, run*2+1); err != nil {
 			return nil, nil, err
@@ -116,14 +150,15 @@ func runE4(ctx context.Context, c *cluster.Cluster, cfg config, kubeconfig strin
 		if err := compact(ctx, c, client); err != nil {
 			return nil, nil, err
 		}
-		if r.warmB, err = restartOnce(ctx, c, w, profiled(child(implOurs), "ours-warm-b")); err != nil {
+		if r.warmB, err = restartOnce(ctx, c, w, profiled(child(implOurs), "ours-warm-b"), false); err != nil {
 			return nil, nil, err
 		}
 		if !r.warmB.RestoreRelist {
 			return nil, nil, fmt.Errorf("E4 (b): the warm start after compaction did not list: %+v", r.warmB)
 		}
-		logf("E4 run %d: client-go cold %.2f s, ours cold %.2f s, ours warm (a) %.2f s, (b) %.2f s to synced",
-			run+1, r.clientGoCold.SyncedSeconds, r.oursCold.SyncedSeconds, r.warmA.SyncedSeconds, r.warmB.SyncedSeconds)
+		logf("E4 run %d: client-go cold %.2f s, ours cold %.2f s, ours warm (a) %.2f s, (q) %.2f s, (b) %.2f s; crcache cold %.2f s, warm (a) %.2f s, (q) %.2f s to synced",
+			run+1, r.clientGoCold.SyncedSeconds, r.oursCold.SyncedSeconds, r.warmA.SyncedSeconds, r.warmQ.SyncedSeconds, r.warmB.SyncedSeconds,
+			r.crcacheCold.SyncedSeconds, r.crcacheWarmA.SyncedSeconds, r.crcacheWarmQ.SyncedSeconds)
 		all = append(all, r)
 	}
 	notes := e4Notes(cfg.pods, all)
@@ -159,6 +194,10 @@ func e4Rows(all []e4Runs) []benchkit.Row {
 		{"(a) within the watch window: ours cold / ours warm", func(r e4Runs) e4Measure { return r.oursCold }, func(r e4Runs) e4Measure { return r.warmA }},
 		{"(b) after compaction: client-go cold / ours warm", func(r e4Runs) e4Measure { return r.clientGoCold }, func(r e4Runs) e4Measure { return r.warmB }},
 		{"(b) after compaction: ours cold / ours warm", func(r e4Runs) e4Measure { return r.oursCold }, func(r e4Runs) e4Measure { return r.warmB }},
+		{"(q) quiet, within the watch window: client-go cold / ours warm", func(r e4Runs) e4Measure { return r.clientGoCold }, func(r e4Runs) e4Measure { return r.warmQ }},
+		{"(q) quiet, within the watch window: ours cold / ours warm", func(r e4Runs) e4Measure { return r.oursCold }, func(r e4Runs) e4Measure { return r.warmQ }},
+		{"through crcache, (a) within the watch window: crcache cold / crcache warm", func(r e4Runs) e4Measure { return r.crcacheCold }, func(r e4Runs) e4Measure { return r.crcacheWarmA }},
+		{"through crcache, (q) quiet: crcache cold / crcache warm", func(r e4Runs) e4Measure { return r.crcacheCold }, func(r e4Runs) e4Measure { return r.crcacheWarmQ }},
 	}
 	var rows []benchkit.Row
 	for _, c := range cases {
@@ -179,14 +218,24 @@ func e4Notes(pods int, all []e4Runs) []string {
 	oc := func(f func(e4Measure) float64) float64 { return med(func(r e4Runs) float64 { return f(r.oursCold) }) }
 	wa := func(f func(e4Measure) float64) float64 { return med(func(r e4Runs) float64 { return f(r.warmA) }) }
 	wb := func(f func(e4Measure) float64) float64 { return med(func(r e4Runs) float64 { return f(r.warmB) }) }
+	wq := func(f func(e4Measure) float64) float64 { return med(func(r e4Runs) float64 { return f(r.warmQ) }) }
+	cc := func(f func(e4Measure) float64) float64 {
+		return med(func(r e4Runs) float64 { return f(r.crcacheCold) })
+	}
+	cq := func(f func(e4Measure) float64) float64 {
+		return med(func(r e4Runs) float64 { return f(r.crcacheWarmQ) })
+	}
+	peak := func(m e4Measure) float64 { return m.PeakHeap }
 	bytesOf := func(m e4Measure) float64 { return m.BytesReceived }
 	apiCPU := func(m e4Measure) float64 { return m.APIServerCPU }
 	cpu := func(m e4Measure) float64 { return m.CPUSeconds }
 	synced := func(m e4Measure) float64 { return m.SyncedSeconds }
-	diffsA, diffsB := 0, 0
+	diffsA, diffsB, diffsQ, diffsCR := 0, 0, 0, 0
 	for _, r := range all {
 		diffsA += r.warmA.Differences
 		diffsB += r.warmB.Differences
+		diffsQ += r.warmQ.Differences
+		diffsCR += r.crcacheWarmA.Differences + r.crcacheWarmQ.Differences
 	}
 	met := func(ok bool) string {
 		if ok {
@@ -202,7 +251,12 @@ func e4Notes(pods int, all []e4Runs) []string {
 			"kube-apiserver CPU: utime+stime from /proc/<pid>/stat from the child's start until it reported synced.", pods, len(all), e4TickInterval),
 		fmt.Sprintf("E4 snapshot: %.0f B per object on disk; save at a clean stop (cancel + Factory.Shutdown, ours cold): %.2f s wall, %.2f s CPU.",
 			savedPerObject, oc(func(m e4Measure) float64 { return m.SaveSeconds }), oc(func(m e4Measure) float64 { return m.SaveCPUSeconds })),
-		fmt.Sprintf("E4 consistency: the warm child's cache against a fresh LIST (namespace/name and resource version, after the background writer's last write): %d differences in (a), %d in (b).", diffsA, diffsB),
+		fmt.Sprintf("E4 consistency: the warm child's cache against a fresh LIST (namespace/name and resource version, after the background writer's last write): %d differences in (a), %d in (b), %d in (q), %d through crcache.", diffsA, diffsB, diffsQ, diffsCR),
+		fmt.Sprintf("E4 (q), quiet: after (a) and crcache's (a), no write to the pods (the snapshots (a) wrote are current) and no writer during the sync; each quiet start waits until kube-apiserver's own Lease renewals have moved the cluster's resource version. Through crcache: crcache.NewWith(crcache.Options{Snapshot: ...}) with a pod informer, its cold start writing the snapshot that its (a) starts from, with the same writer as ours."),
+		fmt.Sprintf("E4 targets (issue 32): (q) time to synced %.2f× ours cold's, client CPU %.2f× (both ≤ 0.3×: %s, %s); through crcache (q) time %.2f×, client CPU %.2f× crcache cold's (≤ 0.3×: %s, %s); (b) peak heap %.2f× ours cold's (≤ 1×: %s).",
+			wq(synced)/oc(synced), wq(cpu)/oc(cpu), met(wq(synced) <= 0.3*oc(synced)), met(wq(cpu) <= 0.3*oc(cpu)),
+			cq(synced)/cc(synced), cq(cpu)/cc(cpu), met(cq(synced) <= 0.3*cc(synced)), met(cq(cpu) <= 0.3*cc(cpu)),
+			wb(peak)/oc(peak), met(wb(peak) <= oc(peak))),
 		fmt.Sprintf("E4 targets (issue 26): (a) bytes %.1f%% of client-go cold's, %.1f%% of ours cold's (≤ 5%%: %s); kube-apiserver CPU %.2f× client-go cold's (≤ 0.2×: %s); client CPU %.2f× (≤ 0.3×: %s); time to synced %.2f× (≤ 0.5×: %s). (b) %d differences (0: %s); client CPU %.2f× ours cold's (≤ 0.6×: %s).",
 			100*wa(bytesOf)/cg(bytesOf), 100*wa(bytesOf)/oc(bytesOf), met(wa(bytesOf) <= 0.05*cg(bytesOf) && wa(bytesOf) <= 0.05*oc(bytesOf)),
 			wa(apiCPU)/cg(apiCPU), met(wa(apiCPU) <= 0.2*cg(apiCPU)),
@@ -223,8 +277,10 @@ var e4Table = func() benchkit.Table {
 
 // restartOnce runs the restart child c while w changes a pod every
 // e4TickInterval, and returns its figures, its cache compared with a LIST
-// made once w has stopped and the child has seen w's last write.
-func restartOnce(ctx context.Context, c *cluster.Cluster, w *e4Writer, spec childSpec) (e4Measure, error) {
+// made once w has stopped and the child has seen w's last write. With
+// quiet, nothing is written: the child is asked for a pod at the version a
+// LIST made once it synced shows.
+func restartOnce(ctx context.Context, c *cluster.Cluster, w *e4Writer, spec childSpec, quiet bool) (e4Measure, error) {
 	cmd, err := spec.command(ctx)
 	if err != nil {
 		return e4Measure{}, err
@@ -243,7 +299,13 @@ func restartOnce(ctx context.Context, c *cluster.Cluster, w *e4Writer, spec chil
 		return e4Measure{}, err
 	}
 	tickCtx, stopTicks := context.WithCancel(ctx)
-	ticks := w.tick(tickCtx)
+	var ticks <-chan e4Write
+	if quiet {
+		stopTicks()
+		ticks = w.current(ctx)
+	} else {
+		ticks = w.tick(tickCtx)
+	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		stopTicks()
@@ -284,6 +346,11 @@ func restartOnce(ctx context.Context, c *cluster.Cluster, w *e4Writer, spec chil
 	if err != nil {
 		return e4Measure{}, err
 	}
+	if spec.Impl == implCRCache {
+		// crcache has no statistics: its start's line says how it synced.
+		first.Snapshot.ResumedWatches = boolCount(first.StartLine == "Synced from a snapshot by resuming its watch")
+		first.Snapshot.RestoreRelists = boolCount(first.StartLine == "Synced from a snapshot by listing")
+	}
 	m := e4Measure{
 		SyncedSeconds:   time.Duration(first.SyncedAt - started.UnixNano()).Seconds(),
 		CPUSeconds:      first.CPUSeconds,
@@ -306,6 +373,37 @@ func restartOnce(ctx context.Context, c *cluster.Cluster, w *e4Writer, spec chil
 		logf("E4 %s: cache against a fresh LIST (-list +cache):\n%s", spec.Impl, m.differencesReport)
 	}
 	return m, nil
+}
+
+// boolCount is 1 for true, 0 for false.
+func boolCount(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// waitVersionMoved waits until the cluster's current resource version (a
+// consistent list of one pod) has moved past the one read first, as
+// kube-apiserver's own Lease renewals move it every few seconds.
+func waitVersionMoved(ctx context.Context, client kubernetes.Interface) error {
+	first, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		time.Sleep(500 * time.Millisecond)
+		now, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if now.ResourceVersion != first.ResourceVersion {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the cluster's resource version stayed at %s for a minute", first.ResourceVersion)
+		}
+	}
 }
 
 // countDifferences returns how many keys of want and got have different
@@ -403,6 +501,24 @@ func (w *e4Writer) tick(ctx context.Context) <-chan e4Write {
 			}
 			last = e4Write{key: key, rv: rv}
 		}
+	}()
+	return done
+}
+
+// current sends a pod's namespace/name and its current resource version
+// (a consistent GET), writing nothing (the quiet case), and closes the
+// channel.
+func (w *e4Writer) current(ctx context.Context) <-chan e4Write {
+	done := make(chan e4Write, 1)
+	go func() {
+		defer close(done)
+		ns, name, _ := strings.Cut(w.keys[0], "/")
+		pod, err := w.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			done <- e4Write{err: err}
+			return
+		}
+		done <- e4Write{key: w.keys[0], rv: pod.ResourceVersion}
 	}()
 	return done
 }

@@ -9,16 +9,22 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/crcache"
 	"github.com/kubetyped/informer/internal/benchkit"
 )
 
@@ -41,6 +47,10 @@ type restartResult struct {
 	PeakGCCycles uint64 `json:"peakGCCycles"`
 	// Snapshot is ours' snapshot statistics once synced.
 	Snapshot informer.SnapshotStats `json:"snapshot"`
+	// StartLine is the message of the line a start of ours (or crcache's)
+	// with snapshots logs once synced ("Synced from a snapshot by resuming
+	// its watch", "Synced cold", ...).
+	StartLine string `json:"startLine,omitempty"`
 
 	// Cache maps namespace/name to resource version, once the child has
 	// seen the parent's last write.
@@ -92,6 +102,33 @@ type restartInformer struct {
 	stop     func()
 }
 
+// startLineSink is the restart child's klog logger: it drops everything
+// but the line a start with snapshots logs once synced, whose message it
+// keeps (the E4 parent tells resumed from listed starts of crcache by it,
+// since crcache has no statistics).
+type startLineSink struct {
+	mu   sync.Mutex
+	line string
+}
+
+func (s *startLineSink) Init(logr.RuntimeInfo)  {}
+func (s *startLineSink) Enabled(level int) bool { return level == 0 }
+func (s *startLineSink) Info(_ int, msg string, _ ...any) {
+	if strings.HasPrefix(msg, "Synced") {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.line = msg
+	}
+}
+func (s *startLineSink) Error(error, string, ...any)    {}
+func (s *startLineSink) WithValues(...any) logr.LogSink { return s }
+func (s *startLineSink) WithName(string) logr.LogSink   { return s }
+func (s *startLineSink) get() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.line
+}
+
 // runRestartChild is the restart child (E4): it syncs the pods with
 // c.Impl (ours with its snapshots in c.SnapshotDir), writes its
 // restartResult's sync figures as one JSON line, reads "namespace/name
@@ -107,6 +144,8 @@ func runRestartChild(c childSpec) error {
 	}
 	var received atomic.Int64
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, bytes: &received} })
+	startLine := &startLineSink{}
+	klog.SetLogger(logr.New(startLine))
 	profile, err := startRestartProfile(c.Profile)
 	if err != nil {
 		return err
@@ -118,6 +157,8 @@ func runRestartChild(c childSpec) error {
 		inf, err = startRestartClientGo(ctx, cancel, config)
 	case implOurs:
 		inf, err = startRestartOurs(ctx, cancel, config, c.SnapshotDir)
+	case implCRCache:
+		inf, err = startRestartCRCache(ctx, cancel, config, c.SnapshotDir)
 	default:
 		err = fmt.Errorf("unknown implementation %q", c.Impl)
 	}
@@ -140,6 +181,12 @@ func runRestartChild(c childSpec) error {
 	res.CPUSeconds = cpu.Seconds()
 	res.PeakHeap, res.PeakGCCycles = sampler.Stop(), sampler.GCCycles()
 	res.Snapshot = inf.snapshot()
+	// The line is logged by a goroutine of its own once synced: wait for
+	// it (a failure guard, not a measurement).
+	for wait := time.Now(); c.Impl != implClientGo && startLine.get() == "" && time.Since(wait) < time.Minute; {
+		time.Sleep(time.Millisecond)
+	}
+	res.StartLine = startLine.get()
 	out := json.NewEncoder(os.Stdout)
 	if err := out.Encode(res); err != nil {
 		return err
@@ -242,6 +289,53 @@ func startRestartOurs(ctx context.Context, cancel context.CancelFunc, config *re
 		stop: func() {
 			cancel()
 			factory.Shutdown()
+		},
+	}, nil
+}
+
+// startRestartCRCache starts crcache's pod informer, default options but
+// for its snapshots in dir, as a controller-runtime manager would (its
+// snapshot statistics are not exposed: the parent reads the start's line).
+func startRestartCRCache(ctx context.Context, cancel context.CancelFunc, config *rest.Config, dir string) (restartInformer, error) {
+	c, err := crcache.NewWith(crcache.Options{Snapshot: informer.SnapshotOptions{Dir: dir}})(config, cache.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return restartInformer{}, err
+	}
+	if _, err := c.GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false)); err != nil {
+		return restartInformer{}, err
+	}
+	done := make(chan struct{})
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			logf("crcache: Start: %v", err)
+		}
+		close(done)
+	}()
+	synced := make(chan struct{})
+	go func() {
+		// crcache waits on its informers' HasSyncedChecker channels: no
+		// polling.
+		if c.WaitForCacheSync(ctx) {
+			close(synced)
+		}
+	}()
+	return restartInformer{
+		synced: synced,
+		cache: func() map[string]string {
+			m := map[string]string{}
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods); err != nil {
+				return m
+			}
+			for _, pod := range pods.Items {
+				m[pod.Namespace+"/"+pod.Name] = pod.ResourceVersion
+			}
+			return m
+		},
+		snapshot: func() informer.SnapshotStats { return informer.SnapshotStats{} },
+		stop: func() {
+			cancel()
+			<-done
 		},
 	}, nil
 }

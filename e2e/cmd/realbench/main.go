@@ -66,6 +66,9 @@ type config struct {
 	e5Objects int
 	// e4 runs E4, the warm restart (docs/benchmarks.md, "E4").
 	e4 bool
+	// e4Probe, if positive, measures the ways a resumed watch can learn
+	// it has caught up, that many times each (runE4Probe).
+	e4Probe int
 	// crcache adds "E1 through crcache": controller-runtime's cache
 	// against crcache, in a section of its own.
 	crcache bool
@@ -106,6 +109,7 @@ func main() {
 	flag.BoolVar(&cfg.crcache, "crcache", true, "E1 through crcache: also sync the pods with controller-runtime's cache and with crcache, default settings on both (about 20 s)")
 	flag.BoolVar(&cfg.e5, "e5", false, "E5: sync Workloads of a real CRD with client-go's typed and dynamic informers, ours (typed and unstructured), controller-runtime's cache and crcache (several minutes, most of it creating the Workloads)")
 	flag.BoolVar(&cfg.e4, "e4", false, "E4: cold starts of client-go and ours against warm starts of ours from a snapshot, within the watch window and after compaction (restarts kube-apiserver; with -e1=false -e2=false -crcache=false to run it alone)")
+	flag.IntVar(&cfg.e4Probe, "e4-probe", 0, "E4: measure this many times each way a resumed watch can learn it has caught up (a short watch's bookmark, a metadata-only list, a streaming list; docs/restart.md), before E4 if -e4 is set")
 	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache, E4 and E5: directory where each sync or restart child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync (E4: of its start until synced)")
@@ -239,7 +243,7 @@ func run(cfg config) (err error) {
 		return runE7Mode(ctx, c, cfg, info, kubeconfig)
 	}
 	var size float64
-	if cfg.e1 || cfg.e2 || cfg.crcache || cfg.e4 {
+	if cfg.e1 || cfg.e2 || cfg.crcache || cfg.e4 || cfg.e4Probe > 0 {
 		start := time.Now()
 		if size, err = seed(ctx, c, cfg.pods); err != nil {
 			return fmt.Errorf("creating %d pods: %w", cfg.pods, err)
@@ -287,6 +291,16 @@ func run(cfg config) (err error) {
 	}
 	var e4Rows []benchkit.Row
 	var e4Notes []string
+	if cfg.e4Probe > 0 {
+		notes, err := runE4Probe(ctx, c, cfg.e4Probe)
+		if err != nil {
+			return fmt.Errorf("E4 probe: %w", err)
+		}
+		for _, n := range notes {
+			logf("%s", n)
+		}
+		info.Notes = append(info.Notes, notes...)
+	}
 	if cfg.e4 {
 		// Last: it restarts kube-apiserver.
 		if e4Rows, e4Notes, err = runE4(ctx, c, cfg, kubeconfig); err != nil {
