@@ -4,18 +4,22 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubetyped/informer"
+	"github.com/kubetyped/informer/e2e/internal/cluster"
 )
 
 // handlerMap is what a handler built from its notifications: the resource
@@ -181,4 +185,204 @@ func TestWarmRestartAfterCompaction(t *testing.T) {
 
 	pods, m, _, _ := runSnapshotInformer(ctx, t, config, ns, dir, nil)
 	checkRestarted(ctx, t, client, pods, m, ns, before, informer.SnapshotStats{Restored: 1, RestoreRelists: 1})
+}
+
+// TestWarmRestartQuietResumes stops a pod informer (which writes its
+// snapshot) and restarts it while nothing of its namespace's pods has
+// changed but the cluster has moved on (a ConfigMap written, as
+// kube-apiserver's own Lease renewals would): the resumed watch catches
+// up by the bookmark the server sends before the watch's short deadline,
+// and the informer syncs from its snapshot without listing (issue 32 item
+// 2: it waited 10 s for a bookmark, then listed everything).
+func TestWarmRestartQuietResumes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	client := newClientset(t)
+	ns := newNamespace(ctx, t, client)
+	for i := range 4 {
+		createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i))
+	}
+	dir := filepath.Join(t.TempDir(), "snapshots")
+	first, _, cold, stop := runSnapshotInformer(ctx, t, restConfig, ns, dir, nil)
+	snapshotRV := first.LastSyncResourceVersion()
+	stop()
+	moveClusterVersion(ctx, t, client, ns, snapshotRV)
+	before := listPods(ctx, t, client, ns)
+
+	pods, m, warm, _ := runSnapshotInformer(ctx, t, restConfig, ns, dir, nil)
+	t.Logf("time to synced: cold %v, warm (quiet, resumed watch) %v", cold, warm)
+	checkRestarted(ctx, t, client, pods, m, ns, before, informer.SnapshotStats{Restored: 1, ResumedWatches: 1})
+}
+
+// moveClusterVersion writes a ConfigMap in namespace, so that the
+// cluster's current resource version is past resourceVersion while no pod
+// changed.
+func moveClusterVersion(ctx context.Context, t *testing.T, client kubernetes.Interface, namespace, resourceVersion string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "move-"}}
+	created, err := client.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create a ConfigMap: %v", err)
+	}
+	if created.ResourceVersion == resourceVersion {
+		t.Fatalf("the ConfigMap's resource version %s is the snapshot's", created.ResourceVersion)
+	}
+}
+
+// TestWarmRestartAfterEtcdRestore: a snapshot written after the backup
+// that etcd is then restored from has a resource version ahead of the
+// server's; the restarted informer refuses it (logged, counted in
+// Rejected) and starts cold: its cache holds the restored cluster's pods
+// only, none of those created after the backup (issue 32 item 1: it took
+// the snapshot as caught up and served pods the cluster no longer had).
+// The cluster is the same (address, certificate, kube-system namespace):
+// only the resource version tells the snapshot is from a future the
+// cluster lost.
+func TestWarmRestartAfterEtcdRestore(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	c, clusterDir := startRestorableCluster(ctx, t, "warm-restore-")
+	config := c.Config()
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatalf("clientset: %v", err)
+	}
+	ns := newNamespace(ctx, t, client)
+	for i := range 4 {
+		createPod(ctx, t, client, ns, fmt.Sprintf("pre-%d", i))
+	}
+	backup := filepath.Join(clusterDir, "etcd-backup")
+	copyEtcdData(ctx, t, c, filepath.Join(clusterDir, "etcd-data"), backup)
+	// After the backup: new pods, and enough other writes that the
+	// snapshot's resource version stays ahead of what the restored
+	// cluster reaches before the informer restarts.
+	for i := range 4 {
+		createPod(ctx, t, client, ns, fmt.Sprintf("lost-%d", i))
+	}
+	for i := range 100 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("lost-%d", i)}}
+		if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create a ConfigMap: %v", err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "snapshots")
+	first, _, _, stop := runSnapshotInformer(ctx, t, config, ns, dir, nil)
+	snapshotRV := first.LastSyncResourceVersion()
+	stop()
+
+	restoreEtcdData(ctx, t, c, backup, filepath.Join(clusterDir, "etcd-data"))
+	current, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if n, s := mustAtoi(t, current.ResourceVersion), mustAtoi(t, snapshotRV); n >= s {
+		t.Fatalf("after the restore the cluster is at %d, not behind the snapshot's %d", n, s)
+	}
+	before := listPods(ctx, t, client, ns)
+	if len(before) != 4 {
+		t.Fatalf("pods after the restore: %v, want pre-0..3 only", before)
+	}
+
+	pods, m, _, _ := runSnapshotInformer(ctx, t, config, ns, dir, nil)
+	cached := cachedVersions(pods, ns)
+	if diff := cmp.Diff(before, cached); diff != "" {
+		t.Errorf("cache at sync against a LIST made before the start (-want +got):\n%s", diff)
+	}
+	listed := listPods(ctx, t, client, ns)
+	if !waitFor(ctx, m.changed, func() bool { return cmp.Equal(listed, m.get()) }) {
+		t.Errorf("handler's map against a fresh LIST (-want +got):\n%s", cmp.Diff(listed, m.get()))
+	}
+	if diff := cmp.Diff(informer.SnapshotStats{Rejected: 1}, pods.Stats().Snapshot); diff != "" {
+		t.Errorf("snapshot stats (-want +got):\n%s", diff)
+	}
+}
+
+// mustAtoi parses a resource version.
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("resource version %q: %v", s, err)
+	}
+	return n
+}
+
+// startRestorableCluster starts a cluster of the test's own and returns it
+// with its directory, which holds etcd's data in etcd-data.
+func startRestorableCluster(ctx context.Context, t *testing.T, prefix string) (*cluster.Cluster, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp(clusterDir, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+	defer cancel()
+	c, err := cluster.Start(startCtx, cluster.Options{Assets: assetsDir, Dir: dir})
+	if err != nil {
+		t.Fatalf("start a cluster of the test's own: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop the test's cluster: %v", err)
+		}
+	})
+	return c, dir
+}
+
+// copyEtcdData backs etcd's data directory up into backup: with etcd
+// stopped, so that the copy is consistent, and started again.
+func copyEtcdData(ctx context.Context, t *testing.T, c *cluster.Cluster, data, backup string) {
+	t.Helper()
+	if err := c.StopEtcd(); err != nil {
+		t.Fatalf("stop etcd: %v", err)
+	}
+	if err := os.CopyFS(backup, os.DirFS(data)); err != nil {
+		t.Fatalf("back etcd's data up: %v", err)
+	}
+	privateDirs(t, backup)
+	if err := c.StartEtcd(ctx); err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+}
+
+// restoreEtcdData restores etcd's data directory from backup, as restoring
+// a backup of a cluster does, and restarts kube-apiserver, whose watch
+// cache still holds what the backup lost.
+func restoreEtcdData(ctx context.Context, t *testing.T, c *cluster.Cluster, backup, data string) {
+	t.Helper()
+	if err := c.StopEtcd(); err != nil {
+		t.Fatalf("stop etcd: %v", err)
+	}
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(data, os.DirFS(backup)); err != nil {
+		t.Fatalf("restore etcd's data: %v", err)
+	}
+	privateDirs(t, data)
+	if err := c.StartEtcd(ctx); err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	restartCtx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+	defer cancel()
+	if err := c.RestartAPIServer(restartCtx); err != nil {
+		t.Fatalf("restart kube-apiserver: %v", err)
+	}
+}
+
+// privateDirs makes dir and the directories under it 0700, as etcd wants
+// its data directory (os.CopyFS creates them 0777 less the umask).
+func privateDirs(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chmod(path, 0o700)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
