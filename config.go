@@ -105,8 +105,9 @@ type InformerOptions[T Object] struct {
 	// contexts, volume sources…). It changes no value, but CACHED OBJECTS
 	// THEN SHARE MUTABLE MAPS, SLICES, STRUCTS AND BYTES: writing into one
 	// cached object, which the no-mutation rule forbids, may change many
-	// others at once. The mutation detector (DetectMutations) reports every
-	// object such a write changed; see docs/semantics.md, "Deduplication".
+	// others at once. The mutation detector (DetectMutations) reports such
+	// a write once, naming every object it changed and where each was
+	// handed out; see docs/semantics.md, "Deduplication".
 	// That is why it is off by default; strings alone, which are
 	// immutable, are shared by default for pods, nodes and the other
 	// built-in types decoded from protobuf (see [NewRESTListerWatcher]).
@@ -132,12 +133,15 @@ type InformerOptions[T Object] struct {
 	// and CI; the environment variable KUBE_CACHE_MUTATION_DETECTOR=true
 	// enables it in every informer, as in client-go. It keeps a deep copy of
 	// every cached object, compares them every second while the informer
-	// runs and once when Run ends, and logs each modified object with the
-	// handlers and Lister callers it was handed out to; InformerStats counts
-	// them. It costs a copy per cached object and a stack capture per Lister
-	// call; disabled, nothing. Nil means [FactoryOptions].DetectMutations
-	// (or the environment variable); new(false) turns it off whatever
-	// either says.
+	// runs and once when Run ends, and logs each value found written into
+	// (a map, list or struct of a cached object, which Deduplicate may have
+	// made many objects share) with the objects it changed and the
+	// handlers and Lister callers they were handed out to, at most five
+	// such reports per 10 s (the others counted, their number logged);
+	// InformerStats counts the objects and the values. It costs a copy per
+	// cached object and a stack capture per Lister call; disabled, nothing.
+	// Nil means [FactoryOptions].DetectMutations (or the environment
+	// variable); new(false) turns it off whatever either says.
 	DetectMutations *bool
 	// DropFields are fields dropped from every object on the wire, before
 	// it is decoded, for an informer made by [For] (see

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -97,16 +98,16 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 	}
 
 	logs := stop()
-	if got := inf.Stats().MutatedObjects; got != 2 {
-		t.Errorf("MutatedObjects = %d, want 2", got)
+	if st := inf.Stats(); st.MutatedObjects != 2 || st.MutatedValues != 2 {
+		t.Errorf("MutatedObjects, MutatedValues = %d, %d; want 2, 2", st.MutatedObjects, st.MutatedValues)
 	}
-	reports := strings.Split(logs, "A cached object was modified")[1:]
+	reports := strings.Split(logs, "A cached value was modified")[1:]
 	if len(reports) != 2 {
 		t.Fatalf("%d mutation reports, want 2:\n%s", len(reports), logs)
 	}
 	for _, want := range []struct{ object, place string }{
-		{`object="ns/p1"`, "handler mutator (OnAdd)"},
-		{`object="ns/p2"`, "Lister.List called from github.com/kubetyped/informer.listMutating"},
+		{`objects=["ns/p1"]`, "handler mutator (OnAdd)"},
+		{`objects=["ns/p2"]`, "Lister.List called from github.com/kubetyped/informer.listMutating"},
 	} {
 		found := false
 		for _, r := range reports {
@@ -123,7 +124,7 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 			t.Errorf("no report of %s in:\n%s", want.object, logs)
 		}
 	}
-	if strings.Contains(logs, `object="ns/p3"`) {
+	if strings.Contains(logs, `"ns/p3"`) {
 		t.Errorf("the unmodified p3 was reported:\n%s", logs)
 	}
 }
@@ -188,10 +189,12 @@ func TestMutationDetectorCatchesWritesToSharedBytes(t *testing.T) {
 	if got := inf.Stats().MutatedObjects; got != 2 {
 		t.Errorf("MutatedObjects = %d, want 2 (p2 and p3, which shares its bytes):\n%s", got, logs)
 	}
-	for _, name := range []string{`object="ns/p2"`, `object="ns/p3"`} {
-		if !strings.Contains(logs, name) {
-			t.Errorf("no report of %s in:\n%s", name, logs)
-		}
+	// One write, into the bytes p2 and p3 share: one report naming both.
+	if got := inf.Stats().MutatedValues; got != 1 {
+		t.Errorf("MutatedValues = %d, want 1", got)
+	}
+	if n := strings.Count(logs, "A cached value was modified"); n != 1 || !strings.Contains(logs, `objects=["ns/p2","ns/p3"]`) {
+		t.Errorf("%d reports, want one naming ns/p2 and ns/p3:\n%s", n, logs)
 	}
 }
 
@@ -233,14 +236,44 @@ func TestMutationDetectorCatchesWritesToSharedSubObjects(t *testing.T) {
 	if got := inf.Stats().MutatedObjects; got != int64(len(sharers)) {
 		t.Errorf("MutatedObjects = %d, want %d (%v, which share p4's labels):\n%s", got, len(sharers), sharers, logs)
 	}
-	for _, name := range sharers {
-		if !strings.Contains(logs, `object="ns/`+name+`"`) {
-			t.Errorf("no report of %s in:\n%s", name, logs)
-		}
+	slices.Sort(sharers)
+	want := `objects=["ns/` + strings.Join(sharers, `","ns/`) + `"]`
+	if n := strings.Count(logs, "A cached value was modified"); n != 1 || !strings.Contains(logs, want) {
+		t.Errorf("%d reports, want one with %s:\n%s", n, want, logs)
 	}
 	for _, name := range others {
-		if strings.Contains(logs, `object="ns/`+name+`"`) {
+		if strings.Contains(logs, `"ns/`+name+`"`) {
 			t.Errorf("%s, which keeps its own labels, reported:\n%s", name, logs)
 		}
+	}
+}
+
+// TestMutationDetectorRateLimitsReports: writes into eight objects of
+// their own, found by one check, make eight reports: five are logged, the
+// other three counted and their number logged when Run ends.
+func TestMutationDetectorRateLimitsReports(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0)) // checks run when Run ends
+	inf, lw := plInformer(t, InformerOptions[*corev1.Pod]{DetectMutations: new(true), Clock: clk})
+	var pods []*corev1.Pod
+	for i := range 8 {
+		pods = append(pods, demoPod(fmt.Sprintf("p%d", i), "1"))
+	}
+	lw.SetList("5", pods...)
+	stop := runWithLogs(t, inf)
+	Eventually(t, "synced", inf.HasSynced)
+	cached, err := inf.Lister().List(labels.Everything())
+	plMust(t, err)
+	for _, p := range cached {
+		p.Labels["app"] = "mutated"
+	}
+	logs := stop()
+	if n := strings.Count(logs, "A cached value was modified"); n != mutationLogBurst {
+		t.Errorf("%d reports logged, want %d:\n%s", n, mutationLogBurst, logs)
+	}
+	if !strings.Contains(logs, "More cached values were modified than were logged") || !strings.Contains(logs, "reportsNotLogged=3") {
+		t.Errorf("no line counting the 3 reports not logged:\n%s", logs)
+	}
+	if st := inf.Stats(); st.MutatedObjects != 8 || st.MutatedValues != 8 {
+		t.Errorf("MutatedObjects, MutatedValues = %d, %d; want 8, 8", st.MutatedObjects, st.MutatedValues)
 	}
 }

@@ -379,13 +379,15 @@ func (i *Informer[T]) Lister() *Lister[T] { return i.lister }
 // Stats returns the informer's counters.
 func (i *Informer[T]) Stats() InformerStats {
 	dropped := i.source.stats()
+	mutatedObjects, mutatedValues := i.hooks.mutated()
 	return InformerStats{
 		InvalidListItems: int64(dropped.InvalidListItems),
 		DroppedEvents:    int64(dropped.droppedEvents()),
 		Queued:           i.queue.len(),
 		TransformErrors:  i.queue.transformErrors.Load(),
 		StoreErrors:      i.fan.storeErrors.Load(),
-		MutatedObjects:   i.hooks.mutated(),
+		MutatedObjects:   mutatedObjects,
+		MutatedValues:    mutatedValues,
 		Consistency:      i.consistency.load(),
 		// Counted by the ListerWatchers built from a rest.Config.
 		DropFieldsFailures: dropFieldsFailures(i.source.listerWatcher()),

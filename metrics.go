@@ -122,8 +122,13 @@ type InformerStats struct {
 	// index function failed).
 	StoreErrors int64
 	// MutatedObjects counts the cached objects found modified by the
-	// mutation detector (see InformerOptions.DetectMutations).
-	MutatedObjects int64
+	// mutation detector (see InformerOptions.DetectMutations), each once:
+	// with Deduplicate, one write into a value cached objects share
+	// changes, and counts, every one of them. MutatedValues counts the
+	// values (maps, lists, byte slices, structs) found written into, each
+	// reported once with every object it changed: the writes, however
+	// many objects each changed.
+	MutatedObjects, MutatedValues int64
 	// Consistency counts the consistency checks and the differences they
 	// found (see [Informer.CheckConsistency]).
 	Consistency ConsistencyStats

@@ -68,12 +68,13 @@ func (o *observers[T]) handedOutOne(what string, skip int, obj T) {
 	}
 }
 
-// mutated is the number of modified objects the detector found.
-func (o *observers[T]) mutated() int64 {
+// mutated is the number of modified objects the detector found, and of
+// values written into.
+func (o *observers[T]) mutated() (objects, values int64) {
 	if o.detector == nil {
-		return 0
+		return 0, 0
 	}
-	return o.detector.mutated.Load()
+	return o.detector.mutated.Load(), o.detector.mutatedValues.Load()
 }
 
 // runDetector compares the cached objects with their copies until ctx is
@@ -88,7 +89,7 @@ func (o *observers[T]) runDetector(ctx context.Context, logger klog.Logger) {
 // they changed is seen now.
 func (o *observers[T]) finalCheck(logger klog.Logger) {
 	if o.detector != nil {
-		o.detector.check(logger)
+		o.detector.final(logger)
 	}
 }
 
