@@ -59,11 +59,13 @@ func runChurn(cfg config) ([]benchkit.Row, error) {
 	}
 	runs := make([]churnResult, len(sides))
 	for s, side := range sides {
+		start := time.Now()
 		r, err := measureChurn(side.build, cfg.churnCycles)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", side.name, err)
 		}
 		runs[s] = r
+		progress("churn: %s (%d/%d) done in %v", side.name, s+1, len(sides), time.Since(start).Round(time.Millisecond))
 	}
 	cycles := groupThousands(int64(cfg.churnCycles))
 	var rows []benchkit.Row

@@ -201,6 +201,12 @@ type charts struct {
 	retained string
 }
 
+// progress writes a line to stderr about a step of a long workload, so
+// that a run shows that it moves; the table, on stdout, is unchanged.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
 // run measures the selected workloads, prints their rows under the header
 // of info (finished once they are measured) and writes the charts asked
 // for.
@@ -219,7 +225,7 @@ func run(cfg config, selected []workload, info benchkit.Run, jsonOut bool, out c
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.id, err)
 		}
-		fmt.Fprintf(os.Stderr, "bench: %s done in %v\n", w.id, time.Since(start).Round(time.Millisecond))
+		progress("%s done in %v", w.id, time.Since(start).Round(time.Millisecond))
 		rows = append(rows, rs...)
 	}
 	if out.ratios != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,7 +39,8 @@ func runList(cfg config) ([]benchkit.Row, error) {
 	cgLister := corev1listers.NewPodLister(st.clientGo)
 	ourLister := informer.NewLister(st.ours, corev1.SchemeGroupVersion.WithResource("pods"))
 	var rows []benchkit.Row
-	for _, c := range listCases {
+	for k, c := range listCases {
+		start := time.Now()
 		sel, err := labels.Parse(c.selector)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
@@ -79,6 +81,7 @@ func runList(cfg config) ([]benchkit.Row, error) {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
 		rows = append(rows, opRows("W3", c.name, cg, our, true, true)...)
+		progress("W3: query %d/%d %s: %d repetitions done in %v", k+1, len(listCases), c.name, cfg.count, time.Since(start).Round(time.Millisecond))
 	}
 	heapRows, err := storeHeapRows(cfg)
 	if err != nil {
@@ -102,7 +105,8 @@ func countMatching(pods []*corev1.Pod, namespace string, sel labels.Selector) in
 // pods (pods included), for each implementation with the namespace index.
 func storeHeapRows(cfg config) ([]benchkit.Row, error) {
 	var cgRuns, ourRuns []float64
-	for range cfg.count {
+	for rep := range cfg.count {
+		start := time.Now()
 		perPod, err := retainedHeapPerPod(cfg.storePods, func(pods []*corev1.Pod) (any, error) {
 			store := newClientGoIndexer(false)
 			for _, p := range pods {
@@ -129,6 +133,7 @@ func storeHeapRows(cfg config) ([]benchkit.Row, error) {
 			return nil, fmt.Errorf("store heap: ours: %w", err)
 		}
 		ourRuns = append(ourRuns, perPod)
+		progress("W3: store heap of %d pods: repetition %d/%d done in %v", cfg.storePods, rep+1, cfg.count, time.Since(start).Round(time.Millisecond))
 	}
 	kase := groupThousands(int64(cfg.storePods)) + " pods, namespace index"
 	return []benchkit.Row{newRow("store", kase, "retained heap/pod (B)", benchkit.Median(cgRuns), benchkit.Median(ourRuns))}, nil
