@@ -19,7 +19,7 @@ func (f *fanOut[T]) addListener(l *listener[T]) {
 func (f *fanOut[T]) join(l *listener[T]) {
 	// The listener is not synced before it holds its initial adds: this
 	// count stands for them until admitJoiners has queued them.
-	l.pendingInitial.Add(1)
+	l.sync.pendingInitial.Add(1)
 	f.membersMu.Lock()
 	f.joining = append(f.joining, l)
 	f.joinPending.Store(true)
@@ -86,8 +86,6 @@ func (f *fanOut[T]) admitJoiners() {
 			}
 			l.enqueueInitial(notes)
 		}
-		if l.pendingInitial.Add(-1) == 0 {
-			l.noteSynced()
-		}
+		l.sync.initialDone()
 	}
 }

@@ -91,7 +91,7 @@ func (f *fanOut[T]) process(logger klog.Logger, batch *queueChunk[T]) {
 		// list, or before it takes a first record that is not a list.
 		f.listenersToldSynced = true
 		for _, l := range f.proc.snapshot() {
-			l.noteSynced()
+			l.sync.note()
 		}
 	}
 }
@@ -163,10 +163,57 @@ func (f *fanOut[T]) processChunk(logger klog.Logger, records []queueRecord[T], i
 // one place the sync is decided: the dispatcher marks it after the first
 // list (processChunk), the queue on a first record that is not a list, and
 // the informer (HasSynced, HasSyncedChecker), its listeners (each then
-// waits for its own initial adds, see listener.hasSynced) and the
+// waits for its own initial adds, see handlerSync) and the
 // dispatcher read it here. An informer whose source has more to deliver
 // (a dynamic shard's ranges) adds that in Informer.HasSynced.
 func (f *fanOut[T]) synced() bool { return f.queue.hasSynced() }
+
+// handlerSync tracks whether one handler has synced
+// ([Registration.HasSynced]): the informer has synced and the handler has
+// returned from every initial add queued for it. The fan-out decides it:
+// the dispatcher notes the informer's sync (process), admission counts a
+// joining handler's initial adds, and the handler's goroutine notes each
+// one it delivered.
+type handlerSync struct {
+	informerSync   func() bool
+	pendingInitial atomic.Int64 // initial-list adds not yet delivered
+	// synced is closed once hasSynced is true (see note).
+	synced chan struct{}
+	once   sync.Once
+}
+
+// init readies s for a handler of the informer whose sync informerSync
+// reports.
+func (s *handlerSync) init(informerSync func() bool) {
+	s.informerSync = informerSync
+	s.synced = make(chan struct{})
+}
+
+// hasSynced reports whether the informer has synced and every initial-list
+// add queued for this handler has been delivered and has returned.
+func (s *handlerSync) hasSynced() bool {
+	return s.informerSync() && s.pendingInitial.Load() == 0
+}
+
+// note closes s.synced if the handler has synced. It is called after each
+// of the two conditions of hasSynced may have become true: by the listener
+// after it delivered an initial add (initialDone), and by the dispatcher
+// once the informer has synced (and for a handler added to a synced
+// informer). Both conditions are atomics that never go back once both
+// hold, so whichever side completes the pair sees it.
+func (s *handlerSync) note() {
+	if s.hasSynced() {
+		s.once.Do(func() { close(s.synced) })
+	}
+}
+
+// initialDone records that one initial add was delivered (or cancelled by
+// coalescing).
+func (s *handlerSync) initialDone() {
+	if s.pendingInitial.Add(-1) == 0 {
+		s.note()
+	}
+}
 
 // syncedChan is closed once synced is true.
 func (f *fanOut[T]) syncedChan() <-chan struct{} { return f.queue.syncedCh }

@@ -11,12 +11,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// deliveryBatch is the most notifications a listener takes from its ring
+// deliveryBatch is the most notifications a listener takes from its buffer
 // per lock acquisition.
 const deliveryBatch = 512
-
-// listenerRingSize is the normal capacity of a listener's ring.
-const listenerRingSize = 1024
 
 // panicLogInterval is the shortest time between two log lines about one
 // handler's panics after the first, which is logged with its stack. A
@@ -27,8 +24,15 @@ const panicLogInterval = 10 * time.Second
 
 // listener delivers notifications to one handler from its own goroutine, so
 // that a slow handler delays nobody else. The dispatcher appends batches of
-// notifications to the listener's ring under its lock; the goroutine takes
+// notifications to the listener's buffer under its lock; the goroutine takes
 // them out in batches and calls the handler without holding the lock.
+//
+// Its parts each do one job: buf holds the pending notifications under the
+// handler's overflow policy (buffer.go), counts are its HandlerStats,
+// hooks reach the informer's observers (observers.go), panics times the
+// log lines of its panics, sync says whether it has synced (the fan-out's,
+// dispatch.go), and resync when it is due for a resync (the processor's,
+// processor.go).
 type listener[T Object] struct {
 	handler      ResourceEventHandler[T]
 	bookmark     func(resourceVersion string) // HandlerOptions.BookmarkFunc
@@ -36,69 +40,44 @@ type listener[T Object] struct {
 	logger       klog.Logger // set before the goroutine starts
 	hasLogger    bool        // logger came from HandlerOptions
 	crashOnPanic bool
-	// clock times the panic log lines (see panicLogInterval); set before
-	// the goroutine starts.
-	clock        clock.PassiveClock
-	maxPending   int
-	overflow     OverflowPolicy
-	informerSync func() bool
 	// started is set when the goroutine is launched; guarded by the
 	// informer's mu.
 	started bool
 
-	mu   sync.Mutex
-	ring ring[notification[T]]
-	room sync.Cond // signalled when a delivery makes room below maxPending
-	// stopping is set once the listener stops accepting notifications.
-	stopping bool
-	// queued counts notifications accepted minus those cancelled.
-	queued int64
-	// popped is the absolute position of the ring's oldest element.
-	popped uint64
-	// latest maps an object to the absolute position of its latest pending
-	// notification while coalescing; nil otherwise.
-	latest map[ObjectName]uint64
+	buf handlerBuffer[T]
 
-	wake     chan struct{} // capacity 1: "the ring may have notifications"
+	wake     chan struct{} // capacity 1: "the buffer may have notifications"
 	stop     chan struct{}
 	stopOnce sync.Once
 	finished chan struct{} // closed once the goroutine has exited or will never run
 	doneOnce sync.Once
 	removed  atomic.Bool
-	// roomWanted is set while the dispatcher waits for room (OverflowBlock).
-	roomWanted atomic.Bool
 
-	// metrics, if set, times the handler's batches; set before the
-	// goroutine starts.
-	metrics HandlerMetrics
-	// hooks, if set, are the informer's observers': the mutation detector
-	// records the objects handed to the handler at the places handOuts. Set
-	// before the goroutine starts.
-	hooks    *observers[T]
-	handOuts [notifyDelete + 1]handOutKey
+	// hooks are set before the goroutine starts.
+	hooks  handlerHooks[T]
+	counts handlerCounts
+	// panics is the handler's goroutine's only.
+	panics panicLog
+	sync   handlerSync
+	resync resyncSchedule
+}
 
-	pendingInitial atomic.Int64 // initial-list adds not yet delivered
-	delivered      atomic.Int64
-	panics         atomic.Int64
-	coalesced      atomic.Int64
-	dropped        atomic.Int64
+// handlerCounts are a handler's counters, which HandlerStats reports: the
+// handler's goroutine counts its calls and panics, the buffer what it
+// coalesced and dropped.
+type handlerCounts struct {
+	delivered, panics, coalesced, dropped atomic.Int64
+}
 
-	// The handler's goroutine only: whether a panic was logged, when the
-	// last panic line was written, and the panics since then not logged.
-	panicLogged    bool
-	lastPanicLog   time.Time
-	unloggedPanics int64
-
-	// synced is closed once hasSynced is true (see noteSynced).
-	synced     chan struct{}
-	syncedOnce sync.Once
-
-	// Resync scheduling, guarded by processor.resyncMu; resyncDue is read by
-	// the dispatcher without that lock.
-	requestedResync time.Duration
-	resyncPeriod    time.Duration
-	nextResync      time.Time
-	resyncDue       atomic.Bool
+// panicLog is when a handler's panics were logged (see panicLogInterval),
+// kept by the handler's goroutine: whether a panic was logged, when the
+// last panic line was written, and the panics since then not logged.
+type panicLog struct {
+	// clock times the lines; set before the goroutine starts.
+	clock    clock.PassiveClock
+	logged   bool
+	last     time.Time
+	unlogged int64
 }
 
 // newListener returns a listener for h; informerSync reports whether the
@@ -109,24 +88,27 @@ func newListener[T Object](h ResourceEventHandler[T], name string, opts HandlerO
 		bookmark:     opts.BookmarkFunc,
 		name:         name,
 		crashOnPanic: opts.CrashOnPanic,
-		clock:        clock.RealClock{},
-		maxPending:   max(opts.MaxPending, 0),
-		overflow:     opts.Overflow,
-		informerSync: informerSync,
-		ring:         newRing[notification[T]](listenerRingSize),
 		wake:         make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		finished:     make(chan struct{}),
-		synced:       make(chan struct{}),
+		panics:       panicLog{clock: clock.RealClock{}},
 	}
 	if opts.Logger != nil {
 		l.logger, l.hasLogger = *opts.Logger, true
 	}
-	l.room.L = &l.mu
+	l.buf.init(opts, &l.counts)
+	l.sync.init(informerSync)
 	return l
 }
 
-// enqueue appends notes to the ring, applying the resync filter and the
+// attach gives l the informer's clock, which times its panic log lines,
+// and its hooks. Call it before the goroutine starts.
+func (l *listener[T]) attach(clk clock.PassiveClock, hooks handlerHooks[T]) {
+	l.panics.clock = clk
+	l.hooks = hooks
+}
+
+// enqueue appends notes to the buffer, applying the resync filter and the
 // overflow policy, then wakes the goroutine. s summarizes notes. Called by
 // the dispatcher only.
 func (l *listener[T]) enqueue(notes []notification[T], s noteSummary) {
@@ -145,16 +127,16 @@ func (l *listener[T]) enqueueInitial(notes []notification[T]) {
 // enqueueNotes is enqueue; mayWait false makes OverflowBlock go over the
 // bound instead of waiting.
 func (l *listener[T]) enqueueNotes(notes []notification[T], s noteSummary, mayWait bool) {
-	resyncDue := l.resyncDue.Load()
-	l.mu.Lock()
-	if l.maxPending == 0 && !l.stopping && (resyncDue || s.resyncs == 0) && (l.bookmark != nil || s.bookmarks == 0) {
+	resyncDue := l.resync.due.Load()
+	b := &l.buf
+	b.mu.Lock()
+	if b.maxPending == 0 && !b.stopping && (resyncDue || s.resyncs == 0) && (l.bookmark != nil || s.bookmarks == 0) {
 		// The common case: every notification goes in, copied in bulk.
-		l.ring.pushAll(notes)
-		l.queued += int64(len(notes))
+		b.pushAll(notes)
 		if s.initialAdds > 0 {
-			l.pendingInitial.Add(int64(s.initialAdds))
+			l.sync.pendingInitial.Add(int64(s.initialAdds))
 		}
-		l.mu.Unlock()
+		b.mu.Unlock()
 		l.signal()
 		return
 	}
@@ -163,34 +145,30 @@ func (l *listener[T]) enqueueNotes(notes []notification[T], s noteSummary, mayWa
 		if n.resync && !resyncDue || n.kind == notifyBookmark && l.bookmark == nil {
 			continue
 		}
-		if l.stopping {
+		if b.stopping {
 			break
 		}
-		if l.maxPending > 0 && (l.latest != nil || l.pendingLocked() >= int64(l.maxPending)) {
-			if l.overflow == OverflowCoalesce {
-				if n.kind != notifyBookmark && l.coalesce(n) {
-					continue
+		if b.full() {
+			if b.overflow == OverflowCoalesce {
+				if n.kind != notifyBookmark {
+					if merged, cancelledInitial := b.coalesce(n); merged {
+						if cancelledInitial {
+							l.sync.initialDone()
+						}
+						continue
+					}
 				}
-			} else if mayWait && !l.waitForRoom() {
+			} else if mayWait && !b.waitForRoom(l.signal) {
 				break
 			}
 		}
-		l.push(n)
+		if n.kind == notifyAdd && n.initial {
+			l.sync.pendingInitial.Add(1)
+		}
+		b.push(n)
 	}
-	l.mu.Unlock()
+	b.mu.Unlock()
 	l.signal()
-}
-
-// push appends n to the ring. l.mu must be held.
-func (l *listener[T]) push(n *notification[T]) {
-	if l.latest != nil && n.kind != notifyBookmark {
-		l.latest[NameOf(n.obj)] = l.popped + uint64(l.ring.len())
-	}
-	if n.kind == notifyAdd && n.initial {
-		l.pendingInitial.Add(1)
-	}
-	l.queued++
-	l.ring.push(*n)
 }
 
 // signal wakes the goroutine unless a wake-up is already pending.
@@ -201,79 +179,11 @@ func (l *listener[T]) signal() {
 	}
 }
 
-// waitForRoom blocks until fewer than maxPending notifications are pending
-// (OverflowBlock). It reports false if the listener stopped
-// meanwhile. l.mu must be held; it is released while waiting.
-func (l *listener[T]) waitForRoom() bool {
-	for !l.stopping {
-		// Announce the wait before checking, so that a delivery either is
-		// seen by the check or sees the announcement and signals.
-		l.roomWanted.Store(true)
-		if l.pendingLocked() < int64(l.maxPending) {
-			break
-		}
-		l.signal()
-		l.room.Wait()
-	}
-	l.roomWanted.Store(false)
-	return !l.stopping
-}
-
-// pendingLocked returns the number of notifications queued and not yet
-// delivered, including the ones the goroutine has taken from the ring.
-// l.mu must be held.
-func (l *listener[T]) pendingLocked() int64 {
-	return l.queued - l.delivered.Load()
-}
-
 // countDelivered records a returned handler call and, with OverflowBlock,
 // wakes a dispatcher waiting for room.
 func (l *listener[T]) countDelivered() {
-	l.delivered.Add(1)
-	if l.maxPending > 0 && l.roomWanted.Load() {
-		l.mu.Lock()
-		l.room.Signal()
-		l.mu.Unlock()
-	}
-}
-
-// coalesce merges n into the latest pending notification about the same
-// object when the rules of OverflowCoalesce allow it, and reports whether it
-// did. Otherwise the caller queues n, and it becomes the object's latest
-// notification. l.mu must be held.
-func (l *listener[T]) coalesce(n *notification[T]) bool {
-	if l.latest == nil {
-		l.latest = make(map[ObjectName]uint64)
-	}
-	name := NameOf(n.obj)
-	pos, ok := l.latest[name]
-	if !ok || pos < l.popped {
-		return false
-	}
-	e := l.ring.at(int(pos - l.popped))
-	switch {
-	case e.kind == notifyAdd && n.kind == notifyUpdate,
-		e.kind == notifyUpdate && n.kind == notifyUpdate:
-		e.obj = n.obj
-		e.resync = e.resync && n.resync
-		l.coalesced.Add(1)
-	case e.kind == notifyUpdate && n.kind == notifyDelete:
-		*e = *n
-		l.coalesced.Add(1)
-	case e.kind == notifyAdd && n.kind == notifyDelete:
-		if e.initial {
-			if l.pendingInitial.Add(-1) == 0 {
-				l.noteSynced()
-			}
-		}
-		*e = notification[T]{}
-		delete(l.latest, name)
-		l.queued--
-		l.coalesced.Add(2)
-	default:
-		return false
-	}
-	return true
+	l.counts.delivered.Add(1)
+	l.buf.madeRoom()
 }
 
 // start launches the listener's goroutine, tracked by wg. logger is the
@@ -283,7 +193,7 @@ func (l *listener[T]) start(wg *sync.WaitGroup, logger klog.Logger, im InformerM
 	if !l.hasLogger {
 		l.logger = klog.LoggerWithValues(logger, "handler", l.name)
 	}
-	l.registerMetrics(im)
+	l.hooks.registerMetrics(im, l.name, l.stats)
 	l.started = true
 	wg.Add(1)
 	go func() {
@@ -292,20 +202,12 @@ func (l *listener[T]) start(wg *sync.WaitGroup, logger klog.Logger, im InformerM
 	}()
 }
 
-// registerMetrics registers a starting listener with its informer's
-// metrics, if any. It runs before the listener's goroutine starts.
-func (l *listener[T]) registerMetrics(im InformerMetrics) {
-	if im != nil {
-		l.metrics = im.AddHandler(l.name, l.stats)
-	}
-}
-
 // deliverTimed delivers batch like deliverAll and reports how long it took.
 // Only listeners with metrics use it, so that the others read no clock.
 func (l *listener[T]) deliverTimed(batch []notification[T]) {
 	start := time.Now()
 	l.deliverAll(batch)
-	l.metrics.ObserveBatch(time.Since(start))
+	l.hooks.metrics.ObserveBatch(time.Since(start))
 }
 
 // run delivers notifications until the listener is shut down.
@@ -323,8 +225,8 @@ func (l *listener[T]) run() {
 			if len(batch) == 0 {
 				break
 			}
-			l.hooks.handedOutToHandler(&l.handOuts, batch)
-			if l.metrics == nil {
+			l.hooks.handedOut(batch)
+			if l.hooks.metrics == nil {
 				l.deliverAll(batch)
 			} else {
 				l.deliverTimed(batch)
@@ -337,19 +239,9 @@ func (l *listener[T]) run() {
 	}
 }
 
-// take moves up to deliveryBatch notifications from the ring to batch.
+// take moves up to deliveryBatch notifications from the buffer to batch.
 func (l *listener[T]) take(batch []notification[T]) []notification[T] {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopping {
-		return batch
-	}
-	batch = l.ring.popInto(batch, deliveryBatch)
-	l.popped += uint64(len(batch))
-	if l.ring.len() == 0 {
-		l.latest = nil // everything pending was taken: stop coalescing
-	}
-	return batch
+	return l.buf.take(batch, deliveryBatch)
 }
 
 // deliverAll calls the handler for each notification of batch, going on
@@ -388,9 +280,7 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 			continue
 		}
 		if n.initial {
-			if l.pendingInitial.Add(-1) == 0 {
-				l.noteSynced()
-			}
+			l.sync.initialDone()
 		}
 		l.countDelivered()
 	}
@@ -400,11 +290,9 @@ func (l *listener[T]) deliverFrom(batch []notification[T], i int) (next int) {
 // recovered handles a panic of the handler call for n: it is logged and
 // counted, n counts as delivered, and with CrashOnPanic the panic goes on.
 func (l *listener[T]) recovered(r any, n *notification[T]) {
-	l.panics.Add(1)
+	l.counts.panics.Add(1)
 	if n.initial {
-		if l.pendingInitial.Add(-1) == 0 {
-			l.noteSynced()
-		}
+		l.sync.initialDone()
 	}
 	l.countDelivered()
 	l.logPanic(r, n)
@@ -418,20 +306,21 @@ func (l *listener[T]) recovered(r any, n *notification[T]) {
 // number of panics since the previous line. The panics in between are only
 // counted; finish logs the count of those left when the listener stops.
 func (l *listener[T]) logPanic(r any, n *notification[T]) {
-	now := l.clock.Now()
+	p := &l.panics
+	now := p.clock.Now()
 	switch {
-	case !l.panicLogged:
-		l.panicLogged, l.lastPanicLog = true, now
+	case !p.logged:
+		p.logged, p.last = true, now
 		l.logger.Error(fmt.Errorf("%v", r), "Event handler panicked", "handler", l.name,
 			"notification", n.kind.String(), "object", klog.KObj(n.obj), "stack", string(debug.Stack()),
 			"nextPanicsLoggedEvery", panicLogInterval)
-	case now.Sub(l.lastPanicLog) >= panicLogInterval:
-		count := l.unloggedPanics + 1
-		l.unloggedPanics, l.lastPanicLog = 0, now
+	case now.Sub(p.last) >= panicLogInterval:
+		count := p.unlogged + 1
+		p.unlogged, p.last = 0, now
 		l.logger.Error(fmt.Errorf("%v", r), "Event handler keeps panicking", "handler", l.name,
 			"panics", count, "notification", n.kind.String(), "object", klog.KObj(n.obj))
 	default:
-		l.unloggedPanics++
+		p.unlogged++
 	}
 }
 
@@ -441,66 +330,37 @@ func (l *listener[T]) logPanic(r any, n *notification[T]) {
 func (l *listener[T]) shutdown() {
 	l.removed.Store(true)
 	l.stopOnce.Do(func() { close(l.stop) })
-	l.mu.Lock()
-	l.stopping = true
-	l.room.Broadcast()
-	l.mu.Unlock()
+	l.buf.stop()
 }
 
 // finish drops what is left and marks the listener finished. It runs when
 // the goroutine exits, or at removal for a listener that never started.
 func (l *listener[T]) finish() {
-	l.mu.Lock()
-	l.stopping = true
-	l.ring.reset()
-	l.latest = nil
-	l.dropped.Store(max(l.queued-l.delivered.Load(), 0))
-	l.room.Broadcast()
-	l.mu.Unlock()
+	l.buf.drop()
 	l.doneOnce.Do(func() {
-		if l.unloggedPanics > 0 {
-			l.logger.Error(nil, "Event handler panicked more times before it stopped", "handler", l.name, "panics", l.unloggedPanics)
-			l.unloggedPanics = 0
+		if l.panics.unlogged > 0 {
+			l.logger.Error(nil, "Event handler panicked more times before it stopped", "handler", l.name, "panics", l.panics.unlogged)
+			l.panics.unlogged = 0
 		}
-		if l.metrics != nil {
-			l.metrics.Remove()
-		}
+		l.hooks.removeMetrics()
 		close(l.finished)
 	})
 }
 
-// hasSynced reports whether the informer has synced and every initial-list
-// add queued for this handler has been delivered and has returned.
-func (l *listener[T]) hasSynced() bool {
-	return l.informerSync() && l.pendingInitial.Load() == 0
-}
-
-// noteSynced closes l.synced if the listener has synced. It is called after
-// each of the two conditions of hasSynced may have become true: by the
-// listener after it delivered an initial add, and by the dispatcher once
-// the informer has synced (and for a handler added to a synced informer).
-// Both conditions are atomics that never go back once both hold, so
-// whichever side completes the pair sees it.
-func (l *listener[T]) noteSynced() {
-	if l.hasSynced() {
-		l.syncedOnce.Do(func() { close(l.synced) })
-	}
-}
-
-// syncedChan returns the channel closed once the listener has synced.
-func (l *listener[T]) syncedChan() <-chan struct{} { return l.synced }
+// hasSynced and syncedChan are the listener's sync (see handlerSync), for
+// its Registration.
+func (l *listener[T]) hasSynced() bool             { return l.sync.hasSynced() }
+func (l *listener[T]) syncedChan() <-chan struct{} { return l.sync.synced }
 
 // stats returns the listener's counters.
 func (l *listener[T]) stats() HandlerStats {
-	delivered, dropped := l.delivered.Load(), l.dropped.Load()
-	l.mu.Lock()
-	queued := l.queued
-	l.mu.Unlock()
+	delivered, dropped := l.counts.delivered.Load(), l.counts.dropped.Load()
+	queued := l.buf.queuedCount()
 	return HandlerStats{
 		Pending:   max(queued-delivered-dropped, 0),
 		Delivered: delivered,
-		Panics:    l.panics.Load(),
-		Coalesced: l.coalesced.Load(),
+		Panics:    l.counts.panics.Load(),
+		Coalesced: l.counts.coalesced.Load(),
 		Dropped:   dropped,
 	}
 }

@@ -75,9 +75,9 @@ func TestListenerGetsResyncUpdatesOnlyWhenDue(t *testing.T) {
 	rec := newPLRecorder()
 	l := newListener[*corev1.Pod](rec, "rec", HandlerOptions{}, synced)
 	a1, a2 := NewPod("ns", "a", "1"), NewPod("ns", "a", "2")
-	l.resyncDue.Store(false)
+	l.resync.due.Store(false)
 	enqueueAll(l, []notification[*corev1.Pod]{noteUpdate(a1, a1), noteUpdate(a1, a2)})
-	l.resyncDue.Store(true)
+	l.resync.due.Store(true)
 	enqueueAll(l, []notification[*corev1.Pod]{noteUpdate(a2, a2)})
 	startTestListener(t, l)
 	rec.expect(t, plUpdate("ns/a", "1", "2"), plUpdate("ns/a", "2", "2"))
@@ -145,7 +145,7 @@ func TestListenerRateLimitsPanicLogs(t *testing.T) {
 	rec := newPLRecorder()
 	rec.hook = func(plEvent) { panic("fake panic") }
 	l := newListener[*corev1.Pod](rec, "storm", HandlerOptions{Logger: &logger}, synced)
-	l.clock = clk
+	l.panics.clock = clk
 	var wg sync.WaitGroup
 	l.start(&wg, logger, nil)
 	const rounds, perRound = 3, 300
@@ -258,7 +258,7 @@ func TestListenerShutdownReleasesABlockedDispatcher(t *testing.T) {
 	}()
 	// The handler holds the first notification: the enqueue of the second
 	// waits for room.
-	Eventually(t, "an enqueue waiting for room", l.roomWanted.Load)
+	Eventually(t, "an enqueue waiting for room", l.buf.roomWanted.Load)
 	l.shutdown()
 	select {
 	case <-enqueued:
@@ -335,9 +335,9 @@ func TestListenerCoalescePolicy(t *testing.T) {
 			if !l.hasSynced() {
 				t.Error("not synced although no initial add is pending")
 			}
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if l.latest != nil {
+			l.buf.mu.Lock()
+			defer l.buf.mu.Unlock()
+			if l.buf.latest != nil {
 				t.Error("still coalescing after the listener drained")
 			}
 		})

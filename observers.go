@@ -34,20 +34,48 @@ func (o *observers[T]) listApplied(list []T) {
 	}
 }
 
-// listenerAdded installs the hooks in l, with the places at which the
-// detector records what l hands out.
-func (o *observers[T]) listenerAdded(l *listener[T]) {
-	l.hooks = o
+// handlerHooks returns the hooks of the handler named name: with the
+// places at which the detector records what it is handed.
+func (o *observers[T]) handlerHooks(name string) handlerHooks[T] {
+	h := handlerHooks[T]{observers: o}
 	if o.detector != nil {
-		l.handOuts = handlerHandOuts(l.name)
+		h.handOuts = handlerHandOuts(name)
+	}
+	return h
+}
+
+// handlerHooks are one handler's hooks: the places at which the mutation
+// detector records what the handler is handed, and the handler's metrics.
+// They are set before the handler's goroutine starts, which alone uses
+// them then.
+type handlerHooks[T Object] struct {
+	// observers are the informer's; nil for a listener no informer added.
+	observers *observers[T]
+	handOuts  [notifyDelete + 1]handOutKey
+	// metrics, if set, times the handler's batches.
+	metrics HandlerMetrics
+}
+
+// handedOut records the objects of batch, handed to the handler.
+func (h *handlerHooks[T]) handedOut(batch []notification[T]) {
+	if o := h.observers; o != nil && o.detector != nil {
+		o.detector.handedOutToHandler(&h.handOuts, batch)
 	}
 }
 
-// handedOutToHandler records the objects of batch, handed to a handler at
-// the places keys.
-func (o *observers[T]) handedOutToHandler(keys *[notifyDelete + 1]handOutKey, batch []notification[T]) {
-	if o != nil && o.detector != nil {
-		o.detector.handedOutToHandler(keys, batch)
+// registerMetrics registers a starting handler named name, whose counters
+// read returns, with its informer's metrics im, if any.
+func (h *handlerHooks[T]) registerMetrics(im InformerMetrics, name string, read func() HandlerStats) {
+	if im != nil {
+		h.metrics = im.AddHandler(name, read)
+	}
+}
+
+// removeMetrics unregisters the handler from its informer's metrics, once
+// its goroutine has exited.
+func (h *handlerHooks[T]) removeMetrics() {
+	if h.metrics != nil {
+		h.metrics.Remove()
 	}
 }
 

@@ -77,6 +77,18 @@ func validateResync(setting string, period time.Duration) error {
 	return nil
 }
 
+// resyncSchedule is when one listener is due for a resync. The processor
+// keeps it, under its resyncMu; due is read without it, by the dispatcher
+// and the listener.
+type resyncSchedule struct {
+	// requested is the period the handler asked for, period the one it
+	// gets (see effectiveResyncPeriod), next when it is next due.
+	requested time.Duration
+	period    time.Duration
+	next      time.Time
+	due       atomic.Bool
+}
+
 // processor holds the listeners of an informer and decides which of them
 // receive resync notifications.
 type processor[T Object] struct {
@@ -172,11 +184,12 @@ func (p *processor[T]) shouldResync() bool {
 	now := p.clock.Now()
 	anyDue := false
 	for _, l := range p.snapshot() {
-		due := l.resyncPeriod > 0 && !now.Before(l.nextResync)
-		l.resyncDue.Store(due)
+		r := &l.resync
+		due := r.period > 0 && !now.Before(r.next)
+		r.due.Store(due)
 		if due {
 			anyDue = true
-			l.nextResync = now.Add(l.resyncPeriod)
+			r.next = now.Add(r.period)
 		}
 	}
 	return anyDue
@@ -186,7 +199,7 @@ func (p *processor[T]) shouldResync() bool {
 // resync, that is whether resync notifications must be filtered at all.
 func (p *processor[T]) anyNotDueForResync() bool {
 	for _, l := range p.snapshot() {
-		if !l.resyncDue.Load() {
+		if !l.resync.due.Load() {
 			return true
 		}
 	}
@@ -199,7 +212,7 @@ func (p *processor[T]) setResyncCheckPeriod(logger klog.Logger, check time.Durat
 	p.resyncMu.Lock()
 	defer p.resyncMu.Unlock()
 	for _, l := range p.snapshot() {
-		l.resyncPeriod = effectiveResyncPeriod(logger, l.requestedResync, check)
+		l.resync.period = effectiveResyncPeriod(logger, l.resync.requested, check)
 	}
 }
 
@@ -207,12 +220,12 @@ func (p *processor[T]) setResyncCheckPeriod(logger klog.Logger, check time.Durat
 func (p *processor[T]) initResync(l *listener[T], requested, effective time.Duration) {
 	p.resyncMu.Lock()
 	defer p.resyncMu.Unlock()
-	l.requestedResync = requested
-	l.resyncPeriod = effective
-	l.nextResync = p.clock.Now().Add(effective)
+	l.resync.requested = requested
+	l.resync.period = effective
+	l.resync.next = p.clock.Now().Add(effective)
 	// As in client-go, a new listener receives resync notifications until
 	// the next resync check says otherwise.
-	l.resyncDue.Store(true)
+	l.resync.due.Store(true)
 }
 
 // effectiveResyncPeriod is the period a handler that asked for desired gets

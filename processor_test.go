@@ -23,7 +23,7 @@ func resyncPeriods(inf *Informer[*corev1.Pod], regs ...*Registration) []time.Dur
 	defer inf.fan.proc.resyncMu.Unlock()
 	out := []time.Duration{inf.cfg.resyncCheckPeriod}
 	for _, r := range regs {
-		out = append(out, r.target.(*listener[*corev1.Pod]).resyncPeriod)
+		out = append(out, r.target.(*listener[*corev1.Pod]).resync.period)
 	}
 	return out
 }
@@ -113,7 +113,7 @@ func TestShouldResyncSchedulesEachListener(t *testing.T) {
 	due := func() []bool {
 		var out []bool
 		for _, r := range regs {
-			out = append(out, r.target.(*listener[*corev1.Pod]).resyncDue.Load())
+			out = append(out, r.target.(*listener[*corev1.Pod]).resync.due.Load())
 		}
 		return out
 	}
@@ -148,7 +148,7 @@ func TestDistributeSendsResyncNotificationsOnlyToDueListeners(t *testing.T) {
 	due, notDue := newPLRecorder(), newPLRecorder()
 	lDue := newListener[*corev1.Pod](due, "due", HandlerOptions{}, synced)
 	lNotDue := newListener[*corev1.Pod](notDue, "not-due", HandlerOptions{}, synced)
-	lDue.resyncDue.Store(true)
+	lDue.resync.due.Store(true)
 	p.add(lDue)
 	p.add(lNotDue)
 	a1, a2 := NewPod("ns", "a", "1"), NewPod("ns", "a", "2")

@@ -108,8 +108,7 @@ func (i *Informer[T]) AddEventHandlerWithOptions(h ResourceEventHandler[T], opts
 	}
 
 	l := newListener(h, name, opts, i.fan.synced)
-	l.clock = i.cfg.clock()
-	i.hooks.listenerAdded(l)
+	l.attach(i.cfg.clock(), i.hooks.handlerHooks(name))
 	i.fan.proc.initResync(l, requested, effectiveResyncPeriod(logger, requested, i.cfg.resyncCheckPeriod))
 	reg := &Registration{owner: i, target: l, informerName: informerName(i)}
 	if !i.life.started {

@@ -42,7 +42,7 @@ var stages = map[string][]string{
 		"reflector_resume.go", "watchlist.go", "backoff.go", "resync.go"},
 	"store": {"indexer.go", "indexes.go", "index_namespace.go", "index_label.go", "index_func.go",
 		"nametable.go", "contents.go", "selection.go", "writeprep.go", "lister.go", "readyourwrites.go"},
-	"delivery": {"queue.go", "dispatch.go", "admission.go", "listener.go", "ring.go", "processor.go", "handler.go"},
+	"delivery": {"queue.go", "dispatch.go", "admission.go", "listener.go", "buffer.go", "ring.go", "processor.go", "handler.go"},
 	// The ListerWatchers over a REST client, and the adapters of client-go's.
 	"rest": {"restlw.go", "resourcelw.go", "listedscope.go", "clients.go", "scope.go", "dropfields.go"},
 	// The optional observers (the mutation detector, metrics) and the hooks
