@@ -112,10 +112,8 @@ func runChild(c childSpec) error {
 	start := time.Now()
 	var hasSynced func() bool
 	switch {
-	case c.Kind == kindWorkloads:
-		hasSynced, err = startWorkloads(ctx, config, impl, c.Form, c.Deduplicate, onAdd, onUpdate)
 	case c.Kind != "":
-		err = errNoE5
+		hasSynced, err = startKind(ctx, config, c, onAdd, onUpdate)
 	default:
 		hasSynced, err = startPods(ctx, config, c, onAdd, onUpdate)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,9 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -203,80 +200,6 @@ func handlerFuncs(onAdd func(), onUpdate func(rv string)) toolscache.ResourceEve
 	}
 }
 
-// startWorkloads starts the Workload informer of impl in form and returns
-// its HasSynced: client-go's informer as a generated informer package
-// builds it (typed, JSON) or its dynamic informer; this library's informer
-// from its factory (typed or unstructured); controller-runtime's cache or
-// crcache. Every one with its default settings, but for deduplicate, which
-// turns on this library's FactoryOptions.Deduplicate (ours only).
-func startWorkloads(ctx context.Context, config *rest.Config, impl, form string, deduplicate bool, onAdd func(), onUpdate func(rv string)) (hasSynced func() bool, err error) {
-	scheme, err := workloadScheme()
-	if err != nil {
-		return nil, err
-	}
-	if form != formTyped && form != formUnstructured {
-		return nil, fmt.Errorf("unknown form %q", form)
-	}
-	unstructuredForm := form == formUnstructured
-	switch {
-	case impl == implClientGo && unstructuredForm:
-		dc, err := dynamic.NewForConfig(config)
-		if err != nil {
-			return nil, err
-		}
-		factory := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
-		inf := factory.ForResource(crdtypes.Resource).Informer()
-		if _, err := inf.AddEventHandler(handlerFuncs(onAdd, onUpdate)); err != nil {
-			return nil, err
-		}
-		factory.Start(ctx.Done())
-		return inf.HasSynced, nil
-	case impl == implClientGo:
-		client, err := workloadsClient(config, scheme)
-		if err != nil {
-			return nil, err
-		}
-		lw := &toolscache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				out := &crdtypes.WorkloadList{}
-				return out, client.Get().Resource("workloads").VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(out)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				opts.Watch = true
-				return client.Get().Resource("workloads").VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
-			},
-		}
-		inf := toolscache.NewSharedIndexInformer(lw, &crdtypes.Workload{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-		if _, err := inf.AddEventHandler(handlerFuncs(onAdd, onUpdate)); err != nil {
-			return nil, err
-		}
-		go inf.RunWithContext(ctx)
-		return inf.HasSynced, nil
-	case impl == implOurs:
-		factory, err := informer.NewFactory(config, informer.FactoryOptions{Scheme: scheme, Deduplicate: deduplicate})
-		if err != nil {
-			return nil, err
-		}
-		if unstructuredForm {
-			hasSynced, err = startOursFor(factory, informer.InformerOptions[*unstructured.Unstructured]{Resource: crdtypes.Resource}, onAdd, onUpdate)
-		} else {
-			hasSynced, err = startOursFor(factory, informer.InformerOptions[*crdtypes.Workload]{}, onAdd, onUpdate)
-		}
-		if err != nil {
-			return nil, err
-		}
-		factory.Start(ctx)
-		return hasSynced, nil
-	case isCache(impl) && !unstructuredForm:
-		newCache, err := cacheConstructor(impl)
-		if err != nil {
-			return nil, err
-		}
-		return startCache(ctx, config, newCache, scheme, &crdtypes.Workload{}, onAdd, onUpdate)
-	}
-	return nil, fmt.Errorf("no %s Workload informer of %q", form, impl)
-}
-
 // startOursFor adds this library's informer of T to factory, with the
 // namespace index client-go's informers have, and a handler calling onAdd
 // and onUpdate.
@@ -343,6 +266,3 @@ func runE5(ctx context.Context, cfg config, kubeconfig string) (rows, cacheRows 
 	cacheRows = syncRows("E5", n+", default settings", "object", cfg.e5Objects, results[caches], results[caches+1])
 	return rows, cacheRows, nil
 }
-
-// errNoE5 is returned by a child asked for Workloads of an unknown kind.
-var errNoE5 = errors.New("unknown -kind: want pods (the default) or workloads")

@@ -72,6 +72,13 @@ type config struct {
 	// crcache adds "E1 through crcache": controller-runtime's cache
 	// against crcache, in a section of its own.
 	crcache bool
+	// kinds runs the per-kind memory benchmark (kinds.go) over the kinds
+	// of kindsOnly and the forms of kindsForms (all when empty), with
+	// kindsScale times each kind's objects.
+	kinds      bool
+	kindsOnly  string
+	kindsForms string
+	kindsScale float64
 	// profileDir, if set, is where each sync child writes a CPU profile
 	// and an allocation profile of its sync.
 	profileDir string
@@ -111,6 +118,10 @@ func main() {
 	flag.BoolVar(&cfg.e4, "e4", false, "E4: cold starts of client-go and ours against warm starts of ours from a snapshot, within the watch window and after compaction (restarts kube-apiserver; with -e1=false -e2=false -crcache=false to run it alone)")
 	flag.IntVar(&cfg.e4Probe, "e4-probe", 0, "E4: measure this many times each way a resumed watch can learn it has caught up (a short watch's bookmark, a metadata-only list, a streaming list; docs/restart.md), before E4 if -e4 is set")
 	flag.IntVar(&cfg.e5Objects, "e5-n", 5000, "E5: Workloads on the server")
+	flag.BoolVar(&cfg.kinds, "kinds", false, "the per-kind memory benchmark: pods, ConfigMaps, Secrets, Services, EndpointSlices, Events and Workloads, typed, metadata-only and unstructured, each alone in a process: client-go against ours and controller-runtime's cache against crcache (with -e1=false -e2=false -crcache=false to run it alone; about 15 minutes, a third of it creating the objects)")
+	flag.StringVar(&cfg.kindsOnly, "kinds-only", "", "-kinds: only these kinds, comma-separated (pods, configmaps, secrets, services, endpointslices, events, workloads)")
+	flag.StringVar(&cfg.kindsForms, "kinds-forms", "", "-kinds: only these forms, comma-separated (typed, metadata, unstructured)")
+	flag.Float64Var(&cfg.kindsScale, "kinds-scale", 1, "-kinds: the objects of each kind, times this (1: 5,000 pods, 4,200 ConfigMaps, 2,000 Secrets, 1,000 Services and EndpointSlices, 10,000 Events, 2,000 Workloads)")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
 	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache, E4 and E5: directory where each sync or restart child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync (E4: of its start until synced)")
 	flag.BoolVar(&cfg.e7, "e7", false, "E7 alone: the scale curve (client-go, ours, ours with Deduplicate; controller-runtime's cache and crcache at 50,000) over -e7-sizes, each trial a sync and a relist in its own process")
@@ -126,15 +137,12 @@ func main() {
 	flag.BoolVar(&child.DropManagedFields, "drop-managed-fields", false, "internal: the child drops managed fields")
 	flag.BoolVar(&child.Deduplicate, "deduplicate", false, "internal: the child (ours) deduplicates")
 	flag.StringVar(&child.Profile, "profile-prefix", "", "internal: the path prefix of the child's profiles")
-	flag.StringVar(&child.Kind, "kind", "", "internal: what the child syncs: pods (empty) or workloads (E5)")
+	flag.StringVar(&child.Kind, "kind", "", "internal: what the child syncs: E1's pods (empty) or a kind of -kinds (E5: workloads)")
 	flag.StringVar(&child.SnapshotDir, "snapshot-dir", "", "internal: E4: the child's (ours) SnapshotOptions.Dir")
-	flag.StringVar(&child.Form, "form", "", "internal: E5: the child's form of Workloads (typed or unstructured)")
+	flag.StringVar(&child.Form, "form", "", "internal: -kinds and E5: the child's form of objects (typed, metadata or unstructured)")
 	flag.Parse()
 	if child.Mode != "" {
 		child.Pods = cfg.pods
-		if child.Kind == kindWorkloads {
-			child.Pods = cfg.e5Objects
-		}
 		if err := runChild(child); err != nil {
 			fmt.Fprintln(os.Stderr, "realbench child:", err)
 			os.Exit(1)
@@ -157,8 +165,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "realbench: -e7-sizes:", err)
 		os.Exit(2)
 	}
-	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 || cfg.e5Objects < 1 {
-		fmt.Fprintln(os.Stderr, "realbench: -n, -runs, -updates, -writers and -e5-n must be positive")
+	if cfg.runs < 1 || cfg.pods < 1 || cfg.updates < 1 || cfg.writers < 1 || cfg.e5Objects < 1 || cfg.kindsScale <= 0 {
+		fmt.Fprintln(os.Stderr, "realbench: -n, -runs, -updates, -writers, -e5-n and -kinds-scale must be positive")
 		os.Exit(2)
 	}
 	if err := run(cfg); err != nil {
@@ -213,7 +221,9 @@ func run(cfg config) (err error) {
 	}
 	logf("starting etcd and kube-apiserver in %s", dir)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	opts := cluster.Options{Assets: cfg.assets, Dir: dir}
+	// A service range of 65,534 addresses: -kinds creates a ClusterIP
+	// Service per application.
+	opts := cluster.Options{Assets: cfg.assets, Dir: dir, APIServerArgs: []string{"--service-cluster-ip-range=10.96.0.0/16"}}
 	if cfg.e7 {
 		// 150,000 pods written three times each outgrow etcd's default
 		// quota of 2 GiB before kube-apiserver compacts.
@@ -259,6 +269,23 @@ func run(cfg config) (err error) {
 		logf("created %d Workloads in %s (3 writes each); %.0f B each as JSON on the server", cfg.e5Objects, time.Since(start).Round(time.Second), workloadSize)
 	}
 
+	var kinds []benchKind
+	var forms []string
+	var kindsHeld kindsOnServer
+	if cfg.kinds {
+		if kinds, forms, err = selectedKinds(cfg.kindsOnly, cfg.kindsForms); err != nil {
+			return err
+		}
+		start := time.Now()
+		// The pods and Workloads of the other workloads, if created, are
+		// the kinds' too.
+		seeded := map[string]bool{"pods": cfg.e1 || cfg.e2 || cfg.crcache || cfg.e4, kindWorkloads: cfg.e5}
+		if kindsHeld, err = seedKinds(ctx, c, cfg, kinds, seeded); err != nil {
+			return fmt.Errorf("-kinds: %w", err)
+		}
+		logf("created the objects of -kinds in %s: %v", time.Since(start).Round(time.Second), kindsHeld.counts)
+	}
+
 	var rows []benchkit.Row
 	if cfg.e1 {
 		e1, err := runE1(ctx, cfg, kubeconfig)
@@ -289,6 +316,13 @@ func run(cfg config) (err error) {
 		}
 		rows, cacheRows = append(rows, e5...), append(cacheRows, e5Caches...)
 	}
+	if cfg.kinds {
+		kindRows, kindCacheRows, err := runKinds(ctx, cfg, kubeconfig, kinds, forms, kindsHeld)
+		if err != nil {
+			return fmt.Errorf("-kinds: %w", err)
+		}
+		rows, cacheRows = append(rows, kindRows...), append(cacheRows, kindCacheRows...)
+	}
 	var e4Rows []benchkit.Row
 	var e4Notes []string
 	if cfg.e4Probe > 0 {
@@ -308,6 +342,9 @@ func run(cfg config) (err error) {
 		}
 	}
 	info.Finish()
+	if cfg.kinds {
+		info.Notes = append(info.Notes, kindsNote(cfg, kinds, kindsHeld))
+	}
 	if len(rows) > 0 || len(cacheRows) > 0 || !cfg.e4 {
 		if err := report(os.Stdout, cfg, info, size, workloadSize, rows, cacheRows); err != nil {
 			return err
