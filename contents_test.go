@@ -9,102 +9,68 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// checkInvariants verifies every structure of s against its entries: the
-// two-way positions between entries and posting lists, that every list is
-// the one its index maps the value to, that no empty list is kept, label
+// checkInvariants verifies every structure of s against its slab: the name
+// table, the two-way positions between entries and posting lists, that
+// every list is the one its value maps to, that no empty list is kept, label
 // counts, and that each entry is on exactly the lists its object belongs to
-// (recomputing the index functions).
+// (recomputing the index functions and reading the labels of the indexed
+// keys).
 func (s *Indexer[T]) checkInvariants() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	c := s.c
-	if err := c.entries.check(); err != nil {
+	if err := c.checkNames(); err != nil {
 		return err
 	}
-	if c.entries.count != len(c.all.items) {
-		return fmt.Errorf("%d entries, %d on the list of all", c.entries.count, len(c.all.items))
-	}
 	if len(c.buckets) != len(s.plan.indexes) {
-		return fmt.Errorf("%d bucket maps for %d indexes", len(c.buckets), len(s.plan.indexes))
+		return fmt.Errorf("%d bucket columns for %d indexes", len(c.buckets), len(s.plan.indexes))
 	}
 	if len(c.kinds) != len(s.plan.kinds) || (len(c.kinds) > 0 && &c.kinds[0] != &s.plan.kinds[0]) {
 		return fmt.Errorf("contents file with %d kinds, the plan has %d", len(c.kinds), len(s.plan.kinds))
 	}
-	lists := []*posting[T]{c.all}
-	for ns, p := range c.namespaces {
-		if p.owner != ownerNamespace || p.value != ns {
-			return fmt.Errorf("namespace list %q has owner %d value %q", ns, p.owner, p.value)
-		}
-		lists = append(lists, p)
+	if len(c.labels) != len(c.labelKeys) {
+		return fmt.Errorf("%d label keys in the map, %d in order", len(c.labels), len(c.labelKeys))
 	}
-	for key, lk := range c.labels {
-		if lk.key != key || len(lk.values) == 0 {
-			return fmt.Errorf("label key %q: key %q, %d values", key, lk.key, len(lk.values))
+	columns := map[string]*listColumn{"namespaces": &c.ns}
+	for _, li := range c.labelKeys {
+		if c.labels[li.key] != li {
+			return fmt.Errorf("label key %q is misfiled", li.key)
 		}
-		count := 0
-		for v, p := range lk.values {
-			if p.owner != ownerLabel || p.value != v || p.label != lk {
-				return fmt.Errorf("label list %s=%s is misfiled", key, v)
-			}
-			count += len(p.items)
-			lists = append(lists, p)
-		}
-		if count != lk.count {
-			return fmt.Errorf("label key %q counts %d, lists hold %d", key, lk.count, count)
-		}
+		columns["label "+li.key] = &li.listColumn
 	}
-	for i, buckets := range c.buckets {
+	funcs := 0
+	for i, col := range c.buckets {
 		if s.plan.indexes[i].byNamespace {
-			// The namespace lists themselves, checked above.
-			if len(buckets) != len(c.namespaces) {
-				return fmt.Errorf("index %d by namespace has %d values, %d namespaces", i, len(buckets), len(c.namespaces))
-			}
-			for ns, p := range c.namespaces {
-				if buckets[ns] != p {
-					return fmt.Errorf("index %d by namespace does not hold namespace %q's list", i, ns)
-				}
+			if col != &c.ns {
+				return fmt.Errorf("index %d by namespace is not served by the namespace lists", i)
 			}
 			continue
 		}
 		kind, ok := c.kinds[s.plan.indexes[i].kind].(*funcKind[T])
-		if !ok || kind.bucket != i || kind.owner != s.plan.indexes[i].kind {
+		if !ok || kind.bucket != i || kind.owner != s.plan.indexes[i].kind || c.funcs[kind.value] != col {
 			return fmt.Errorf("index %d is served by kind %d, %T", i, s.plan.indexes[i].kind, c.kinds[s.plan.indexes[i].kind])
 		}
-		for v, p := range buckets {
-			if p.owner != kind.owner || p.value != v {
-				return fmt.Errorf("index %d list %q is misfiled", i, v)
-			}
-			lists = append(lists, p)
+		columns["index "+s.plan.indexes[i].name] = col
+		funcs++
+	}
+	if funcs != len(c.funcs) {
+		return fmt.Errorf("%d function columns for %d function indexes", len(c.funcs), funcs)
+	}
+	for name, col := range columns {
+		if err := col.check(len(c.objs)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	memberships := 0
-	for _, p := range lists {
-		if len(p.items) == 0 && p != c.all {
-			return fmt.Errorf("empty list kept (owner %d, value %q)", p.owner, p.value)
-		}
-		for pos, it := range p.items {
-			m := it.e.members[it.slot]
-			if m.p != p || int(m.pos) != pos || m.owner != p.owner || it.obj != it.e.obj {
-				return fmt.Errorf("item %d of list (owner %d, value %q) does not match its entry %s", pos, p.owner, p.value, it.e.name)
+	for id, obj := range c.objs {
+		name := NameOf(obj)
+		want := map[string][]string{"namespaces": {name.Namespace}}
+		for _, li := range c.labelKeys {
+			if v, ok := obj.GetLabels()[li.key]; ok {
+				want["label "+li.key] = []string{v}
 			}
 		}
-		memberships += len(p.items)
-	}
-	total := 0
-	for _, it := range c.all.items {
-		e, name := it.e, it.e.name
-		if NameOf(e.obj) != name || c.entries.get(name) != e {
-			return fmt.Errorf("entry %s is stored under %s", NameOf(e.obj), name)
-		}
-		if e.rv != e.obj.GetResourceVersion() {
-			return fmt.Errorf("entry %s keeps resource version %q, its object has %q", name, e.rv, e.obj.GetResourceVersion())
-		}
-		want := []*posting[T]{c.all, c.namespaces[name.Namespace]}
-		for k, v := range e.obj.GetLabels() {
-			want = append(want, c.labels[k].values[v])
-		}
-		for i, ix := range s.plan.indexes {
-			values, err := ix.fn(e.obj)
+		for _, ix := range s.plan.indexes {
+			values, err := ix.fn(obj)
 			if err != nil {
 				return fmt.Errorf("index %q of stored %s: %w", ix.name, name, err)
 			}
@@ -114,37 +80,116 @@ func (s *Indexer[T]) checkInvariants() error {
 				}
 				continue // filed under its namespace's list, in want already
 			}
+			var distinct []string
 			for j, v := range values {
 				if !slices.Contains(values[:j], v) {
-					want = append(want, c.buckets[i][v])
+					distinct = append(distinct, v)
 				}
 			}
+			if distinct != nil {
+				want["index "+ix.name] = distinct
+			}
 		}
-		var got []*posting[T]
-		for _, m := range e.members {
-			got = append(got, m.p)
+		for colName, col := range columns {
+			var got []string
+			if l := col.list[id]; l >= 0 {
+				got = append(got, col.lists[l].value)
+			}
+			for _, m := range col.extra[int32(id)] {
+				got = append(got, col.lists[m.list].value)
+			}
+			slices.Sort(got)
+			w := slices.Sorted(slices.Values(want[colName]))
+			if diff := cmp.Diff(w, got); diff != "" {
+				return fmt.Errorf("entry %s in %s (-want +got):\n%s", name, colName, diff)
+			}
 		}
-		if !sameListSet(got, want) {
-			return fmt.Errorf("entry %s is on %d lists, want %d", name, len(got), len(want))
-		}
-		total += len(e.members)
-	}
-	if total != memberships {
-		return fmt.Errorf("entries have %d memberships, lists hold %d items", total, memberships)
 	}
 	return nil
 }
 
-func sameListSet[T Object](got, want []*posting[T]) bool {
-	if len(got) != len(want) {
-		return false
+// checkNames verifies that the name table counts the entries of the slab,
+// stays at most 3/4 full and finds every entry from its home slot under
+// the hash its name has.
+func (c *contents[T]) checkNames() error {
+	t := &c.names
+	if len(c.hashes) != len(c.objs) {
+		return fmt.Errorf("%d hashes for %d entries", len(c.hashes), len(c.objs))
 	}
-	for _, p := range want {
-		if p == nil || !slices.Contains(got, p) {
-			return false
+	n := 0
+	for _, sl := range t.slots {
+		if sl.id == 0 {
+			continue
+		}
+		n++
+		if int(sl.id) > len(c.objs) {
+			return fmt.Errorf("a slot names entry %d of %d", sl.id-1, len(c.objs))
 		}
 	}
-	return true
+	if n != t.count || n != len(c.objs) || n*4 > len(t.slots)*3 {
+		return fmt.Errorf("%d slots used, %d counted, %d entries, %d slots", n, t.count, len(c.objs), len(t.slots))
+	}
+	for id, obj := range c.objs {
+		hash := hashObjectName(t.seed, NameOf(obj))
+		if c.hashes[id] != slotHash(hash) {
+			return fmt.Errorf("entry %s has a stale hash", NameOf(obj))
+		}
+		if got := findName(t, c.objs, hash, NameOf(obj)); got != int32(id) {
+			return fmt.Errorf("entry %d (%s) is found as %d", id, NameOf(obj), got)
+		}
+	}
+	return nil
+}
+
+// check verifies a column of entries entries: its lengths, the two-way
+// positions between its lists and its entries, that no empty list is kept
+// and that the count is the number of memberships.
+func (col *listColumn) check(entries int) error {
+	if len(col.list) != entries || len(col.pos) != entries {
+		return fmt.Errorf("columns of %d and %d for %d entries", len(col.list), len(col.pos), entries)
+	}
+	memberships := 0
+	for l := range col.lists {
+		p := &col.lists[l]
+		if slices.Contains(col.free, int32(l)) {
+			if p.ids != nil || p.value != "" {
+				return fmt.Errorf("dropped list %d keeps %d items (value %q)", l, len(p.ids), p.value)
+			}
+			continue
+		}
+		if got, ok := col.byValue[p.value]; !ok || got != int32(l) {
+			return fmt.Errorf("list %d of value %q is found as %d", l, p.value, got)
+		}
+		if len(p.ids) == 0 {
+			return fmt.Errorf("empty list kept (value %q)", p.value)
+		}
+		for pos, id := range p.ids {
+			ok := col.list[id] == int32(l) && col.pos[id] == int32(pos)
+			for _, m := range col.extra[id] {
+				ok = ok || m == membership{int32(l), int32(pos)}
+			}
+			if !ok {
+				return fmt.Errorf("item %d of list %q, entry %d, does not point back", pos, p.value, id)
+			}
+		}
+		memberships += len(p.ids)
+	}
+	if len(col.byValue)+len(col.free) != len(col.lists) {
+		return fmt.Errorf("%d values and %d free lists for %d lists", len(col.byValue), len(col.free), len(col.lists))
+	}
+	held := 0
+	for id := range entries {
+		if col.list[id] >= 0 {
+			held++
+		} else if len(col.extra[int32(id)]) > 0 {
+			return fmt.Errorf("entry %d has extra lists but no first one", id)
+		}
+		held += len(col.extra[int32(id)])
+	}
+	if held != memberships || col.count != memberships {
+		return fmt.Errorf("entries hold %d memberships, lists %d, counted %d", held, memberships, col.count)
+	}
+	return nil
 }
 
 func mustCheck[T Object](t *testing.T, s *Indexer[T]) {
@@ -187,19 +232,21 @@ func TestPostingsShrinkAfterMassRemoval(t *testing.T) {
 	}
 	mustCheck(t, s)
 	s.mu.RLock()
-	capacity := cap(s.c.labels["app"].values["a"].items)
+	capacities := map[string]int{"slab": cap(s.c.objs), "namespace list": cap(s.c.ns.lists[s.c.ns.byValue["ns"]].ids)}
 	s.mu.RUnlock()
-	if capacity > 100 {
-		t.Errorf("a list holding 10 objects kept capacity %d", capacity)
+	for what, capacity := range capacities {
+		if capacity > 100 {
+			t.Errorf("the %s holding 10 objects kept capacity %d", what, capacity)
+		}
 	}
 	if diff := cmp.Diff(10, len(s.selectLabels("", nil))); diff != "" {
 		t.Errorf("Select after shrinking (-want +got):\n%s", diff)
 	}
 }
 
-func TestPostingsManyMembershipsSpillInline(t *testing.T) {
+func TestPostingsManyMemberships(t *testing.T) {
 	many := map[string]string{}
-	for i := range 2 * inlineMembers {
+	for i := range 16 {
 		many[fmt.Sprintf("k%d", i)] = "v"
 	}
 	s := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
@@ -207,6 +254,10 @@ func TestPostingsManyMembershipsSpillInline(t *testing.T) {
 		if err := s.Add(NewPod("ns", fmt.Sprintf("p%d", i), "1", PodLabels(many), PodNode("n"))); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Index every key, so that each object is on 18 lists.
+	if got := s.selectLabels("", mustParse(t, "k0,k1,k2,k3,k4,k5,k6,k7,k8,k9,k10,k11,k12,k13,k14,k15")); len(got) != 3 {
+		t.Fatalf("selected %d objects, want 3", len(got))
 	}
 	mustCheck(t, s)
 	if err := s.Update(NewPod("ns", "p1", "2", PodLabels(map[string]string{"k3": "w"}), PodNode("m"))); err != nil {

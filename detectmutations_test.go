@@ -79,6 +79,10 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 	plMust(t, err)
 	reader, err := inf.AddEventHandlerWithOptions(ResourceEventHandlerFuncs[*corev1.Pod]{}, HandlerOptions{Name: "reader"})
 	plMust(t, err)
+	// The label index holds the keys selections have named since the
+	// first one: name app before anything is cached.
+	_, err = inf.Lister().List(labels.SelectorFromSet(labels.Set{"app": "demo"}))
+	plMust(t, err)
 	stop := runWithLogs(t, inf)
 	// The reader's hand-outs are recorded before its OnAdd calls, which
 	// have all returned once it has synced.
@@ -87,8 +91,9 @@ func TestMutationDetectorReportsTheObjectAndWhereItWasHandedOut(t *testing.T) {
 	listMutating(t, inf.Lister(), "p2")
 
 	// What mutation does to the label index: it keeps the labels the
-	// objects were cached with, so a selector is answered from the old
-	// labels (client-go's lister scans the objects instead).
+	// objects were cached with (for a key indexed by then), so a selector
+	// is answered from the old labels (client-go's lister scans the
+	// objects instead).
 	byOld, err := inf.Lister().List(labels.SelectorFromSet(labels.Set{"app": "demo"}))
 	plMust(t, err)
 	byNew, err := inf.Lister().List(labels.SelectorFromSet(labels.Set{"app": "mutated"}))

@@ -13,9 +13,10 @@ import (
 type funcKind[T Object] struct {
 	name string
 	fn   IndexFunc[T]
-	// owner is the kind's position in its plan and the owner of its lists;
-	// bucket is its user index's position (contents.buckets[bucket]); value
-	// is the position of its values in writePrep.values.
+	// owner is the kind's position in its plan; bucket is its user
+	// index's position (contents.buckets[bucket]); value is the position
+	// of its values in writePrep.values and of its lists in
+	// contents.funcs.
 	owner  int32
 	bucket int
 	value  int
@@ -33,67 +34,49 @@ func (k *funcKind[T]) prepare(obj T, name ObjectName, v *prepValues) error {
 	return nil
 }
 
-// lists is the number of values, duplicates included.
-func (k *funcKind[T]) lists(_ *writePrep, values [][]string) int { return len(values[k.value]) }
-
-// file puts e on the list of each of its values.
-func (k *funcKind[T]) file(c *contents[T], e *entry[T], _ *writePrep, values [][]string) {
-	k.join(c, e, values[k.value])
+// file puts entry id on the list of each of its values.
+func (k *funcKind[T]) file(c *contents[T], id int32, _ *writePrep, values [][]string) {
+	k.join(c, id, values[k.value])
 }
 
-// join files e under each distinct value of values.
-func (k *funcKind[T]) join(c *contents[T], e *entry[T], values []string) {
-	buckets := c.buckets[k.bucket]
+// join files entry id under each distinct value of values.
+func (k *funcKind[T]) join(c *contents[T], id int32, values []string) {
+	col := c.funcs[k.value]
 	for j, v := range values {
-		if slices.Contains(values[:j], v) {
-			continue
+		if !slices.Contains(values[:j], v) {
+			col.join(id, col.listFor(v))
 		}
-		l := buckets[v]
-		if l == nil {
-			l = &posting[T]{owner: k.owner, value: v}
-			buckets[v] = l
-		}
-		c.join(e, l)
 	}
 }
 
-// refile moves e to its new values, touching only the values that changed.
-func (k *funcKind[T]) refile(c *contents[T], e *entry[T], _ *writePrep, all [][]string) {
+// refile moves entry id to its new values, touching only the values that
+// changed.
+func (k *funcKind[T]) refile(c *contents[T], id int32, _ *writePrep, all [][]string) {
 	values := all[k.value]
-	kept := 0
-	for slot := 0; slot < len(e.members); {
-		m := e.members[slot]
-		if m.owner == k.owner {
-			if slices.Contains(values, m.p.value) {
-				kept++
-			} else {
-				c.leave(e, slot)
-				continue // slot now holds another membership
-			}
+	col := c.funcs[k.value]
+	if l := col.list[id]; l >= 0 && len(values) == 1 && col.extra[id] == nil && col.lists[l].value == values[0] {
+		return // the common case: the one value did not change
+	}
+	// Leave the lists of the values gone, then join those new.
+	for l := col.list[id]; l >= 0; {
+		if slices.Contains(values, col.lists[l].value) {
+			break
 		}
-		slot++
+		col.leave(id, l)
+		l = col.list[id]
 	}
-	if kept == len(values) {
-		return // the common case: the values did not change
+	for _, m := range slices.Clone(col.extra[id]) {
+		if !slices.Contains(values, col.lists[m.list].value) {
+			col.leave(id, m.list)
+		}
 	}
-	buckets := c.buckets[k.bucket]
 	for j, v := range values {
 		if slices.Contains(values[:j], v) {
 			continue
 		}
-		l := buckets[v]
-		if l != nil && e.slotOf(l) >= 0 {
+		if l, ok := col.byValue[v]; ok && col.on(id, l) {
 			continue
 		}
-		if l == nil {
-			l = &posting[T]{owner: k.owner, value: v}
-			buckets[v] = l
-		}
-		c.join(e, l)
+		col.join(id, col.listFor(v))
 	}
-}
-
-// forget drops the emptied list of a value.
-func (k *funcKind[T]) forget(c *contents[T], l *posting[T]) {
-	delete(c.buckets[k.bucket], l.value)
 }

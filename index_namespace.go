@@ -15,23 +15,10 @@ var _ indexKind[*metav1.PartialObjectMetadata] = namespaceKind[*metav1.PartialOb
 // prepare needs nothing beyond the name writePrep holds.
 func (namespaceKind[T]) prepare(T, ObjectName, *prepValues) error { return nil }
 
-// lists is always one: the object's namespace ("" when cluster-scoped).
-func (namespaceKind[T]) lists(*writePrep, [][]string) int { return 1 }
-
-// file puts e on its namespace's list, created if needed.
-func (namespaceKind[T]) file(c *contents[T], e *entry[T], p *writePrep, _ [][]string) {
-	ns := c.namespaces[p.name.Namespace]
-	if ns == nil {
-		ns = &posting[T]{owner: ownerNamespace, value: p.name.Namespace}
-		c.namespaces[p.name.Namespace] = ns
-	}
-	c.join(e, ns)
+// file puts entry id on its namespace's list, created if needed.
+func (namespaceKind[T]) file(c *contents[T], id int32, p *writePrep, _ [][]string) {
+	c.ns.join(id, c.ns.listFor(p.name.Namespace))
 }
 
 // refile changes nothing: the entry's namespace is that of its name.
-func (namespaceKind[T]) refile(*contents[T], *entry[T], *writePrep, [][]string) {}
-
-// forget drops the emptied list of a namespace.
-func (namespaceKind[T]) forget(c *contents[T], l *posting[T]) {
-	delete(c.namespaces, l.value)
-}
+func (namespaceKind[T]) refile(*contents[T], int32, *writePrep, [][]string) {}

@@ -43,7 +43,7 @@ func NewIndexer[T Object](indexers map[string]IndexFunc[T]) *Indexer[T] {
 		indexes = append(indexes, newUserIndex(name, indexers[name]))
 	}
 	s.setPlan(newIndexPlan(indexes))
-	s.c = newContents(s.plan, 0, s.seed)
+	s.c = newContents(s.plan, 0, s.seed, nil)
 	return s
 }
 
@@ -79,8 +79,8 @@ func (s *Indexer[T]) Delete(obj T) error {
 	name := NameOf(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.c.entries.get(name); e != nil {
-		s.c.removeEntry(e)
+	if id := s.c.get(name); id >= 0 {
+		s.c.removeEntry(id)
 	}
 	s.rv = obj.GetResourceVersion()
 	return nil
@@ -100,9 +100,9 @@ func (s *Indexer[T]) Get(obj T) (item T, exists bool, err error) {
 // error; the error result exists for compatibility with client-go's Store.
 func (s *Indexer[T]) GetByKey(key string) (item T, exists bool, err error) {
 	s.mu.RLock()
-	// e.obj is read under the lock: put replaces it in place.
-	if e := s.c.entries.getKey(key); e != nil {
-		item, exists = e.obj, true
+	c := s.c
+	if id := findKey(&c.names, c.objs, key); id >= 0 {
+		item, exists = c.objs[id], true
 	}
 	s.mu.RUnlock()
 	return item, exists, nil
@@ -111,14 +111,13 @@ func (s *Indexer[T]) GetByKey(key string) (item T, exists bool, err error) {
 // getByName looks up the object stored under name without building a key.
 func (s *Indexer[T]) getByName(name ObjectName) (T, bool) {
 	s.mu.RLock()
-	// e.obj is read under the lock: put replaces it in place.
 	var obj T
-	e := s.c.entries.get(name)
-	if e != nil {
-		obj = e.obj
+	id := s.c.get(name)
+	if id >= 0 {
+		obj = s.c.objs[id]
 	}
 	s.mu.RUnlock()
-	return obj, e != nil
+	return obj, id >= 0
 }
 
 // List returns every stored object, in no particular order. The slice is
@@ -126,7 +125,7 @@ func (s *Indexer[T]) getByName(name ObjectName) (T, bool) {
 func (s *Indexer[T]) List() []T {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.c.all.appendObjects(make([]T, 0, len(s.c.all.items)))
+	return slices.Clone(s.c.objs)
 }
 
 // listAtVersion returns every stored object and the store's resource
@@ -135,31 +134,35 @@ func (s *Indexer[T]) List() []T {
 func (s *Indexer[T]) listAtVersion() ([]T, string) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.c.all.appendObjects(make([]T, 0, len(s.c.all.items))), s.rv
+	return slices.Clone(s.c.objs), s.rv
 }
 
 // holdsNamespaced reports whether some stored object has a namespace.
 func (s *Indexer[T]) holdsNamespaced() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n := len(s.c.namespaces)
-	return n > 1 || n == 1 && s.c.namespaces[""] == nil
+	n := len(s.c.ns.byValue)
+	if n != 1 {
+		return n > 1
+	}
+	_, clusterScoped := s.c.ns.byValue[""]
+	return !clusterScoped
 }
 
 // size returns the number of stored objects.
 func (s *Indexer[T]) size() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.c.all.items)
+	return len(s.c.objs)
 }
 
 // ListKeys returns the key of every stored object, in no particular order.
 func (s *Indexer[T]) ListKeys() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	keys := make([]string, 0, len(s.c.all.items))
-	for _, it := range s.c.all.items {
-		keys = append(keys, it.e.name.String())
+	keys := make([]string, 0, len(s.c.objs))
+	for _, obj := range s.c.objs {
+		keys = append(keys, NameOf(obj).String())
 	}
 	return keys
 }
@@ -204,10 +207,10 @@ func (s *Indexer[T]) cachedUnder(name ObjectName, resourceVersion string) (T, bo
 		return cached, false
 	}
 	s.mu.RLock()
-	e := s.c.entries.get(name)
-	found := e != nil && e.rv == resourceVersion
+	id := s.c.get(name)
+	found := id >= 0 && s.c.objs[id].GetResourceVersion() == resourceVersion
 	if found {
-		cached = e.obj
+		cached = s.c.objs[id]
 	}
 	s.mu.RUnlock()
 	return cached, found
@@ -246,12 +249,11 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 func (s *Indexer[T]) remove(name ObjectName) (old T, existed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.c.entries.get(name)
-	if e == nil {
+	id := s.c.get(name)
+	if id < 0 {
 		return old, false, nil
 	}
-	s.c.removeEntry(e)
-	return e.obj, true, nil
+	return s.c.removeEntry(id), true, nil
 }
 
 // replaceAll atomically swaps the whole content for items at
@@ -307,14 +309,22 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 	for {
 		// Build the new content without the lock, so that readers wait only
 		// for the swap. The build is current if no index was added
-		// meanwhile.
+		// meanwhile; label keys indexed meanwhile are indexed at the swap.
 		plan := s.published.Load()
-		fresh, err := buildContents(plan, items, s.seed)
+		s.mu.RLock()
+		labelKeys := s.c.labelKeyNames()
+		s.mu.RUnlock()
+		fresh, err := buildContents(plan, items, s.seed, labelKeys)
 		if err != nil {
 			return nil, nil, fmt.Errorf("replacing: %w", err)
 		}
 		s.mu.Lock()
 		if s.plan == plan {
+			for _, li := range s.c.labelKeys {
+				if fresh.labels[li.key] == nil {
+					fresh.indexLabelKey(li.key)
+				}
+			}
 			if diff {
 				removed, previous = s.c.diff(fresh, items)
 			}
@@ -335,16 +345,7 @@ func (s *Indexer[T]) replace(items []T, resourceVersion string, diff bool) (remo
 // taken only after the same scan under the read lock found no difference.
 func (s *Indexer[T]) unchangedBy(items []T, resourceVersion string) bool {
 	same := func() bool {
-		all := s.c.all.items
-		if len(items) != len(all) {
-			return false
-		}
-		for i, obj := range items {
-			if all[i].obj != obj {
-				return false
-			}
-		}
-		return true
+		return slices.Equal(items, s.c.objs)
 	}
 	s.mu.RLock()
 	candidate := same()
@@ -361,9 +362,10 @@ func (s *Indexer[T]) unchangedBy(items []T, resourceVersion string) bool {
 	return true
 }
 
-// buildContents indexes items in new contents.
-func buildContents[T Object](plan *indexPlan[T], items []T, seed maphash.Seed) (*contents[T], error) {
-	fresh := newContents(plan, len(items), seed)
+// buildContents indexes items in new contents, with the label keys
+// labelKeys indexed.
+func buildContents[T Object](plan *indexPlan[T], items []T, seed maphash.Seed, labelKeys []string) (*contents[T], error) {
+	fresh := newContents(plan, len(items), seed, labelKeys)
 	for _, obj := range items {
 		var p writePrep
 		var v prepValues

@@ -153,54 +153,30 @@ func (plan *indexPlan[T]) prepareFuncKinds(obj T, name ObjectName, v *prepValues
 	return nil
 }
 
-// lists returns how many lists an object prepared as p, with the function
-// kinds' values, joins, the list of every object included.
-func (c *contents[T]) lists(p *writePrep, values [][]string) int {
-	n := 1 + (namespaceKind[T]{}).lists(p, values) + (labelKind[T]{}).lists(p, values)
-	if len(c.kinds) == int(firstFuncOwner) {
-		return n
-	}
-	return n + c.funcKindLists(p, values)
-}
-
-// funcKindLists is lists for the kinds after the built-in ones.
-func (c *contents[T]) funcKindLists(p *writePrep, values [][]string) int {
-	n := 0
-	for _, k := range c.kinds[firstFuncOwner:] {
-		switch k := k.(type) {
-		case *funcKind[T]:
-			n += k.lists(p, values)
-		default:
-			panic(fmt.Sprintf("informer: index kind %T has no case in contents.lists", k))
-		}
-	}
-	return n
-}
-
-// file puts the entry e on its lists of every kind for p and values: a new
+// file puts entry id on its lists of every kind for p and values: a new
 // entry (stored false) with each kind's file, a stored one with its refile.
-func (c *contents[T]) file(e *entry[T], p *writePrep, values [][]string, stored bool) {
+func (c *contents[T]) file(id int32, p *writePrep, values [][]string, stored bool) {
 	if stored {
-		(namespaceKind[T]{}).refile(c, e, p, values)
-		(labelKind[T]{}).refile(c, e, p, values)
+		(namespaceKind[T]{}).refile(c, id, p, values)
+		(labelKind[T]{}).refile(c, id, p, values)
 	} else {
-		(namespaceKind[T]{}).file(c, e, p, values)
-		(labelKind[T]{}).file(c, e, p, values)
+		(namespaceKind[T]{}).file(c, id, p, values)
+		(labelKind[T]{}).file(c, id, p, values)
 	}
 	if len(c.kinds) > int(firstFuncOwner) {
-		c.fileFuncKinds(e, p, values, stored)
+		c.fileFuncKinds(id, p, values, stored)
 	}
 }
 
 // fileFuncKinds is file for the kinds after the built-in ones.
-func (c *contents[T]) fileFuncKinds(e *entry[T], p *writePrep, values [][]string, stored bool) {
+func (c *contents[T]) fileFuncKinds(id int32, p *writePrep, values [][]string, stored bool) {
 	for _, k := range c.kinds[firstFuncOwner:] {
 		switch k := k.(type) {
 		case *funcKind[T]:
 			if stored {
-				k.refile(c, e, p, values)
+				k.refile(c, id, p, values)
 			} else {
-				k.file(c, e, p, values)
+				k.file(c, id, p, values)
 			}
 		default:
 			panic(fmt.Sprintf("informer: index kind %T has no case in contents.file", k))
@@ -227,23 +203,24 @@ func (s *Indexer[T]) Index(indexName string, obj T) ([]T, error) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	buckets := s.c.buckets[i]
+	c := s.c
+	col := c.buckets[i]
 	if len(values) == 1 {
-		p := buckets[values[0]]
-		if p == nil {
+		p, ok := col.lookup(values[0])
+		if !ok {
 			return []T{}, nil
 		}
-		return p.appendObjects(make([]T, 0, len(p.items))), nil
+		return c.appendObjects(make([]T, 0, len(p.ids)), p.ids), nil
 	}
 	// An object may be under several of the values: report it once.
-	seen := make(map[*entry[T]]struct{})
+	seen := make(map[int32]struct{})
 	list := []T{}
 	for _, v := range values {
-		if p := buckets[v]; p != nil {
-			for _, it := range p.items {
-				if _, dup := seen[it.e]; !dup {
-					seen[it.e] = struct{}{}
-					list = append(list, it.obj)
+		if p, ok := col.lookup(v); ok {
+			for _, id := range p.ids {
+				if _, dup := seen[id]; !dup {
+					seen[id] = struct{}{}
+					list = append(list, c.objs[id])
 				}
 			}
 		}
@@ -260,13 +237,13 @@ func (s *Indexer[T]) IndexKeys(indexName, indexedValue string) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	p := s.c.buckets[i][indexedValue]
-	if p == nil {
+	p, ok := s.c.buckets[i].lookup(indexedValue)
+	if !ok {
 		return []string{}, nil
 	}
-	keys := make([]string, 0, len(p.items))
-	for _, it := range p.items {
-		keys = append(keys, it.e.name.String())
+	keys := make([]string, 0, len(p.ids))
+	for _, id := range p.ids {
+		keys = append(keys, NameOf(s.c.objs[id]).String())
 	}
 	sort.Strings(keys)
 	return keys, nil
@@ -282,8 +259,8 @@ func (s *Indexer[T]) ListIndexFuncValues(indexName string) []string {
 	if err != nil {
 		return []string{}
 	}
-	values := make([]string, 0, len(s.c.buckets[i]))
-	for v := range s.c.buckets[i] {
+	values := make([]string, 0, len(s.c.buckets[i].byValue))
+	for v := range s.c.buckets[i].byValue {
 		values = append(values, v)
 	}
 	return values
@@ -298,11 +275,11 @@ func (s *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := s.c.buckets[i][indexedValue]
-	if p == nil {
+	p, ok := s.c.buckets[i].lookup(indexedValue)
+	if !ok {
 		return []T{}, nil
 	}
-	return p.appendObjects(make([]T, 0, len(p.items))), nil
+	return s.c.appendObjects(make([]T, 0, len(p.ids)), p.ids), nil
 }
 
 // GetIndexers returns a copy of the index functions in use.
@@ -340,7 +317,7 @@ func (s *Indexer[T]) AddIndexers(newIndexers map[string]IndexFunc[T]) error {
 			return err
 		}
 		s.mu.RLock()
-		objs := s.c.all.appendObjects(make([]T, 0, len(s.c.all.items)))
+		objs := slices.Clone(s.c.objs)
 		s.mu.RUnlock()
 		for _, obj := range objs {
 			if _, ok := computed[obj]; ok {
@@ -398,9 +375,9 @@ func (s *Indexer[T]) joinIndexes(newIndexers map[string]IndexFunc[T], added []us
 			return fmt.Errorf("adding indexes: indexer conflict: %s already exist", name)
 		}
 	}
-	items := s.c.all.items
-	for _, it := range items {
-		if _, ok := computed[it.obj]; !ok {
+	objs := s.c.objs
+	for _, obj := range objs {
+		if _, ok := computed[obj]; !ok {
 			return errRecompute
 		}
 	}
@@ -409,11 +386,11 @@ func (s *Indexer[T]) joinIndexes(newIndexers map[string]IndexFunc[T], added []us
 	for _, ix := range s.plan.indexes[first:] {
 		s.c.addIndex(s.plan, ix)
 	}
-	for _, it := range items {
-		values := computed[it.obj]
+	for id, obj := range objs {
+		values := computed[obj]
 		for j, ix := range s.plan.indexes[first:] {
 			if !ix.byNamespace {
-				s.plan.kinds[ix.kind].(*funcKind[T]).join(s.c, it.e, values[j])
+				s.plan.kinds[ix.kind].(*funcKind[T]).join(s.c, int32(id), values[j])
 			}
 		}
 	}

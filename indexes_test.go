@@ -115,6 +115,10 @@ func TestIndexerEmptyBucketsRemoved(t *testing.T) {
 	mustAdd(t, s, NewPod("", "retain", "1", PodLabels(map[string]string{"app": "x"}), PodNode("shared")),
 		NewPod("", "delete", "1", PodLabels(map[string]string{"app": "y"}), PodNode("shared")),
 		NewPod("", "alone", "1", PodLabels(map[string]string{"app": "y", "only": "me"}), PodNode("own")))
+	// Index the label keys.
+	if got := s.selectLabels("", mustParse(t, "app,only")); len(got) != 1 {
+		t.Fatalf("selected %d objects, want 1", len(got))
+	}
 	if err := s.Delete(NewPod("", "delete", "2")); err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +129,8 @@ func TestIndexerEmptyBucketsRemoved(t *testing.T) {
 		t.Errorf("byNode (-want +got):\n%s", diff)
 	}
 	s.mu.RLock()
-	_, yKept := s.c.labels["app"].values["y"]
-	_, onlyKept := s.c.labels["only"]
+	_, yKept := s.c.labels["app"].byValue["y"]
+	onlyKept := len(s.c.labels["only"].byValue) > 0
 	s.mu.RUnlock()
 	if yKept || onlyKept {
 		t.Errorf("empty label lists kept: app=y %v, only %v", yKept, onlyKept)

@@ -2,33 +2,36 @@ package informer
 
 import "hash/maphash"
 
-// nameTable is a hash table from ObjectName to entry: the Indexer's primary
-// map. A Go map keyed by the two-string ObjectName hashes both strings
+// nameTable is a hash table from ObjectName to the number of an entry (its
+// position in the contents' slab, postings.go): the Indexer's primary map.
+// A Go map keyed by the two-string ObjectName hashes both strings
 // separately and compares keys through a generic function, which makes a
 // lookup about 2.5 times slower than in client-go's map keyed by the
 // "namespace/name" string. nameTable instead hashes the bytes of the cache
 // key once: GetByKey hashes its argument as it is, getByName hashes the
-// same bytes without building a string. It stores no key string; it compares
-// against the entry's own name. It uses linear probing with backward-shift
-// deletion, so no tombstones accumulate. It is not safe for concurrent use;
-// the Indexer's lock guards it.
-type nameTable[T Object] struct {
+// same bytes without building a string. It stores no key: a slot is 8
+// bytes, 32 bits of the hash and the entry's number, and a hit is
+// confirmed against the name of the entry's own object. It uses linear
+// probing with backward-shift deletion, so no tombstones accumulate. It is
+// not safe for concurrent use; the Indexer's lock guards it.
+type nameTable struct {
 	seed  maphash.Seed
-	slots []nameSlot[T] // length a power of two, at most 3/4 full
+	slots []nameSlot // length a power of two, at most 3/4 full
 	count int
 }
 
-type nameSlot[T Object] struct {
-	hash uint64
-	e    *entry[T] // nil: empty slot
+// nameSlot is one slot of a nameTable.
+type nameSlot struct {
+	hash uint32 // the name's hash, shortened (slotHash)
+	id   uint32 // the entry's number plus one; 0: empty slot
 }
 
 const minNameSlots = 8
 
 // newNameTable returns a table sized for size entries. Tables that share a
 // seed hash names alike, so an entry's hash is valid in each of them.
-func newNameTable[T Object](size int, seed maphash.Seed) nameTable[T] {
-	return nameTable[T]{seed: seed, slots: make([]nameSlot[T], slotsFor(size))}
+func newNameTable(size int, seed maphash.Seed) nameTable {
+	return nameTable{seed: seed, slots: make([]nameSlot, slotsFor(size))}
 }
 
 // slotsFor returns the table length that holds n entries at most 3/4 full.
@@ -59,98 +62,119 @@ func hashObjectName(seed maphash.Seed, name ObjectName) uint64 {
 	return h.Sum64()
 }
 
-// get returns the entry stored under name, or nil.
-func (t *nameTable[T]) get(name ObjectName) *entry[T] {
-	return t.find(hashObjectName(t.seed, name), name)
-}
+// slotHash is the part of a name's hash a slot keeps: it places the slot
+// (its low bits) and tells most other names apart without reading their
+// objects.
+func slotHash(hash uint64) uint32 { return uint32(hash) }
 
-// getKey returns the entry whose cache key is key. The key is hashed and
-// compared as it is, without being split: parsing it would cost as much as
-// a sixth of a lookup.
-func (t *nameTable[T]) getKey(key string) *entry[T] {
-	hash := maphash.String(t.seed, key)
-	mask := uint64(len(t.slots) - 1)
-	for i := hash & mask; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e == nil {
-			return nil
+// find returns the number of the entry of objs stored under name, whose
+// hash is hash, or -1.
+func findName[T Object](t *nameTable, objs []T, hash uint64, name ObjectName) int32 {
+	h := slotHash(hash)
+	mask := uint32(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s.id == 0 {
+			return -1
 		}
-		if s.hash == hash && isKeyOf(key, s.e.name) {
-			return s.e
-		}
-	}
-}
-
-// isKeyOf reports whether key is name's cache key, name.String().
-func isKeyOf(key string, name ObjectName) bool {
-	ns := len(name.Namespace)
-	if ns == 0 {
-		return key == name.Name
-	}
-	return len(key) == ns+1+len(name.Name) && key[ns] == '/' &&
-		key[:ns] == name.Namespace && key[ns+1:] == name.Name
-}
-
-func (t *nameTable[T]) find(hash uint64, name ObjectName) *entry[T] {
-	mask := uint64(len(t.slots) - 1)
-	for i := hash & mask; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e == nil {
-			return nil
-		}
-		if s.hash == hash && s.e.name == name {
-			return s.e
+		if s.hash == h {
+			if obj := objs[s.id-1]; obj.GetName() == name.Name && obj.GetNamespace() == name.Namespace {
+				return int32(s.id - 1)
+			}
 		}
 	}
 }
 
-// insert adds e, whose name must not be in the table and whose hash must
-// be hashObjectName(t.seed, e.name).
-func (t *nameTable[T]) insert(e *entry[T]) {
+// findKey returns the number of the entry of objs whose cache key is key,
+// or -1. The key is hashed and compared as it is, without being split:
+// parsing it would cost as much as a sixth of a lookup.
+func findKey[T Object](t *nameTable, objs []T, key string) int32 {
+	h := slotHash(maphash.String(t.seed, key))
+	mask := uint32(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s.id == 0 {
+			return -1
+		}
+		if s.hash == h && isKeyOf(key, objs[s.id-1]) {
+			return int32(s.id - 1)
+		}
+	}
+}
+
+// isKeyOf reports whether key is obj's cache key, NameOf(obj).String().
+func isKeyOf[T Object](key string, obj T) bool {
+	name := obj.GetName()
+	ns := obj.GetNamespace()
+	if len(ns) == 0 {
+		return key == name
+	}
+	return len(key) == len(ns)+1+len(name) && key[len(ns)] == '/' &&
+		key[:len(ns)] == ns && key[len(ns)+1:] == name
+}
+
+// insert adds the entry numbered id, whose name must not be in the table
+// and whose name hashes to hash.
+func (t *nameTable) insert(id int32, hash uint64) {
 	if (t.count+1)*4 > len(t.slots)*3 {
 		t.resize(len(t.slots) * 2)
 	}
-	t.place(nameSlot[T]{hash: e.hash, e: e})
+	t.place(nameSlot{hash: slotHash(hash), id: uint32(id) + 1})
 	t.count++
 }
 
-func (t *nameTable[T]) place(s nameSlot[T]) {
-	mask := uint64(len(t.slots) - 1)
+func (t *nameTable) place(s nameSlot) {
+	mask := uint32(len(t.slots) - 1)
 	i := s.hash & mask
-	for t.slots[i].e != nil {
+	for t.slots[i].id != 0 {
 		i = (i + 1) & mask
 	}
 	t.slots[i] = s
 }
 
-// delete removes e, which must be in the table.
-func (t *nameTable[T]) delete(e *entry[T]) {
-	mask := uint64(len(t.slots) - 1)
-	i := e.hash & mask
-	for t.slots[i].e != e {
+// slotOf returns the position of the slot of the entry numbered id, whose
+// slot hash is h, which must be in the table.
+func (t *nameTable) slotOf(id int32, h uint32) uint32 {
+	mask := uint32(len(t.slots) - 1)
+	i := h & mask
+	for t.slots[i].id != uint32(id)+1 {
 		i = (i + 1) & mask
 	}
+	return i
+}
+
+// renumber records that the entry numbered from, whose slot hash is h, is
+// now numbered to.
+func (t *nameTable) renumber(from, to int32, h uint32) {
+	t.slots[t.slotOf(from, h)].id = uint32(to) + 1
+}
+
+// delete removes the entry numbered id, whose slot hash is h, which must
+// be in the table.
+func (t *nameTable) delete(id int32, h uint32) {
+	mask := uint32(len(t.slots) - 1)
+	i := t.slotOf(id, h)
 	// Shift back the following slots that probed past i, so that every
 	// entry stays reachable from its home slot without tombstones.
-	for j := (i + 1) & mask; t.slots[j].e != nil; j = (j + 1) & mask {
+	for j := (i + 1) & mask; t.slots[j].id != 0; j = (j + 1) & mask {
 		home := t.slots[j].hash & mask
 		if (j-home)&mask >= (j-i)&mask {
 			t.slots[i] = t.slots[j]
 			i = j
 		}
 	}
-	t.slots[i] = nameSlot[T]{}
+	t.slots[i] = nameSlot{}
 	t.count--
 	if len(t.slots) > minNameSlots && t.count*8 < len(t.slots) {
 		t.resize(slotsFor(t.count * 2))
 	}
 }
 
-func (t *nameTable[T]) resize(slots int) {
+func (t *nameTable) resize(slots int) {
 	old := t.slots
-	t.slots = make([]nameSlot[T], slots)
+	t.slots = make([]nameSlot, slots)
 	for _, s := range old {
-		if s.e != nil {
+		if s.id != 0 {
 			t.place(s)
 		}
 	}

@@ -8,114 +8,149 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// tableSlab is a slab of objects with their name table, as contents keeps
+// them.
+type tableSlab struct {
+	t    nameTable
+	objs []*corev1.Pod
+}
+
+func newTableSlab(size int) *tableSlab {
+	return &tableSlab{t: newNameTable(size, maphash.MakeSeed())}
+}
+
+// add appends a pod named namespace/name to the slab and inserts it, as
+// contents.put does, and returns its number.
+func (s *tableSlab) add(namespace, name string) int32 {
+	id := int32(len(s.objs))
+	s.objs = append(s.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	s.t.insert(id, hashObjectName(s.t.seed, ObjectName{Namespace: namespace, Name: name}))
+	return id
+}
+
+func (s *tableSlab) get(name ObjectName) int32 {
+	return findName(&s.t, s.objs, hashObjectName(s.t.seed, name), name)
+}
+
+func (s *tableSlab) delete(id int32) {
+	s.t.delete(id, slotHash(hashObjectName(s.t.seed, NameOf(s.objs[id]))))
+}
 
 // check verifies that the table counts its entries, stays at most 3/4
 // full and finds every entry from its home slot.
-func (t *nameTable[T]) check() error {
+func (s *tableSlab) check() error {
 	n := 0
-	for _, s := range t.slots {
-		if s.e == nil {
+	for _, sl := range s.t.slots {
+		if sl.id == 0 {
 			continue
 		}
 		n++
-		if s.hash != hashObjectName(t.seed, s.e.name) || s.e.hash != s.hash {
-			return fmt.Errorf("entry %s has a stale hash", s.e.name)
+		obj := s.objs[sl.id-1]
+		if sl.hash != slotHash(hashObjectName(s.t.seed, NameOf(obj))) {
+			return fmt.Errorf("entry %s has a stale hash", NameOf(obj))
 		}
-		if t.get(s.e.name) != s.e {
-			return fmt.Errorf("entry %s is unreachable", s.e.name)
+		if s.get(NameOf(obj)) != int32(sl.id-1) {
+			return fmt.Errorf("entry %s is unreachable", NameOf(obj))
 		}
 	}
-	if n != t.count || n*4 > len(t.slots)*3 {
-		return fmt.Errorf("%d entries counted %d in %d slots", n, t.count, len(t.slots))
+	if n != s.t.count || n*4 > len(s.t.slots)*3 {
+		return fmt.Errorf("%d entries counted %d in %d slots", n, s.t.count, len(s.t.slots))
 	}
 	return nil
 }
 
-func tableEntry(namespace, name string) *entry[*corev1.Pod] {
-	return &entry[*corev1.Pod]{name: ObjectName{Namespace: namespace, Name: name}}
-}
-
-// insertNew hashes e's name and inserts it, as contents.put does.
-func (t *nameTable[T]) insertNew(e *entry[T]) {
-	e.hash = hashObjectName(t.seed, e.name)
-	t.insert(e)
-}
-
 func TestNameTableInsertGetDelete(t *testing.T) {
-	tb := newNameTable[*corev1.Pod](0, maphash.MakeSeed())
-	var entries []*entry[*corev1.Pod]
+	s := newTableSlab(0)
+	var names []ObjectName
 	for i := range 500 {
 		// Cluster-scoped names that look like namespaced keys (invalid in
 		// Kubernetes) are stored under their own name all the same.
-		e := tableEntry(fmt.Sprintf("ns-%d", i%7), fmt.Sprintf("n-%d", i))
+		name := ObjectName{Namespace: fmt.Sprintf("ns-%d", i%7), Name: fmt.Sprintf("n-%d", i)}
 		if i%5 == 0 {
-			e = tableEntry("", fmt.Sprintf("ns-%d/c-%d", i%7, i))
+			name = ObjectName{Name: fmt.Sprintf("ns-%d/c-%d", i%7, i)}
 		}
-		entries = append(entries, e)
-		tb.insertNew(e)
+		names = append(names, name)
+		s.add(name.Namespace, name.Name)
 	}
-	if err := tb.check(); err != nil {
+	if err := s.check(); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if got := tb.get(e.name); got != e {
-			t.Fatalf("get(%s) = %v", e.name, got)
+	for i, name := range names {
+		if got := s.get(name); got != int32(i) {
+			t.Fatalf("get(%s) = %d", name, got)
 		}
-		if got := tb.getKey(e.name.String()); got != e {
-			t.Fatalf("getKey(%s) = %v", e.name, got)
+		if got := findKey(&s.t, s.objs, name.String()); got != int32(i) {
+			t.Fatalf("findKey(%s) = %d", name, got)
 		}
 	}
-	for i, e := range entries {
+	for i := range names {
 		if i%30 != 0 {
-			tb.delete(e)
+			s.delete(int32(i))
 		}
-	}
-	if err := tb.check(); err != nil {
-		t.Fatal(err)
 	}
 	var found []string
-	for i, e := range entries {
-		if tb.get(e.name) != nil {
+	for i, name := range names {
+		if s.get(name) >= 0 {
 			found = append(found, fmt.Sprint(i))
 		}
 	}
 	var want []string
-	for i := 0; i < len(entries); i += 30 {
+	for i := 0; i < len(names); i += 30 {
 		want = append(want, fmt.Sprint(i))
 	}
 	if diff := cmp.Diff(want, found); diff != "" {
 		t.Errorf("entries left (-want +got):\n%s", diff)
 	}
-	if len(tb.slots) > 128 {
-		t.Errorf("%d slots kept for %d entries", len(tb.slots), tb.count)
+	if len(s.t.slots) > 128 {
+		t.Errorf("%d slots kept for %d entries", len(s.t.slots), s.t.count)
+	}
+}
+
+func TestNameTableRenumber(t *testing.T) {
+	s := newTableSlab(0)
+	for i := range 100 {
+		s.add("ns", fmt.Sprintf("p%d", i))
+	}
+	// Move the last entry into the place of the first, as removing the
+	// first from a slab does.
+	s.delete(0)
+	s.t.renumber(99, 0, slotHash(hashObjectName(s.t.seed, NameOf(s.objs[99]))))
+	s.objs[0], s.objs = s.objs[99], s.objs[:99]
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.get(ObjectName{Namespace: "ns", Name: "p99"}); got != 0 {
+		t.Errorf("p99 found as %d, want 0", got)
+	}
+	if got := s.get(ObjectName{Namespace: "ns", Name: "p0"}); got != -1 {
+		t.Errorf("p0 found as %d after its removal", got)
 	}
 }
 
 func TestNameTableKeysAreComparedWhole(t *testing.T) {
-	tb := newNameTable[*corev1.Pod](0, maphash.MakeSeed())
-	cluster, namespaced := tableEntry("", "a"), tableEntry("ns", "a")
-	tb.insertNew(cluster)
-	tb.insertNew(namespaced)
-	for key, want := range map[string]*entry[*corev1.Pod]{
-		"a": cluster, "ns/a": namespaced, "/a": nil, "ns/": nil, "ns": nil, "ns/a/": nil, "nsx/a": nil, "": nil,
+	s := newTableSlab(0)
+	cluster, namespaced := s.add("", "a"), s.add("ns", "a")
+	for key, want := range map[string]int32{
+		"a": cluster, "ns/a": namespaced, "/a": -1, "ns/": -1, "ns": -1, "ns/a/": -1, "nsx/a": -1, "": -1,
 	} {
-		if got := tb.getKey(key); got != want {
-			t.Errorf("getKey(%q) = %v, want %v", key, got, want)
+		if got := findKey(&s.t, s.objs, key); got != want {
+			t.Errorf("findKey(%q) = %d, want %d", key, got, want)
 		}
 	}
 }
 
 func TestNameTableLongNames(t *testing.T) {
-	tb := newNameTable[*corev1.Pod](4, maphash.MakeSeed())
-	long := tableEntry(strings.Repeat("n", 63), strings.Repeat("x", 253))
-	tb.insertNew(long)
-	key := long.name.String()
-	if tb.get(long.name) != long || tb.getKey(key) != long {
+	s := newTableSlab(4)
+	name := ObjectName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("x", 253)}
+	id := s.add(name.Namespace, name.Name)
+	if s.get(name) != id || findKey(&s.t, s.objs, name.String()) != id {
 		t.Error("long name not found")
 	}
-	tb.delete(long)
-	if tb.get(long.name) != nil || tb.count != 0 {
+	s.delete(id)
+	if s.get(name) != -1 || s.t.count != 0 {
 		t.Error("long name not deleted")
 	}
 }

@@ -162,15 +162,13 @@ type writeStore[T Object] interface {
 // ---------------------------------------------------------------------------
 // The store's index kinds.
 //
-// Besides the list of every object, the store keeps posting lists (a slice
-// of the objects filed under one value, contents.go) for each index kind.
-// A kind is a stateless description shared by every contents the store
-// builds; the lists themselves live in the contents. The store holds its
-// kinds in order: the namespace kind at position ownerNamespace, the label
-// kind at ownerLabel, then one function kind per user index whose function
-// is not MetaNamespaceIndexFunc. A posting list's owner is its kind's
-// position (contents.go), so a membership says which kind it belongs to
-// without dereferencing the list.
+// Besides its slab of every object, the store keeps posting lists (the
+// numbers of the entries filed under one value, contents.go) for each
+// index kind, in a listColumn per index. A kind is a stateless description
+// shared by every contents the store builds; the lists themselves live in
+// the contents. The store holds its kinds in order: the namespace kind at
+// position ownerNamespace, the label kind at ownerLabel, then one function
+// kind per user index whose function is not MetaNamespaceIndexFunc.
 //
 // The kinds are:
 //
@@ -199,16 +197,9 @@ type indexKind[T Object] interface {
 	// writePrep does not already hold (a user index's values, appended to
 	// v). It may call user code.
 	prepare(obj T, name ObjectName, v *prepValues) error
-	// lists returns how many lists an object prepared as p, with the
-	// function kinds' values, joins in this kind; it may overestimate
-	// (duplicate values are counted).
-	lists(p *writePrep, values [][]string) int
-	// file puts the new entry e on its lists for p and values.
-	file(c *contents[T], e *entry[T], p *writePrep, values [][]string)
-	// refile moves the stored entry e to its lists for p and values,
-	// touching only the lists that changed.
-	refile(c *contents[T], e *entry[T], p *writePrep, values [][]string)
-	// forget removes the emptied list l from the kind's lists in c, as
-	// client-go removes empty index buckets.
-	forget(c *contents[T], l *posting[T])
+	// file puts the new entry numbered id on its lists for p and values.
+	file(c *contents[T], id int32, p *writePrep, values [][]string)
+	// refile moves the stored entry numbered id to its lists for p and
+	// values, touching only the lists that changed.
+	refile(c *contents[T], id int32, p *writePrep, values [][]string)
 }

@@ -40,31 +40,24 @@ type labelPair struct {
 	key, value string
 }
 
-// maxScannedPairs is the most labels hasLabel compares one by one; an
-// object with more is checked with map lookups, so that verifying n labels
-// costs O(n), not O(n²).
+// maxScannedPairs is the most labels label compares one by one; an object
+// with more is read with a map lookup, so that reading k labels of an
+// object with n costs O(k), not O(k·n).
 const maxScannedPairs = 8
 
-// hasLabel reports whether the prepared object carries label key=value.
-func (p *writePrep) hasLabel(key, value string) bool {
+// label returns the value of the prepared object's label key, if it has
+// it.
+func (p *writePrep) label(key string) (string, bool) {
 	if p.pairs != nil && len(p.pairs) <= maxScannedPairs {
 		for i := range p.pairs {
 			if p.pairs[i].key == key {
-				return p.pairs[i].value == value
+				return p.pairs[i].value, true
 			}
 		}
-		return false
+		return "", false
 	}
 	v, ok := p.labels[key]
-	return ok && v == value
-}
-
-// labelCount returns the number of labels of the prepared object.
-func (p *writePrep) labelCount() int {
-	if p.pairs != nil {
-		return len(p.pairs)
-	}
-	return len(p.labels)
+	return v, ok
 }
 
 // appendLabelPairs appends the labels of labels to dst.
@@ -228,8 +221,8 @@ func (s *Indexer[T]) endWrites() { s.mu.Unlock() }
 // the loads, which the caller must use so that they are not optimized away
 // (see warmed). The caller holds the lock (beginWrites).
 func (s *Indexer[T]) warm(p *writePrep) int {
-	slots := s.c.entries.slots
-	sum := int(slots[p.hash&uint64(len(slots)-1)].hash)
+	slots := s.c.names.slots
+	sum := int(slots[slotHash(p.hash)&uint32(len(slots)-1)].hash)
 	if p.name.Namespace != "" {
 		sum += int(p.name.Namespace[0])
 	}
@@ -286,8 +279,8 @@ func (s *Indexer[T]) putPrepared(obj T, p *writePrep) (old T, oldRV string, exis
 // store's resource version to p's, like Delete. The caller holds the lock
 // (beginWrites).
 func (s *Indexer[T]) deletePrepared(p *writePrep) {
-	if e := s.c.entries.find(p.hash, p.name); e != nil {
-		s.c.removeEntry(e)
+	if id := findName(&s.c.names, s.c.objs, p.hash, p.name); id >= 0 {
+		s.c.removeEntry(id)
 	}
 	s.rv = p.rv
 }

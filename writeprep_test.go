@@ -40,6 +40,12 @@ func preparedWrite(s *Indexer[*corev1.Pod], obj *corev1.Pod, store, withPairs bo
 	return s.putPrepared(obj, &p)
 }
 
+// hasLabel reports whether the prepared object carries label key=value.
+func (p *writePrep) hasLabel(key, value string) bool {
+	v, ok := p.label(key)
+	return ok && v == value
+}
+
 // indexerView renders everything an Indexer answers, for comparing two.
 func indexerView(t *testing.T, s *Indexer[*corev1.Pod]) map[string][]string {
 	t.Helper()
@@ -157,8 +163,8 @@ func TestWritePrepHasLabel(t *testing.T) {
 			if diff := cmp.Diff([]bool{true, true, false, false}, got); diff != "" {
 				t.Errorf("hasLabel with %d labels, pairs %v (-want +got):\n%s", len(labels), p.pairs != nil, diff)
 			}
-			if p.labelCount() != len(labels) {
-				t.Errorf("labelCount = %d, want %d", p.labelCount(), len(labels))
+			if v, ok := p.label("k1"); v != "1" || !ok {
+				t.Errorf("label(k1) = %q, %v, want 1, true", v, ok)
 			}
 		}
 	}
