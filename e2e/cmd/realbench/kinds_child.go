@@ -24,17 +24,15 @@ import (
 	"github.com/kubetyped/informer/internal/crdtypes"
 )
 
-// kindsScheme knows the built-in types and Workloads: the scheme every
-// side of the per-kind benchmark and of E5 is given.
-func kindsScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
+// kindScheme returns the scheme every side is given for k: nil for the
+// built-in kinds, whose sides use client-go's scheme (scheme.Scheme) by
+// default, and one knowing Workloads for them, as an operator registers
+// its types.
+func kindScheme(k benchKind) (*runtime.Scheme, error) {
+	if k.name != kindWorkloads {
+		return nil, nil
 	}
-	if err := crdtypes.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return scheme, nil
+	return workloadScheme()
 }
 
 // startKind starts the informer of c.Impl for the objects of kind c.Kind
@@ -55,7 +53,7 @@ func startKind(ctx context.Context, config *rest.Config, c childSpec, onAdd func
 	default:
 		return nil, fmt.Errorf("unknown form %q", c.Form)
 	}
-	scheme, err := kindsScheme()
+	scheme, err := kindScheme(k)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +176,8 @@ func startOursKind(factory *informer.Factory, k benchKind, form string, onAdd fu
 }
 
 // cacheObject is the object a cache's GetInformer is given for k in form,
-// as a controller asks for it: the scheme's typed object, a
+// as a controller asks for it: the typed object of scheme (nil:
+// client-go's), a
 // PartialObjectMetadata or an Unstructured of k's kind.
 func cacheObject(scheme *runtime.Scheme, k benchKind, form string) (client.Object, error) {
 	switch form {
@@ -190,6 +189,9 @@ func cacheObject(scheme *runtime.Scheme, k benchKind, form string) (client.Objec
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(k.kind)
 		return obj, nil
+	}
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
 	}
 	obj, err := scheme.New(k.kind)
 	if err != nil {

@@ -123,7 +123,7 @@ func main() {
 	flag.StringVar(&cfg.kindsForms, "kinds-forms", "", "-kinds: only these forms, comma-separated (typed, metadata, unstructured)")
 	flag.Float64Var(&cfg.kindsScale, "kinds-scale", 1, "-kinds: the objects of each kind, times this (1: 5,000 pods, 4,200 ConfigMaps, 2,000 Secrets, 1,000 Services and EndpointSlices, 10,000 Events, 2,000 Workloads)")
 	flag.StringVar(&cfg.assets, "assets", defaultAssets(), "directory with the etcd and kube-apiserver binaries")
-	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache, E4 and E5: directory where each sync or restart child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof) of its sync (E4: of its start until synced)")
+	flag.StringVar(&cfg.profileDir, "profile", "", "E1, E1 through crcache, E4, E5 and -kinds: directory where each sync or restart child writes a CPU profile (*.cpu.pprof) and an allocation profile (*.allocs.pprof; a sync child samples every 4 KB, and its inuse_space is the heap once synced) of its sync (E4: of its start until synced)")
 	flag.BoolVar(&cfg.e7, "e7", false, "E7 alone: the scale curve (client-go, ours, ours with Deduplicate; controller-runtime's cache and crcache at 50,000) over -e7-sizes, each trial a sync and a relist in its own process")
 	e7Sizes := flag.String("e7-sizes", "5000,20000,50000,150000", "E7: the pod counts of the curve, seeded one after the other")
 	flag.StringVar(&cfg.e7SVG, "e7-svg", "", "E7: write the chart of the ratios against N to this SVG file")
