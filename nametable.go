@@ -3,7 +3,7 @@ package informer
 import "hash/maphash"
 
 // nameTable is a hash table from ObjectName to the number of an entry (its
-// position in the contents' slab, postings.go): the Indexer's primary map.
+// position in the contents' slab, contents.go): the Indexer's primary map.
 // A Go map keyed by the two-string ObjectName hashes both strings
 // separately and compares keys through a generic function, which makes a
 // lookup about 2.5 times slower than in client-go's map keyed by the
