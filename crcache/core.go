@@ -10,11 +10,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,66 +64,19 @@ func checkDropFields(config *rest.Config, scheme *runtime.Scheme, httpClient *ht
 	return err
 }
 
-// newDynamicSource returns the core's dynamic ListerWatcher.
+// newDynamicSource returns the core's dynamic ListerWatcher, handing out
+// its objects as client.Object values: an informer deduplicating over it
+// shares sub-trees as it decodes them.
 func newDynamicSource(config *rest.Config, o restSourceOptions) (source, error) {
-	lw, err := informer.NewDynamicListerWatcher(config, o.rest())
-	if err != nil {
-		return nil, err
-	}
-	return objectSource[*unstructured.Unstructured]{lw: lw}, nil
+	return informer.NewDynamicListerWatcherOf[client.Object](config, o.rest())
 }
 
-// newMetadataSource returns the core's metadata ListerWatcher, whose
-// objects get gvk as their kind: the server answers with kind
-// PartialObjectMetadata, and readers and handlers expect the resource's
-// own kind, as controller-runtime sets it.
+// newMetadataSource returns the core's metadata ListerWatcher, handing out
+// its objects as client.Object values with gvk as their kind: the server
+// answers with kind PartialObjectMetadata, and readers and handlers expect
+// the resource's own kind, as controller-runtime sets it.
 func newMetadataSource(config *rest.Config, o restSourceOptions, gvk schema.GroupVersionKind) (source, error) {
-	lw, err := informer.NewMetadataListerWatcher(config, o.rest())
-	if err != nil {
-		return nil, err
-	}
-	return objectSource[*metav1.PartialObjectMetadata]{lw: lw, kind: &gvk}, nil
-}
-
-// objectSource hands out the objects of a ListerWatcher of a concrete type
-// as client.Object values, setting their kind if kind is not nil.
-type objectSource[T interface {
-	informer.Object
-	client.Object
-}] struct {
-	lw   informer.ListerWatcher[T]
-	kind *schema.GroupVersionKind
-}
-
-// List lists through the wrapped ListerWatcher.
-func (s objectSource[T]) List(ctx context.Context, opts metav1.ListOptions) (*informer.ListResult[client.Object], error) {
-	r, err := s.lw.List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]client.Object, len(r.Items))
-	for i, obj := range r.Items {
-		if s.kind != nil {
-			obj.GetObjectKind().SetGroupVersionKind(*s.kind)
-		}
-		items[i] = obj
-	}
-	return &informer.ListResult[client.Object]{Items: items, ResourceVersion: r.ResourceVersion, Continue: r.Continue, ShardSelector: r.ShardSelector}, nil
-}
-
-// Watch watches through the wrapped ListerWatcher.
-func (s objectSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := s.lw.Watch(ctx, opts)
-	if err != nil || s.kind == nil {
-		return w, err
-	}
-	kind := *s.kind
-	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-		if obj, ok := e.Object.(T); ok {
-			obj.GetObjectKind().SetGroupVersionKind(kind)
-		}
-		return e, true
-	}), nil
+	return informer.NewMetadataListerWatcherOf[client.Object](config, o.rest(), gvk)
 }
 
 // coreInformer is one informer of the core package over client.Object
