@@ -108,13 +108,9 @@ func compareDispatch(cfg config, events []watch.Event, want eventCounts, c dispa
 // implementation's indexer (with the namespace index): the share of W1 that
 // no queue or dispatch design can avoid.
 func compareCacheWrites(cfg config, events []watch.Event) (cg, our dispatchResult, err error) {
-	pods := make([]*corev1.Pod, len(events))
-	for i, e := range events {
-		pod, ok := e.Object.(*corev1.Pod)
-		if !ok {
-			return cg, our, fmt.Errorf("event %d holds a %T, want *v1.Pod", i, e.Object)
-		}
-		pods[i] = pod
+	pods, err := eventPods(events)
+	if err != nil {
+		return cg, our, err
 	}
 	timeWrites := func(update, remove func(*corev1.Pod) error) (dispatchResult, error) {
 		runtime.GC()
@@ -123,14 +119,8 @@ func compareCacheWrites(cfg config, events []watch.Event) (cg, our dispatchResul
 			return dispatchResult{}, err
 		}
 		start := time.Now()
-		for i, e := range events {
-			write := update
-			if e.Type == watch.Deleted {
-				write = remove
-			}
-			if err := write(pods[i]); err != nil {
-				return dispatchResult{}, fmt.Errorf("event %d: %w", i, err)
-			}
+		if err := applyWrites(events, pods, update, remove); err != nil {
+			return dispatchResult{}, err
 		}
 		elapsed := time.Since(start)
 		cpuEnd, err := benchkit.CPUTime()
@@ -158,6 +148,38 @@ func compareCacheWrites(cfg config, events []watch.Event) (cg, our dispatchResul
 		ourRuns = append(ourRuns, r)
 	}
 	return medianDispatch(cgRuns), medianDispatch(ourRuns), nil
+}
+
+// eventPods returns the objects of events, which must be pods.
+func eventPods(events []watch.Event) ([]*corev1.Pod, error) {
+	pods := make([]*corev1.Pod, len(events))
+	for i, e := range events {
+		pod, ok := e.Object.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("event %d holds a %T, want *v1.Pod", i, e.Object)
+		}
+		pods[i] = pod
+	}
+	return pods, nil
+}
+
+// applyWrites applies events to a store: remove for a Deleted event, update
+// for the others, pods[i] being events[i]'s object. It is not inlined so
+// that an instruction count can be limited to it (BenchmarkCacheWrites,
+// docs/benchmarks.md: valgrind --toggle-collect).
+//
+//go:noinline
+func applyWrites(events []watch.Event, pods []*corev1.Pod, update, remove func(*corev1.Pod) error) error {
+	for i, e := range events {
+		write := update
+		if e.Type == watch.Deleted {
+			write = remove
+		}
+		if err := write(pods[i]); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // dispatchEvents returns the W1 watch: n Added pods, then each pod Modified
