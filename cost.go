@@ -112,18 +112,15 @@ func (i *Informer[T]) internTables() []*wire.InternTable {
 			tables = append(tables, t)
 		}
 	}
-	switch lw := any(i.source.listerWatcher()).(type) {
-	case *restListerWatcher[T]:
-		add(lw.interns)
-	case *dynamicListerWatcher:
-		add(lw.interns)
+	if d, ok := describe(i.source.listerWatcher()); ok {
+		add(d.interns)
 	}
 	add(i.queue.interns)
 	return tables
 }
 
 // walkCost walks objects and then tables with w.
-func walkCost[T Object](ctx context.Context, w *costWalker, objects []T, tables []*wire.InternTable) error {
+func walkCost[T any](ctx context.Context, w *costWalker, objects []T, tables []*wire.InternTable) error {
 	tableType := costTypeOf(reflect.TypeFor[wire.InternTable]())
 	for pass := range 2 {
 		w.charging = pass == 1

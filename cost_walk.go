@@ -18,9 +18,10 @@ type costWalker struct {
 	// reached more than once in the first; blocks the 16-byte blocks of
 	// small allocations charged in the second (see visitAlloc).
 	seen, repeated allocSet
-	blocks         addressSet
-	charging       bool // the second pass
-	obj            int  // the index of the object being walked, in the pass
+	blocks         addressSet // by 16-byte block
+	charging       bool       // the second pass
+	shared         bool       // in the second pass, walking the contents of a shared allocation
+	obj            int        // the index of the object being walked, in the pass
 	row            int32
 	rows           []costAcc
 	// rowOf finds rows by path; objectRows maps an object plan's paths to
@@ -56,6 +57,9 @@ const (
 
 func newCostWalker() *costWalker {
 	w := &costWalker{
+		seen:       newAllocSet(),
+		repeated:   newAllocSet(),
+		blocks:     addressSet{shift: 4},
 		rowOf:      map[string]int32{},
 		objectRows: map[*costObjectType][]int32{},
 		keyRows:    map[[2]string]int32{},
@@ -112,23 +116,29 @@ func (w *costWalker) touch(r int32) {
 // visit records that the allocation at p, which costs bytes, is reached,
 // charging it to the current row in the second pass, and reports whether
 // it is reached for the first time in this pass: only then are its
-// contents walked.
-func (w *costWalker) visit(p unsafe.Pointer, bytes int64) bool {
+// contents walked. In the second pass, an allocation reached more than
+// once (in the first) is shared, and so is everything under it: visit
+// sets w.shared for its contents, and the caller restores was when done
+// with them.
+func (w *costWalker) visit(p unsafe.Pointer, bytes int64) (first, was bool) {
+	was = w.shared
 	a := uintptr(p)
 	if !w.seen.add(a, false) {
 		if !w.charging {
 			w.repeated.add(a, false)
 		}
-		return false
+		return false, was
 	}
 	if w.charging {
+		shared := was || w.repeated.has(a, false)
 		acc := &w.rows[w.row]
 		acc.bytes += bytes
-		if w.repeated.has(a, false) {
+		if shared {
 			acc.shared += bytes
 		}
+		w.shared = shared
 	}
-	return true
+	return true, was
 }
 
 // visitAlloc is visit for an allocation of size bytes, holding pointers if
@@ -136,25 +146,27 @@ func (w *costWalker) visit(p unsafe.Pointer, bytes int64) bool {
 // 16 with others the allocator packs there, which lives as long as any of
 // them: the block is charged, once, where the first of them is found (as
 // shared if that one is).
-func (w *costWalker) visitAlloc(p unsafe.Pointer, size uintptr, scan bool) bool {
+func (w *costWalker) visitAlloc(p unsafe.Pointer, size uintptr, scan bool) (first, was bool) {
 	if scan || size >= tinyAllocMax {
 		return w.visit(p, allocBytes(size, scan))
 	}
+	// Without pointers, it has no contents to walk: w.shared stays.
+	was = w.shared
 	a, small := uintptr(p), size < 8
 	if !w.seen.add(a, small) {
 		if !w.charging {
 			w.repeated.add(a, small)
 		}
-		return false
+		return false, was
 	}
 	if w.charging && w.blocks.add(a&^(tinyAllocMax-1)) {
 		acc := &w.rows[w.row]
 		acc.bytes += tinyAllocMax
-		if w.repeated.has(a, small) {
+		if was || w.repeated.has(a, small) {
 			acc.shared += tinyAllocMax
 		}
 	}
-	return true
+	return true, was
 }
 
 // walkObject walks one cached object, a pointer to a struct.
@@ -206,12 +218,12 @@ func refHolds(base unsafe.Pointer, r *costRef) bool {
 	switch r.kind {
 	case costString:
 		return len(*(*string)(p)) > 0
-	case costSlice, costPointer, costMap:
+	case costSlice, costPointer, costMap, costWeak:
 		return *(*unsafe.Pointer)(p) != nil
 	case costInterface:
 		return *(*[2]unsafe.Pointer)(p) != [2]unsafe.Pointer{}
 	}
-	return false
+	return true // an array held inline
 }
 
 // walkAnnotations walks an annotations map, charged to row, each entry to
@@ -222,19 +234,19 @@ func (w *costWalker) walkAnnotations(m map[string]string, row int32) {
 	}
 	w.row = row
 	w.touch(row)
-	if !w.visit(mapPointer(m), stringMapLayout.bytes(len(m))) {
-		return
+	first, was := w.visit(mapPointer(m), stringMapLayout.bytes(len(m)))
+	if first {
+		parent := w.rows[row].path
+		for k, v := range m {
+			r := w.keyRow(parent, k, annotationPath)
+			w.rows[r].annotationKeyOf = row
+			w.row = r
+			w.touch(r)
+			w.walkString(k)
+			w.walkString(v)
+		}
 	}
-	parent := w.rows[row].path
-	for k, v := range m {
-		r := w.keyRow(parent, k, annotationPath)
-		w.rows[r].annotationKeyOf = row
-		w.row = r
-		w.touch(r)
-		w.walkString(k)
-		w.walkString(v)
-	}
-	w.row = row
+	w.shared, w.row = was, row
 }
 
 var stringMapLayout, anyMapLayout = newMapLayout(stringMapType), newMapLayout(anyMapType)
@@ -248,7 +260,12 @@ var stringMapLayout, anyMapLayout = newMapLayout(stringMapType), newMapLayout(an
 func (w *costWalker) walkUnstructured(u *unstructured.Unstructured) {
 	objects := w.rowOf[costObjectsRow]
 	w.row = objects
-	if u.Object == nil || !w.visit(mapPointer(u.Object), anyMapLayout.bytes(len(u.Object))) {
+	if u.Object == nil {
+		return
+	}
+	first, was := w.visit(mapPointer(u.Object), anyMapLayout.bytes(len(u.Object)))
+	defer func() { w.shared = was }()
+	if !first {
 		return
 	}
 	for k, v := range u.Object {
@@ -263,38 +280,45 @@ func (w *costWalker) walkUnstructured(u *unstructured.Unstructured) {
 		}
 		w.row = objects
 		w.walkString(k)
-		if sub == nil || !w.visit(mapPointer(sub), anyMapLayout.bytes(len(sub))) {
+		if sub == nil {
 			continue
 		}
-		for k2, v2 := range sub {
-			r := w.keyRow(k, k2, fieldPath)
-			w.row = r
-			w.touch(r)
-			w.walkString(k2)
-			if annotations, ok := v2.(map[string]any); ok && k == "metadata" && k2 == "annotations" {
-				w.walkUnstructuredAnnotations(annotations, r)
-				continue
+		first, was := w.visit(mapPointer(sub), anyMapLayout.bytes(len(sub)))
+		if first {
+			for k2, v2 := range sub {
+				r := w.keyRow(k, k2, fieldPath)
+				w.row = r
+				w.touch(r)
+				w.walkString(k2)
+				if annotations, ok := v2.(map[string]any); ok && k == "metadata" && k2 == "annotations" {
+					w.walkUnstructuredAnnotations(annotations, r)
+					continue
+				}
+				w.walkAny(v2)
 			}
-			w.walkAny(v2)
 		}
+		w.shared = was
 	}
 }
 
 // walkUnstructuredAnnotations is walkAnnotations for unstructured content.
 func (w *costWalker) walkUnstructuredAnnotations(m map[string]any, row int32) {
-	if m == nil || !w.visit(mapPointer(m), anyMapLayout.bytes(len(m))) {
+	if m == nil {
 		return
 	}
-	parent := w.rows[row].path
-	for k, v := range m {
-		r := w.keyRow(parent, k, annotationPath)
-		w.rows[r].annotationKeyOf = row
-		w.row = r
-		w.touch(r)
-		w.walkString(k)
-		w.walkAny(v)
+	first, was := w.visit(mapPointer(m), anyMapLayout.bytes(len(m)))
+	if first {
+		parent := w.rows[row].path
+		for k, v := range m {
+			r := w.keyRow(parent, k, annotationPath)
+			w.rows[r].annotationKeyOf = row
+			w.row = r
+			w.touch(r)
+			w.walkString(k)
+			w.walkAny(v)
+		}
 	}
-	w.row = row
+	w.shared, w.row = was, row
 }
 
 // walkRefs walks the references refs of the value at base.
@@ -315,12 +339,13 @@ func (w *costWalker) walkRef(base unsafe.Pointer, r *costRef) {
 		if s.data == nil || s.cap == 0 || r.elem.size == 0 {
 			return
 		}
-		if !w.visitAlloc(s.data, uintptr(s.cap)*r.elem.size, r.elem.scan) || len(r.elem.refs) == 0 {
-			return
+		first, was := w.visitAlloc(s.data, uintptr(s.cap)*r.elem.size, r.elem.scan)
+		if first && len(r.elem.refs) > 0 {
+			for i := range s.len {
+				w.walkRefs(unsafe.Add(s.data, uintptr(i)*r.elem.size), r.elem.refs)
+			}
 		}
-		for i := range s.len {
-			w.walkRefs(unsafe.Add(s.data, uintptr(i)*r.elem.size), r.elem.refs)
-		}
+		w.shared = was
 	case costPointer:
 		w.walkPointer(*(*unsafe.Pointer)(p), r.elem)
 	case costMap:
@@ -341,14 +366,16 @@ func (w *costWalker) walkRef(base unsafe.Pointer, r *costRef) {
 		}
 	case costWeak:
 		if h := *(*unsafe.Pointer)(p); h != nil {
-			w.visitAlloc(h, weakHandleSize, false)
+			_, was := w.visitAlloc(h, weakHandleSize, false)
+			w.shared = was
 		}
 	}
 }
 
-// weakHandleSize is the size of a weak pointer's handle (an
-// atomic.Uintptr the runtime allocates).
-const weakHandleSize = 8
+// weakHandleSize is the size of a weak pointer's handle: an atomic.Uintptr
+// the runtime pads to 16 bytes so that it shares no tiny block (Go 1.26,
+// runtime.getOrAddWeakHandle).
+const weakHandleSize = 16
 
 // sliceHeader is the memory of a slice.
 type sliceHeader struct {
@@ -359,7 +386,8 @@ type sliceHeader struct {
 // walkString charges the bytes of s.
 func (w *costWalker) walkString(s string) {
 	if len(s) > 0 {
-		w.visitAlloc(unsafe.Pointer(unsafe.StringData(s)), uintptr(len(s)), false)
+		_, was := w.visitAlloc(unsafe.Pointer(unsafe.StringData(s)), uintptr(len(s)), false)
+		w.shared = was
 	}
 }
 
@@ -368,9 +396,11 @@ func (w *costWalker) walkPointer(p unsafe.Pointer, t *costType) {
 	if p == nil || t.size == 0 {
 		return
 	}
-	if w.visitAlloc(p, t.size, t.scan) {
+	first, was := w.visitAlloc(p, t.size, t.scan)
+	if first {
 		w.walkRefs(p, t.refs)
 	}
+	w.shared = was
 }
 
 // walkMap walks the map whose header is at p; v is the map, for the types
@@ -382,24 +412,30 @@ func (w *costWalker) walkMap(p unsafe.Pointer, m *costMapType, v reflect.Value) 
 	switch m.native {
 	case costStringMap:
 		mm := *(*map[string]string)(unsafe.Pointer(&p))
-		if w.visit(p, m.layout.bytes(len(mm))) {
+		first, was := w.visit(p, m.layout.bytes(len(mm)))
+		if first {
 			for k, v := range mm {
 				w.walkString(k)
 				w.walkString(v)
 			}
 		}
+		w.shared = was
 		return
 	case costAnyMap:
 		mm := *(*map[string]any)(unsafe.Pointer(&p))
-		if w.visit(p, m.layout.bytes(len(mm))) {
+		first, was := w.visit(p, m.layout.bytes(len(mm)))
+		if first {
 			for k, v := range mm {
 				w.walkString(k)
 				w.walkAny(v)
 			}
 		}
+		w.shared = was
 		return
 	}
-	if !w.visit(p, m.layout.bytes(v.Len())) {
+	first, was := w.visit(p, m.layout.bytes(v.Len()))
+	defer func() { w.shared = was }()
+	if !first {
 		return
 	}
 	if len(m.key.refs) == 0 && len(m.elem.refs) == 0 && m.layout.indirect == [2]uintptr{} {
@@ -475,9 +511,11 @@ func (w *costWalker) walkAny(x any) {
 		w.walkRefs(data, plan.refs)
 		return
 	}
-	if w.visitAlloc(data, plan.size, plan.scan) {
+	first, was := w.visitAlloc(data, plan.size, plan.scan)
+	if first {
 		w.walkRefs(data, plan.refs)
 	}
+	w.shared = was
 }
 
 // dataWord returns the data word of x: its value if it is a pointer or a
@@ -558,64 +596,68 @@ func (w *costWalker) objectStructBytes() int64 {
 	return total
 }
 
-// allocSet is a set of allocations by address: in an addressSet, those
-// of 8 bytes or more, no two of which start within 8 bytes of each other;
-// in a map, the smaller ones, which the allocator packs in 16-byte blocks.
+// allocSet is a set of allocations by address: those of 8 bytes or more,
+// no two of which start within 8 bytes of each other, by a bit per 8
+// bytes; the smaller ones, which the allocator packs in 16-byte blocks
+// with others, by their block.
 type allocSet struct {
-	large addressSet
-	small map[uintptr]struct{}
+	large, small addressSet
+}
+
+// newAllocSet returns an empty set.
+func newAllocSet() allocSet {
+	return allocSet{large: addressSet{shift: 3}, small: addressSet{shift: 4}}
 }
 
 // add adds the allocation at a (small: smaller than 8 bytes) and reports
 // whether it was not in the set.
 func (s *allocSet) add(a uintptr, small bool) bool {
-	if !small {
-		return s.large.add(a)
+	if small {
+		return s.small.add(a)
 	}
-	if _, ok := s.small[a]; ok {
-		return false
-	}
-	if s.small == nil {
-		s.small = map[uintptr]struct{}{}
-	}
-	s.small[a] = struct{}{}
-	return true
+	return s.large.add(a)
 }
 
 // has reports whether the allocation at a is in the set.
 func (s *allocSet) has(a uintptr, small bool) bool {
-	if !small {
-		return s.large.has(a)
+	if small {
+		return s.small.has(a)
 	}
-	_, ok := s.small[a]
-	return ok
+	return s.large.has(a)
 }
 
 // reset empties the set.
 func (s *allocSet) reset() {
 	s.large.reset()
-	clear(s.small)
+	s.small.reset()
 }
 
-// addressSet is a set of addresses, 8 bytes apart at least: a bit per 8
-// bytes of the address space, in chunks allocated as addresses come.
+// addressSet is a set of addresses at least 1<<shift bytes apart: a bit
+// per 1<<shift bytes of the address space, in chunks of 1 MiB allocated
+// as addresses come. A chunk is found by its distance from the first
+// one's, the heap's arenas lying close together, or, for an address far
+// from them (in the program's own memory), in a map.
 type addressSet struct {
-	chunks  map[uintptr]*addressChunk
-	lastKey uintptr
-	last    *addressChunk
+	shift  uint
+	base   uintptr // the key of chunks[0]
+	chunks []*addressChunk
+	far    map[uintptr]*addressChunk
 }
 
-// addressChunkShift is log2 of the bytes of address space one chunk
-// covers (64 MiB, a heap arena), with a bit per 8 bytes: 1 MiB a chunk.
-const addressChunkShift = 26
+// addressChunkBits is the number of addresses of one chunk.
+const addressChunkBits = 1 << 23
 
-type addressChunk [1 << (addressChunkShift - 3 - 6)]uint64
+// addressDense is the most chunks found by their distance from the first.
+const addressDense = 1 << 12
+
+type addressChunk [addressChunkBits / 64]uint64
 
 // add adds a and reports whether it was not in the set.
 func (s *addressSet) add(a uintptr) bool {
-	c := s.chunk(a>>addressChunkShift, true)
-	i := (a >> 3) & (1<<(addressChunkShift-3) - 1)
-	word, bit := &c[i>>6], uint64(1)<<(i&63)
+	g := a >> s.shift
+	c := s.chunk(g/addressChunkBits, true)
+	i := g % addressChunkBits
+	word, bit := &c[i/64], uint64(1)<<(i%64)
 	if *word&bit != 0 {
 		return false
 	}
@@ -625,37 +667,61 @@ func (s *addressSet) add(a uintptr) bool {
 
 // has reports whether a is in the set.
 func (s *addressSet) has(a uintptr) bool {
-	c := s.chunk(a>>addressChunkShift, false)
-	if c == nil {
-		return false
-	}
-	i := (a >> 3) & (1<<(addressChunkShift-3) - 1)
-	return c[i>>6]&(uint64(1)<<(i&63)) != 0
+	g := a >> s.shift
+	c := s.chunk(g/addressChunkBits, false)
+	i := g % addressChunkBits
+	return c != nil && c[i/64]&(uint64(1)<<(i%64)) != 0
 }
 
-// chunk returns the chunk of key, added if create is set.
+// chunk returns the chunk of key, added if create is set (else nil if
+// there is none).
 func (s *addressSet) chunk(key uintptr, create bool) *addressChunk {
-	if s.last != nil && s.lastKey == key {
-		return s.last
-	}
-	c := s.chunks[key]
-	if c == nil {
+	if len(s.chunks) == 0 {
 		if !create {
 			return nil
 		}
-		if s.chunks == nil {
-			s.chunks = map[uintptr]*addressChunk{}
+		s.base, s.chunks = key, make([]*addressChunk, 1)
+	}
+	if key < s.base && s.base-key < addressDense && create {
+		// Rebase, so that the chunk is found by its distance too.
+		s.chunks = append(make([]*addressChunk, s.base-key), s.chunks...)
+		s.base = key
+	}
+	var slot **addressChunk
+	if d := key - s.base; key >= s.base && d < addressDense {
+		if d >= uintptr(len(s.chunks)) {
+			if !create {
+				return nil
+			}
+			s.chunks = append(s.chunks, make([]*addressChunk, d+1-uintptr(len(s.chunks)))...)
+		}
+		slot = &s.chunks[d]
+	} else {
+		c := s.far[key]
+		if c != nil || !create {
+			return c
+		}
+		if s.far == nil {
+			s.far = map[uintptr]*addressChunk{}
 		}
 		c = new(addressChunk)
-		s.chunks[key] = c
+		s.far[key] = c
+		return c
 	}
-	s.last, s.lastKey = c, key
-	return c
+	if *slot == nil && create {
+		*slot = new(addressChunk)
+	}
+	return *slot
 }
 
 // reset empties the set, keeping its chunks' memory.
 func (s *addressSet) reset() {
 	for _, c := range s.chunks {
+		if c != nil {
+			clear(c[:])
+		}
+	}
+	for _, c := range s.far {
 		clear(c[:])
 	}
 }
