@@ -33,58 +33,21 @@ type storeCost[T Object] struct {
 // object, per namespace, per label and per index value) with the maps that
 // find them. The read lock is held while the objects' pointers are copied
 // and the posting lists (one per namespace, label value and index value,
-// not per object) are measured; the entries' memberships beyond those
-// held inline are then counted from the objects' labels, which the store
-// files them by, without the lock.
+// not per object) are measured (costLocked); the entries' memberships
+// beyond those held inline are then counted from the objects' labels,
+// which the store files them by, without the lock.
 func (s *Indexer[T]) costSnapshot() storeCost[T] {
-	var (
-		itemSize   = unsafe.Sizeof(postingItem[T]{})
-		postingMap = newMapLayout(reflect.TypeFor[map[string]*posting[T]]())
-		labelMap   = newMapLayout(reflect.TypeFor[map[string]*labelKey[T]]())
-	)
-	postingBytes := func(p *posting[T]) int64 {
-		return allocBytes(unsafe.Sizeof(*p), true) + allocBytes(uintptr(cap(p.items))*itemSize, true)
-	}
-	var postings, nameTable int64
-	funcItems := 0
-	s.mu.RLock()
-	c := s.c
-	objects := c.all.appendObjects(make([]T, 0, len(c.all.items)))
-	nameTable = allocBytes(uintptr(len(c.entries.slots))*unsafe.Sizeof(nameSlot[T]{}), true)
-	postings = allocBytes(unsafe.Sizeof(*c), true) + postingBytes(c.all) +
-		postingMap.bytes(len(c.namespaces)) + labelMap.bytes(len(c.labels))
-	for _, p := range c.namespaces {
-		postings += postingBytes(p)
-	}
-	for _, lk := range c.labels {
-		postings += allocBytes(unsafe.Sizeof(*lk), true) + postingMap.bytes(len(lk.values))
-		for _, p := range lk.values {
-			postings += postingBytes(p)
-		}
-	}
-	for i, buckets := range c.buckets {
-		if s.plan.indexes[i].byNamespace {
-			continue // the namespace lists, counted above
-		}
-		postings += postingMap.bytes(len(buckets))
-		for _, p := range buckets {
-			postings += postingBytes(p)
-			funcItems += len(p.items)
-		}
-	}
-	s.mu.RUnlock()
-
-	n := len(objects)
-	entrySize := allocBytes(unsafe.Sizeof(entry[T]{}), true)
+	l := s.costLocked()
+	n := len(l.objects)
+	entries := int64(n) * allocBytes(unsafe.Sizeof(entry[T]{}), true)
 	memberSize := unsafe.Sizeof(membership[T]{})
-	entries := int64(n) * entrySize
 	// The lists an entry is on: every object's, its namespace's, one per
 	// label, and the index values (spread evenly: the entries are not read).
 	funcPer := 0
 	if n > 0 {
-		funcPer = (funcItems + n - 1) / n
+		funcPer = (l.funcItems + n - 1) / n
 	}
-	for _, obj := range objects {
+	for _, obj := range l.objects {
 		labels, copied := storedLabels(obj)
 		if lists := 2 + labels + funcPer; lists > inlineMembers {
 			entries += allocBytes(uintptr(lists)*memberSize, true)
@@ -94,11 +57,60 @@ func (s *Indexer[T]) costSnapshot() storeCost[T] {
 			entries += stringMapLayout.bytes(labels)
 		}
 	}
-	return storeCost[T]{objects: objects, rows: []CostRow{
+	return storeCost[T]{objects: l.objects, rows: []CostRow{
 		{Path: costEntriesRow, Bytes: entries, Objects: n},
-		{Path: costNameTableRow, Bytes: nameTable, Objects: n},
-		{Path: costPostingsRow, Bytes: postings, Objects: n},
+		{Path: costNameTableRow, Bytes: l.nameTable, Objects: n},
+		{Path: costPostingsRow, Bytes: l.postings, Objects: n},
 	}}
+}
+
+// lockedCost is what costLocked reads under the store's read lock.
+type lockedCost[T Object] struct {
+	objects             []T
+	nameTable, postings int64
+	// funcItems is the number of items on the lists of the user indexes.
+	funcItems int
+}
+
+// costLocked copies the objects' pointers and measures the name table and
+// the posting lists, under the store's read lock (BenchmarkCost/lock).
+func (s *Indexer[T]) costLocked() lockedCost[T] {
+	var (
+		itemSize   = unsafe.Sizeof(postingItem[T]{})
+		postingMap = newMapLayout(reflect.TypeFor[map[string]*posting[T]]())
+		labelMap   = newMapLayout(reflect.TypeFor[map[string]*labelKey[T]]())
+	)
+	postingBytes := func(p *posting[T]) int64 {
+		return allocBytes(unsafe.Sizeof(*p), true) + allocBytes(uintptr(cap(p.items))*itemSize, true)
+	}
+	var l lockedCost[T]
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c := s.c
+	l.objects = c.all.appendObjects(make([]T, 0, len(c.all.items)))
+	l.nameTable = allocBytes(uintptr(len(c.entries.slots))*unsafe.Sizeof(nameSlot[T]{}), true)
+	l.postings = allocBytes(unsafe.Sizeof(*c), true) + postingBytes(c.all) +
+		postingMap.bytes(len(c.namespaces)) + labelMap.bytes(len(c.labels))
+	for _, p := range c.namespaces {
+		l.postings += postingBytes(p)
+	}
+	for _, lk := range c.labels {
+		l.postings += allocBytes(unsafe.Sizeof(*lk), true) + postingMap.bytes(len(lk.values))
+		for _, p := range lk.values {
+			l.postings += postingBytes(p)
+		}
+	}
+	for i, buckets := range c.buckets {
+		if s.plan.indexes[i].byNamespace {
+			continue // the namespace lists, counted above
+		}
+		l.postings += postingMap.bytes(len(buckets))
+		for _, p := range buckets {
+			l.postings += postingBytes(p)
+			l.funcItems += len(p.items)
+		}
+	}
+	return l
 }
 
 // storedLabels returns the number of obj's labels, and whether the label

@@ -148,6 +148,12 @@ func startCostInformer[T Object](tb testing.TB, lw ListerWatcher[T], err error, 
 // runSynced runs inf until the test ends, and waits for it to sync.
 func runSynced[T Object](tb testing.TB, inf *Informer[T]) {
 	tb.Helper()
+	runUntilCleanup(tb, inf)
+	testkit.Eventually(tb, "the informer synced", inf.HasSynced)
+}
+
+// runUntilCleanup runs inf until the test ends.
+func runUntilCleanup[T Object](tb testing.TB, inf *Informer[T]) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -158,7 +164,6 @@ func runSynced[T Object](tb testing.TB, inf *Informer[T]) {
 		cancel()
 		<-done
 	})
-	testkit.Eventually(tb, "the informer synced", inf.HasSynced)
 }
 
 // costLiveHeap returns the live heap, after collections enough for the
