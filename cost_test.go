@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubetyped/informer/informertest"
 	"github.com/kubetyped/informer/internal/prodpods"
 	"github.com/kubetyped/informer/internal/testkit"
 )
@@ -187,6 +189,11 @@ func TestCostMatchesRetainedHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("caches production-like pods, 5,000 at a time")
 	}
+	if testkit.Race {
+		// Its 31,000 decodes take minutes under the detector, and the
+		// walk it checks has no concurrency of its own (TestCostWhileWriting).
+		t.Skip("measures the heap; without the race detector")
+	}
 	pods := corev1.SchemeGroupVersion.WithResource("pods")
 	for _, c := range []costCase{
 		{name: "default", n: 5000, encode: protobufPodPage, start: startPods(false), suggestion: ManagedFields},
@@ -247,4 +254,82 @@ func logCostReport(t *testing.T, report CostReport) {
 		b.WriteString("\nsuggest " + row.Path)
 	}
 	t.Log(b.String())
+}
+
+// TestCostWhileWriting reports the cost of a cache that the informer is
+// writing to (adds, updates and deletes arriving on the watch), from two
+// goroutines at once: every report counts the objects of some state of
+// the cache, and once the writes are applied the last one counts them all;
+// a done context stops a report with its error. Run with -race, it checks
+// that the walk reads nothing the informer writes.
+func TestCostWhileWriting(t *testing.T) {
+	const listed, added = 200, 200
+	lw := informertest.NewFakeListerWatcher[*corev1.Pod]()
+	var pods []*corev1.Pod
+	for i := range listed {
+		pods = append(pods, testkit.NewPod("ns", "listed-"+strconv.Itoa(i), "1"))
+	}
+	lw.SetList("1", pods...)
+	inf, err := NewInformer(lw, InformerOptions[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSynced(t, inf)
+	ctx := t.Context()
+	writes := make(chan error, 1)
+	go func() {
+		for i := range added {
+			rv := strconv.Itoa(2 + i)
+			pod := testkit.NewPod("ns", "added-"+strconv.Itoa(i), rv, testkit.PodLabels(map[string]string{"app": strings.Repeat("a", i%40)}))
+			if err := lw.Add(ctx, pod); err != nil {
+				writes <- err
+				return
+			}
+			if err := lw.Modify(ctx, testkit.NewPod("ns", "listed-"+strconv.Itoa(i), rv)); err != nil {
+				writes <- err
+				return
+			}
+			if i%2 == 0 {
+				if err := lw.Delete(ctx, testkit.NewPod("ns", "added-"+strconv.Itoa(i), rv)); err != nil {
+					writes <- err
+					return
+				}
+			}
+		}
+		writes <- nil
+	}()
+	reports := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for range 10 {
+				r, err := inf.Cost(ctx)
+				if err == nil && (r.Objects < listed || r.Objects > listed+added || r.Bytes <= 0) {
+					err = fmt.Errorf("a report of %d objects, %d B", r.Objects, r.Bytes)
+				}
+				if err != nil {
+					reports <- err
+					return
+				}
+			}
+			reports <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-reports; err != nil {
+			t.Error(err)
+		}
+	}
+	if err := <-writes; err != nil {
+		t.Fatal(err)
+	}
+	want := listed + added/2
+	testkit.Eventually(t, "the writes applied", func() bool { return len(inf.indexer.ListKeys()) == want })
+	if r, err := inf.Cost(ctx); err != nil || r.Objects != want {
+		t.Errorf("after the writes: a report of %d objects, %v; want %d", r.Objects, err, want)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := inf.Cost(canceled); err != context.Canceled {
+		t.Errorf("Cost with a canceled context: %v, want %v", err, context.Canceled)
+	}
 }
