@@ -24,14 +24,22 @@ func (r resourceReport) title() string {
 // suggestions.
 func writeTable(w io.Writer, r resourceReport, rows int) error {
 	rep := r.report
-	fmt.Fprintf(w, "%s: %d objects, synced in %v\n", r.title(), rep.Objects, r.synced.Round(100_000_000))
+	fmt.Fprintf(w, "%s: %d objects, synced in %v\n", r.title(), rep.Objects, r.synced.Round(1_000_000))
 	fmt.Fprintf(w, "cache %s (%s an object), of which shared %s (%s); the report took %v\n\n",
 		size(rep.Bytes), perObject(rep.Bytes, rep.Objects), size(rep.SharedBytes), share(rep.SharedBytes, rep.Bytes), r.took.Round(1_000_000))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "field\tbytes\tshare\tshared\tper object\tobjects\t")
 	shown := rep.Rows[:min(rows, len(rep.Rows))]
+	width := len("(1000 other rows)")
 	for _, row := range shown {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", row.Path, size(row.Bytes), share(row.Bytes, rep.Bytes),
+		width = max(width, len(row.Path))
+	}
+	for _, row := range rep.Suggestions {
+		width = max(width, len(row.Path))
+	}
+	fmt.Fprintf(tw, "%-*s\tbytes\tshare\tshared\tper object\tobjects\t\n", width, "field")
+	for _, row := range shown {
+		// Padded to the column's width, the path stays left-aligned.
+		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%d\t\n", width, row.Path, size(row.Bytes), share(row.Bytes, rep.Bytes),
 			size(row.SharedBytes), perObject(row.Bytes, rep.Objects), row.Objects)
 	}
 	if rest := rep.Rows[len(shown):]; len(rest) > 0 {
@@ -39,7 +47,7 @@ func writeTable(w io.Writer, r resourceReport, rows int) error {
 		for _, row := range rest {
 			bytes, shared = bytes+row.Bytes, shared+row.SharedBytes
 		}
-		fmt.Fprintf(tw, "(%d other rows)\t%s\t%s\t%s\t%s\t\t\n", len(rest), size(bytes), share(bytes, rep.Bytes), size(shared), perObject(bytes, rep.Objects))
+		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t\t\n", width, fmt.Sprintf("(%d other rows)", len(rest)), size(bytes), share(bytes, rep.Bytes), size(shared), perObject(bytes, rep.Objects))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -47,7 +55,7 @@ func writeTable(w io.Writer, r resourceReport, rows int) error {
 	if len(rep.Suggestions) > 0 {
 		fmt.Fprintln(w, "\nto drop (RESTOptions.DropFields; a field's values shared with fields that stay are not saved):")
 		for _, row := range rep.Suggestions {
-			fmt.Fprintf(w, "  %s  %s (%s)%s\n", row.Path, size(row.Bytes), share(row.Bytes, rep.Bytes), alsoBy(row.Path))
+			fmt.Fprintf(w, "  %-*s  %9s (%s)%s\n", width, row.Path, size(row.Bytes), share(row.Bytes, rep.Bytes), alsoBy(row.Path))
 		}
 	}
 	_, err := fmt.Fprintln(w)
