@@ -15,7 +15,8 @@ import (
 
 // CostReport is what an informer's cache keeps on the heap, by field: the
 // answer to "what does my cache cost, and what should I drop?". See
-// [Informer.Cost].
+// [Informer.Cost]. A report belongs to its caller: it holds no reference
+// to the cache or its objects.
 type CostReport struct {
 	// Objects is the number of cached objects.
 	Objects int
@@ -56,7 +57,9 @@ type CostRow struct {
 	// "(store) entries", "(store) name table" and "(store) postings", the
 	// store's own structures per object: its entries, its table of names,
 	// and the lists of its indexes (of every object, per namespace, per
-	// label and per index value) with the maps that find them.
+	// label and per index value) with the maps that find them; "(intern
+	// table)", the tables of the strings and sub-objects the objects share
+	// (see [Informer.Cost]).
 	Path string
 	// Bytes is what the allocations reached from the field cost, as the
 	// Go allocator charges them (size classes, malloc headers, slice
@@ -78,12 +81,19 @@ type CostRow struct {
 // the rows add up to the retained heap the informer's cache adds, measured
 // by the runtime, to within a few percent (TestCostMatchesRetainedHeap).
 //
-// Not counted: the tables of strings and sub-objects a ListerWatcher or
-// Deduplicate shares (of weak references, bounded), records waiting in
-// the queue or in handlers' buffers, and the items of a decoded list's
-// array that are no longer cached beside some that are. A string in the
-// program's own memory (a constant set by a transform) is counted as if
-// allocated.
+// The tables of strings and sub-objects the ListerWatcher's decoder and
+// Deduplicate share are a row of their own, "(intern table)". Not
+// counted: records waiting in the queue or in handlers' buffers, and the
+// items of a decoded list's array that are no longer cached beside some
+// that are. A string in the program's own memory (a constant set by a
+// transform) is counted as if allocated.
+//
+// The walk uses reflection, once per Go type, to learn where that type's
+// values hold references (cost_plan.go), because T may be any Go type (a
+// CRD's, *unstructured.Unstructured's content, a type chosen at run time
+// behind an interface); it then reads memory at the offsets learned,
+// without reflect.Value, and walks labels, annotations and unstructured
+// content with Go's own map iteration. None of it is on the event path.
 //
 // It is meant to be run on demand in production: it is not on the event
 // path, it takes the store's read lock only to copy the objects' pointers
