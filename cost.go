@@ -98,9 +98,8 @@ type CostRow struct {
 // It is meant to be run on demand in production: it is not on the event
 // path, it takes the store's read lock only to copy the objects' pointers
 // and measure the posting lists (cached objects are never modified, so
-// they are walked without it), and it costs a few microseconds of CPU per
-// object and a temporary allocation of a few percent of the heap (see
-// docs/operations.md, "What the cache costs", for the figures). It may be
+// they are walked without it); its CPU time and temporary memory per
+// object are in docs/operations.md, "What the cache costs". It may be
 // called at any time, concurrently, from any goroutine; it stops early
 // with ctx's error if ctx is done.
 func (i *Informer[T]) Cost(ctx context.Context) (CostReport, error) {
