@@ -1,8 +1,6 @@
 package informer
 
 import (
-	"strings"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -34,17 +32,6 @@ func NameOf[T Object](obj T) ObjectName {
 // cluster-scoped object, the same key as client-go's MetaNamespaceKeyFunc.
 func KeyOf[T Object](obj T) string {
 	return NameOf(obj).String()
-}
-
-// ParseKey splits a cache key into its namespace and name. A key without a
-// "/" names a cluster-scoped object; everything after the first "/" is the
-// name. It does not allocate.
-func ParseKey(key string) ObjectName {
-	namespace, name, found := strings.Cut(key, "/")
-	if !found {
-		return ObjectName{Name: namespace}
-	}
-	return ObjectName{Namespace: namespace, Name: name}
 }
 
 // TransformFunc changes an object before it is stored in the cache, for

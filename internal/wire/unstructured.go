@@ -487,12 +487,6 @@ func (d *UnstructuredDecoder) boxed(v string) any {
 	return box
 }
 
-// forgetBoxes empties the box cache, so that it pins no string the table
-// has dropped.
-func (d *UnstructuredDecoder) forgetBoxes() {
-	clear(d.boxes[:])
-}
-
 // str reads a string and returns the bytes between its quotes; plain is
 // whether they are valid UTF-8 without escapes, to be taken as they are.
 // It reports !ok for a string with a control character or without its
