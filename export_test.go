@@ -75,3 +75,16 @@ func DecodingWith[T Object](lw ListerWatcher[T], table *wire.InternTable) (Liste
 	}
 	return d.decodingWith(table)
 }
+
+// remove deletes the object stored under name and returns it (zero T and
+// false if nothing was stored). Unlike Delete it has no object to take a
+// resource version from, so the store's resource version is unchanged.
+func (s *Indexer[T]) remove(name ObjectName) (old T, existed bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.c.get(name)
+	if id < 0 {
+		return old, false, nil
+	}
+	return s.c.removeEntry(id), true, nil
+}

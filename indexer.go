@@ -243,19 +243,6 @@ func (s *Indexer[T]) upsert(obj T) (old T, existed bool, err error) {
 	}
 }
 
-// remove deletes the object stored under name and returns it (zero T and
-// false if nothing was stored). Unlike Delete it has no object to take a
-// resource version from, so the store's resource version is unchanged.
-func (s *Indexer[T]) remove(name ObjectName) (old T, existed bool, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.c.get(name)
-	if id < 0 {
-		return old, false, nil
-	}
-	return s.c.removeEntry(id), true, nil
-}
-
 // replaceAll atomically swaps the whole content for items at
 // resourceVersion. removed holds every previously stored object whose name
 // is not in items (in no particular order). previous is nil if no item was

@@ -440,18 +440,6 @@ func set[S ~string](t *InternTable, p *S) {
 	}
 }
 
-// len returns the number of strings and sub-objects held, live or not yet
-// swept.
-func (t *InternTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(t.strings.slots) + t.shared.len() + t.raw.len() + t.trees.len()
-	for _, set := range t.typed {
-		n += len(set.slots)
-	}
-	return n
-}
-
 // InternFunc interns the strings of one object in place.
 type InternFunc[T metav1.Object] func(t *InternTable, obj T)
 

@@ -42,15 +42,6 @@ type podShares struct {
 	downwardVols  shareSet[corev1.DownwardAPIVolumeSource]
 }
 
-// len returns the number of slots of every set.
-func (s *podShares) len() int {
-	return len(s.stringMaps.slots) + len(s.resourceLists.slots) + len(s.strs.slots) + len(s.ownerRefs.slots) +
-		len(s.ports.slots) + len(s.envFrom.slots) + len(s.env.slots) + len(s.mounts.slots) + len(s.resizePolicy.slots) +
-		len(s.probes.slots) + len(s.lifecycles.slots) + len(s.securityCtx.slots) + len(s.podSecurity.slots) +
-		len(s.tolerations.slots) + len(s.pullSecrets.slots) + len(s.configMapVols.slots) + len(s.secretVols.slots) +
-		len(s.projectedVols.slots) + len(s.emptyDirVols.slots) + len(s.downwardVols.slots)
-}
-
 // sweep sweeps every set (shareSet.sweep).
 func (s *podShares) sweep() {
 	s.stringMaps.sweep()

@@ -205,9 +205,3 @@ func (t *unstrTreeSet) sweep() {
 		t.peak = len(t.slots)
 	}
 }
-
-// len returns the number of canonical sub-trees held, live or not yet
-// swept.
-func (t *unstrTreeSet) len() int {
-	return len(t.slots)
-}
