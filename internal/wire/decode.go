@@ -129,7 +129,7 @@ type ProtobufMessage interface {
 }
 
 // Unmarshal does msg.Reset and msg.Unmarshal(data), except for the types
-// with an interning decoder (restdecode_gen.go, unmarshalInterned) when
+// with an interning decoder (decode_gen.go, unmarshalInterned) when
 // interns is not nil: those are decoded straight into the table's strings,
 // so that a string the table holds costs a lookup instead of an
 // allocation. The objects are equal either way.

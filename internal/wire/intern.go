@@ -271,7 +271,7 @@ func (t *InternTable) str(s string) string {
 // holds one (without allocating), else a fresh copy, which becomes the
 // shared one if the string was seen before (as in str). The result never
 // points into b, so b may be a buffer reused afterwards: the protobuf
-// decoder (restdecode_gen.go) takes every string of an object from it.
+// decoder (decode_gen.go) takes every string of an object from it.
 func (t *InternTable) strFrom(b []byte) string {
 	if len(b) == 0 {
 		return ""

@@ -7,7 +7,7 @@ import (
 )
 
 // The protobuf wire reading of the generated decoder
-// (restdecode_gen.go), with the rules of the gogo-generated Unmarshal
+// (decode_gen.go), with the rules of the gogo-generated Unmarshal
 // methods of k8s.io/api, so that the decoder accepts and rejects exactly
 // what they do: a varint of more than 10 bytes overflows (its 10th byte's
 // extra bits are dropped, not rejected), a field number is the tag's bits

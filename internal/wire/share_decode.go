@@ -7,7 +7,7 @@ import (
 )
 
 // Sharing sub-objects at decode time: the generated decoder
-// (restdecode_gen.go) shares the sub-objects of share_core.go's list
+// (decode_gen.go) shares the sub-objects of share_core.go's list
 // (probes, security contexts, volume sources, env lists, labels, resource
 // lists…) as the deduplication pass does (share.go), but keyed by their
 // bytes as received instead of a re-encoding: a sub-object whose bytes
