@@ -120,9 +120,8 @@ type InformerOptions[T Object] struct {
 	// seen before is not decoded at all, which costs less CPU than decoding
 	// without deduplication. Every other object is passed, after the
 	// transform and before it is cached, through a deduplication pass,
-	// which costs CPU per object (W2's initial sync of small pods is
-	// several times slower). The figures (BenchmarkDecodePod, E1, W2, W6)
-	// are in docs/benchmarks.md, "Figures behind design choices". To drop
+	// which costs CPU per object. The figures (BenchmarkDecodePod, E1, W2,
+	// W6) are in docs/benchmarks.md, "Figures behind design choices". To drop
 	// fields and keep deduplicating on decode, use
 	// DropFields rather than a Transform.
 	//

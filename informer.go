@@ -399,8 +399,8 @@ func (i *Informer[T]) Stats() InformerStats {
 // CheckConsistency compares the cache with the server: it takes the cached
 // objects and the resource version the cache has reached (under the cache's
 // read lock, which blocks only the informer's writes, for the copy of one
-// pointer per object: 3.5 ms for 100,000 objects on a loaded 2-core
-// machine, see BenchmarkCheckConsistency), lists the resource
+// pointer per object; its cost, from BenchmarkCheckConsistency, is in
+// docs/operations.md), lists the resource
 // from the server at exactly that resource version (in pages of 500, so
 // served by etcd), and reports every key on which they differ. The
 // differences are also logged (one line at default verbosity when there

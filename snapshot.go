@@ -47,8 +47,8 @@ type SnapshotOptions struct {
 	// stop), which a crash skips. A negative Interval is rejected. Saves
 	// while the informer runs are paced to take at most a twentieth of
 	// one core (and so at least twenty times as long as the save when Run
-	// ends, which is not paced: about two minutes for 100,000 pods on a
-	// 2-core machine); see docs/restart.md.
+	// ends, which is not paced); docs/restart.md has how long a save of
+	// 100,000 pods takes, paced and not.
 	Interval time.Duration
 	// TransformID names the informer's transform. A snapshot holds
 	// objects as the transform left them, and they are not transformed
