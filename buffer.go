@@ -94,13 +94,20 @@ func (b *handlerBuffer[T]) pendingLocked() int64 {
 }
 
 // madeRoom wakes a dispatcher waiting for room (OverflowBlock) after a
-// delivery.
+// delivery. It is called once per delivered notification: the check is
+// kept apart from the wake-up (signalRoom) so that it inlines into the
+// delivery loop.
 func (b *handlerBuffer[T]) madeRoom() {
 	if b.maxPending > 0 && b.roomWanted.Load() {
-		b.mu.Lock()
-		b.room.Signal()
-		b.mu.Unlock()
+		b.signalRoom()
 	}
+}
+
+// signalRoom wakes a dispatcher waiting for room.
+func (b *handlerBuffer[T]) signalRoom() {
+	b.mu.Lock()
+	b.room.Signal()
+	b.mu.Unlock()
 }
 
 // coalesce merges n into the latest pending notification about the same
