@@ -40,7 +40,11 @@ func newNamespace(ctx context.Context, t *testing.T, client kubernetes.Interface
 	t.Cleanup(func() {
 		// The test's context may be over; cleanup gets its own.
 		ctx := context.WithoutCancel(ctx)
-		if err := client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		// At once: a pod bound to a node is otherwise only marked for
+		// deletion, waiting for a kubelet this cluster does not have, and
+		// stays for the next tests' lists of every namespace to see.
+		immediately := int64(0)
+		if err := client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &immediately}, metav1.ListOptions{}); err != nil {
 			t.Errorf("delete pods of %s: %v", ns.Name, err)
 		}
 		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
