@@ -8,8 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubetyped/informer/crcache"
 	"github.com/kubetyped/informer/internal/benchkit"
@@ -85,6 +87,10 @@ func podObject() client.Object { return &corev1.Pod{} }
 // (synctrial.Register): its pod informer, with default options.
 func cacheTrial(impl string) synctrial.StartFunc {
 	return func(ctx context.Context, config *rest.Config, _ synctrial.Spec, counters *synctrial.Counters) (func() bool, error) {
+		// Without a logger controller-runtime prints a stack trace of its
+		// first log call ("log.SetLogger(...) was never called") into the
+		// run's log; klog's is where client-go's lines go.
+		ctrllog.SetLogger(klog.Background())
 		newCache, err := cacheConstructor(impl)
 		if err != nil {
 			return nil, err
