@@ -93,6 +93,8 @@ type config struct {
 	// e7SeedEtcd writes E7's pods into etcd rather than through the API
 	// (seed_etcd.go).
 	e7SeedEtcd bool
+	// apiserverMemLimit, if set, is kube-apiserver's GOMEMLIMIT.
+	apiserverMemLimit string
 }
 
 func main() {
@@ -129,6 +131,7 @@ func main() {
 	flag.StringVar(&cfg.e7SVG, "e7-svg", "", "E7: write the chart of the ratios against N to this SVG file")
 	flag.BoolVar(&cfg.e7Limit, "e7-limit", false, "E7: also find each side's lowest memory cgroup limit for a sync and a relist at -e7-limit-n pods (bisection; needs root; about an hour)")
 	flag.BoolVar(&cfg.e7SeedEtcd, "e7-seed-etcd", true, "E7: write the pods into etcd as kube-apiserver stores them (after 200 through the API, compared), instead of all through the API (hours at 150,000 on this machine)")
+	flag.StringVar(&cfg.apiserverMemLimit, "apiserver-gomemlimit", "", "kube-apiserver's GOMEMLIMIT (as 9GiB), none if empty: at 150,000 pods its heap, left to GOGC, reached 16.7 GB of this 24-GB machine while client-go's trial synced, and the machine ran out of memory")
 	flag.IntVar(&cfg.e7LimitPods, "e7-limit-n", 50000, "E7: the pod count of the memory-limit bisection (one of -e7-sizes)")
 	var child childSpec
 	flag.StringVar(&child.Mode, "child", "", "internal: run as the informer process of one implementation (sync or watch)")
@@ -224,6 +227,9 @@ func run(cfg config) (err error) {
 	// A service range of 65,534 addresses: -kinds creates a ClusterIP
 	// Service per application.
 	opts := cluster.Options{Assets: cfg.assets, Dir: dir, APIServerArgs: []string{"--service-cluster-ip-range=10.96.0.0/16"}}
+	if cfg.apiserverMemLimit != "" {
+		opts.APIServerEnv = []string{"GOMEMLIMIT=" + cfg.apiserverMemLimit}
+	}
 	if cfg.e7 {
 		// 150,000 pods written three times each outgrow etcd's default
 		// quota of 2 GiB before kube-apiserver compacts.

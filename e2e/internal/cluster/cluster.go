@@ -38,6 +38,10 @@ type Options struct {
 	// EtcdArgs are added to etcd's command line in the same way (a larger
 	// --quota-backend-bytes for a large cluster).
 	EtcdArgs []string
+	// APIServerEnv is added to kube-apiserver's environment, each as
+	// NAME=value (GOMEMLIMIT=9GiB, say, to keep a server holding a very
+	// large cluster within the machine's memory).
+	APIServerEnv []string
 	// Users are user names, besides the administrator, that can
 	// authenticate with a token of their own (see ConfigFor). They belong to
 	// no group: what they may do depends on the authorization mode and on
@@ -60,6 +64,7 @@ type Cluster struct {
 	// the same port, certificates and etcd (RestartAPIServer).
 	apiserverBinary string
 	apiserverArgs   []string
+	apiserverEnv    []string
 	apiserverLog    string
 	ready           *apiserverReady
 
@@ -184,6 +189,7 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		"--profiling=false",
 	}
 	c.apiserverArgs = withArgs(c.apiserverArgs, opts.APIServerArgs)
+	c.apiserverEnv = opts.APIServerEnv
 	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	c.ready = &apiserverReady{host: host, token: token, caFile: filepath.Join(certDir, "apiserver.crt")}
 	if c.apiserver, err = c.startAPIServer(ctx); err != nil {
@@ -216,7 +222,7 @@ func withArgs(args, extra []string) []string {
 // startEtcd starts etcd and waits until it is healthy. The process is
 // returned even when it is not healthy, so that it can be stopped.
 func (c *Cluster) startEtcd(ctx context.Context) (*process, error) {
-	p, err := startProcess("etcd", c.etcdBinary, c.etcdArgs, c.etcdLog)
+	p, err := startProcess("etcd", c.etcdBinary, c.etcdArgs, nil, c.etcdLog)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +260,7 @@ func (c *Cluster) StartEtcd(ctx context.Context) error {
 // startAPIServer starts kube-apiserver and waits until it is ready. The
 // process is returned even when it is not ready, so that it can be stopped.
 func (c *Cluster) startAPIServer(ctx context.Context) (*process, error) {
-	p, err := startProcess("kube-apiserver", c.apiserverBinary, c.apiserverArgs, c.apiserverLog)
+	p, err := startProcess("kube-apiserver", c.apiserverBinary, c.apiserverArgs, c.apiserverEnv, c.apiserverLog)
 	if err != nil {
 		return nil, err
 	}

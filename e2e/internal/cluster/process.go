@@ -21,16 +21,20 @@ type process struct {
 	err     error         // how it exited; read only after done is closed
 }
 
-// startProcess runs binary with args, its stdout and stderr appended to
+// startProcess runs binary with args and env added to this process's
+// environment, its stdout and stderr appended to
 // logPath. The process is killed if the harness's process dies first (see
 // dieWithParent), so a test binary that panics or times out leaves no server
 // behind.
-func startProcess(name, binary string, args []string, logPath string) (*process, error) {
+func startProcess(name, binary string, args, env []string, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s: log file: %w", name, err)
 	}
 	cmd := exec.Command(binary, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = dieWithParent()
