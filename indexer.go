@@ -31,6 +31,11 @@ type Indexer[T Object] struct {
 	// published is plan, for the writes' preparation and Index, which take
 	// no lock; replaced whenever indexes are added.
 	published atomic.Pointer[indexPlan[T]]
+	// labelsIndexed is set, for good, when the Indexer indexes its first
+	// label key (indexLabelKeys); read without the lock, it tells the
+	// queue whether to copy labels for the writes it prepares
+	// (writePreparer.prepare).
+	labelsIndexed atomic.Bool
 	// warmSum accumulates what warm returns (see warmed), under mu.
 	warmSum int
 }

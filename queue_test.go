@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -300,6 +301,11 @@ func TestEventQueueSteadyTrafficAllocatesNothing(t *testing.T) {
 
 func TestEventQueuePreparesWritesForItsStore(t *testing.T) {
 	store := NewIndexer(map[string]IndexFunc[*corev1.Pod]{"byNode": byNode})
+	// A selection on app indexes the key: from then on the queue copies
+	// labels (TestEventQueueCopiesNoLabelsWhileNoKeyIsIndexed).
+	if got := store.selectLabels("", mustParse(t, "app")); got != nil {
+		t.Fatalf("the empty store selected %v", keysOf(got))
+	}
 	q := newEventQueue(store, nil, klog.Background())
 	pods := []*corev1.Pod{
 		NewPod("ns", "a", "1", PodLabels(map[string]string{"app": "a"}), PodNode("n1")),
@@ -334,6 +340,67 @@ func TestEventQueuePreparesWritesForItsStore(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(labelPair{})); diff != "" {
 		t.Errorf("prepared writes (-want +got):\n%s", diff)
 	}
+}
+
+// TestEventQueueCopiesNoLabelsWhileNoKeyIsIndexed queues labelled objects
+// while the store indexes no label key: no labels are copied, since no
+// write would read them. A key indexed after they were queued is still
+// filed when they are applied, from the objects' label maps. Once a key is
+// indexed, the labels of an object with at most maxScannedPairs of them
+// are copied, and those of an object with more, which are read from the
+// map, are not.
+func TestEventQueueCopiesNoLabelsWhileNoKeyIsIndexed(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	inf := MustNewInformer(t, &prefilledLW{}, InformerOptions[*corev1.Pod]{})
+	q := inf.queue
+	many := map[string]string{"app": "a"}
+	for i := range maxScannedPairs {
+		many[fmt.Sprintf("k%d", i)] = "v"
+	}
+	queue := func(rv int) [][]labelPair {
+		plMust(t, q.Add(NewPod("ns", "few", fmt.Sprint(rv), PodLabels(map[string]string{"app": "a"}))))
+		plMust(t, q.Add(NewPod("ns", "many", fmt.Sprint(rv+1), PodLabels(many))))
+		plMust(t, q.Add(NewPod("ns", "none", fmt.Sprint(rv+2))))
+		batch, _ := q.next()
+		var pairs [][]labelPair
+		for rec := range queueRecords(batch) {
+			// A copy: recycling the batch clears its arena.
+			pairs = append(pairs, slices.Clone(rec.prep.pairs))
+		}
+		inf.fan.process(logger, batch)
+		q.recycle(batch)
+		return pairs
+	}
+	opts := cmp.AllowUnexported(labelPair{})
+	if diff := cmp.Diff([][]labelPair{nil, nil, nil}, queue(1), opts); diff != "" {
+		t.Errorf("pairs queued while no key is indexed (-want +got):\n%s", diff)
+	}
+
+	// The writes above were prepared without pairs: indexing app before
+	// they are applied must still file them under it.
+	plMust(t, q.Add(NewPod("ns", "late", "4", PodLabels(map[string]string{"app": "a"}))))
+	if diff := cmp.Diff([]string{"ns/few", "ns/many"}, keysOf(inf.indexer.selectLabels("", mustParse(t, "app=a")))); diff != "" {
+		t.Fatalf("app=a before the last write is applied (-want +got):\n%s", diff)
+	}
+	batch, _ := q.next()
+	var late []writePrep
+	for rec := range queueRecords(batch) {
+		late = append(late, writePrep{pairs: rec.prep.pairs, copyPairs: rec.prep.copyPairs})
+	}
+	if diff := cmp.Diff([]writePrep{{}}, late, cmp.AllowUnexported(writePrep{})); diff != "" {
+		t.Errorf("labels of the write prepared before app was indexed (-want +got):\n%s", diff)
+	}
+	inf.fan.process(logger, batch)
+	q.recycle(batch)
+	mustCheck(t, inf.indexer)
+	if diff := cmp.Diff([]string{"ns/few", "ns/late", "ns/many"}, keysOf(inf.indexer.selectLabels("", mustParse(t, "app=a")))); diff != "" {
+		t.Errorf("app=a (-want +got):\n%s", diff)
+	}
+
+	if diff := cmp.Diff([][]labelPair{{{"app", "a"}}, nil, nil}, queue(5), opts); diff != "" {
+		t.Errorf("pairs queued once app is indexed (-want +got):\n%s", diff)
+	}
+	mustCheck(t, inf.indexer)
 }
 
 // TestEventQueuePrepareListedKeepsReusedObjects lists a page of which the

@@ -81,6 +81,7 @@ func (s *Indexer[T]) indexLabelKeys(reqs labels.Requirements) {
 	for i := range reqs {
 		if key := reqs[i].Key(); indexedOperator(reqs[i].Operator()) && s.c.labels[key] == nil {
 			s.c.indexLabelKey(key)
+			s.labelsIndexed.Store(true)
 		}
 	}
 }

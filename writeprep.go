@@ -25,6 +25,11 @@ type writePrep struct {
 	// pairs holds the same labels as a slice, in no particular order, or is
 	// nil when they were not copied: then they are read from labels.
 	pairs []labelPair
+	// copyPairs tells prepArena.keep to copy labels into pairs. The queue
+	// sets it (writePreparer.prepare) only when the store indexes a label
+	// key, since otherwise no write reads a label, and the object has at
+	// most maxScannedPairs labels, since label reads more from the map.
+	copyPairs bool
 	// values holds the values of the function kinds (one slice per user
 	// index not served by the namespace lists, in kind order), for the
 	// first indexCount user indexes; indexCount is -1 when they were not
@@ -40,15 +45,17 @@ type labelPair struct {
 	key, value string
 }
 
-// maxScannedPairs is the most labels label compares one by one; an object
-// with more is read with a map lookup, so that reading k labels of an
-// object with n costs O(k), not O(k·n).
+// maxScannedPairs is the most labels the queue copies as pairs, which
+// label compares one by one; an object with more is read with a map
+// lookup, so that reading k labels of an object with n costs O(k), not
+// O(k·n).
 const maxScannedPairs = 8
 
 // label returns the value of the prepared object's label key, if it has
-// it.
+// it: from the pairs if they were copied, else from the label map, which
+// holds the same labels.
 func (p *writePrep) label(key string) (string, bool) {
-	if p.pairs != nil && len(p.pairs) <= maxScannedPairs {
+	if p.pairs != nil {
 		for i := range p.pairs {
 			if p.pairs[i].key == key {
 				return p.pairs[i].value, true
@@ -137,11 +144,13 @@ func prepareWrite[T Object](plan *indexPlan[T], seed maphash.Seed, obj T, store 
 type writePreparer[T Object] struct {
 	plan *atomic.Pointer[indexPlan[T]]
 	seed maphash.Seed
+	// labelsIndexed is the Indexer's: whether it indexes a label key.
+	labelsIndexed *atomic.Bool
 }
 
 // preparer implements writeStore.
 func (s *Indexer[T]) preparer() writePreparer[T] {
-	return writePreparer[T]{plan: &s.published, seed: s.seed}
+	return writePreparer[T]{plan: &s.published, seed: s.seed, labelsIndexed: &s.labelsIndexed}
 }
 
 var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjectMetadata])(nil)
@@ -149,8 +158,16 @@ var _ writeStore[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjec
 // prepare is prepareWrite with the Indexer's current indexes, into p and v
 // (both zero). An index function that fails leaves the values uncomputed:
 // the write computes them again and reports the error (refreshPrep).
+//
+// It marks the labels for copying (copyPairs) only while the Indexer
+// indexes a label key: for a store that files no label the copy is wasted
+// work on the reflector's goroutine (BenchmarkQueueAndStore). A key
+// indexed between preparing and applying the write needs nothing more:
+// without pairs, the label kind reads the object's label map
+// (writePrep.label), which holds the same labels.
 func (w writePreparer[T]) prepare(obj T, store bool, p *writePrep, v *prepValues) {
 	_ = prepareWrite(w.plan.Load(), w.seed, obj, store, p, v)
+	p.copyPairs = len(p.labels) > 0 && len(p.labels) <= maxScannedPairs && w.labelsIndexed.Load()
 }
 
 // prepArena holds the labels and index values of the prepared writes of one
@@ -165,8 +182,9 @@ type prepArena struct {
 	records int
 }
 
-// keep copies the index values v and the labels of the prepared store p
-// into the arena and points p at the copies. A delete keeps nothing.
+// keep copies the index values v and, if p.copyPairs, the labels of the
+// prepared store p into the arena and points p at the copies. A delete
+// keeps nothing.
 func (a *prepArena) keep(p *writePrep, v *prepValues) {
 	if p.indexCount >= 0 {
 		values := v.slice()
@@ -177,7 +195,7 @@ func (a *prepArena) keep(p *writePrep, v *prepValues) {
 		a.values = append(a.values, values...)
 		p.values = a.values[start:len(a.values):len(a.values)]
 	}
-	if len(p.labels) > 0 {
+	if p.copyPairs {
 		if a.pairs == nil {
 			a.pairs = make([]labelPair, 0, a.arenaSize(len(p.labels)))
 		}

@@ -18,8 +18,9 @@ func prepare(s *Indexer[*corev1.Pod], obj *corev1.Pod, store bool) (p writePrep,
 }
 
 // preparedWrite stores (store true) or deletes obj in s the way the
-// informer does: prepared without the lock, labels copied as pairs when
-// withPairs, then applied under beginWrites.
+// informer does: prepared without the lock, its memory kept in an arena as
+// the queue keeps it when withPairs (the labels copied as pairs if
+// p.copyPairs), then applied under beginWrites.
 func preparedWrite(s *Indexer[*corev1.Pod], obj *corev1.Pod, store, withPairs bool) (old *corev1.Pod, oldRV string, existed bool, err error) {
 	p, v := prepare(s, obj, store)
 	if withPairs {
