@@ -65,8 +65,12 @@ func (k *funcKind[T]) refile(c *contents[T], id int32, _ *writePrep, all [][]str
 		col.leave(id, l)
 		l = col.list[id]
 	}
-	for _, m := range slices.Clone(col.extra[id]) {
-		if !slices.Contains(values, col.lists[m.list].value) {
+	// Backwards, because leaving an extra list moves the last extra
+	// membership into the one left and drops the last: the memberships
+	// before the current one stay where they are, and the one moved was
+	// visited already.
+	for i := len(col.extra[id]) - 1; i >= 0; i-- {
+		if m := col.extra[id][i]; !slices.Contains(values, col.lists[m.list].value) {
 			col.leave(id, m.list)
 		}
 	}

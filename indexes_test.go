@@ -58,6 +58,12 @@ func TestIndexerMultiValueIndex(t *testing.T) {
 			map[string][]string{"bar": {"key2"}}},
 		{"repeated values count once", func() error { return s.Update(pod("key2", "bar,bar,qux,bar")) },
 			map[string][]string{"bar": {"key2"}, "qux": {"key2"}}},
+		{"key2 gains four values", func() error { return s.Update(pod("key2", "a,b,c,d,e")) },
+			map[string][]string{"a": {"key2"}, "b": {"key2"}, "c": {"key2"}, "d": {"key2"}, "e": {"key2"}}},
+		{"key2 loses its second and last values and gains one", func() error { return s.Update(pod("key2", "a,c,d,f")) },
+			map[string][]string{"a": {"key2"}, "c": {"key2"}, "d": {"key2"}, "f": {"key2"}}},
+		{"key2 loses its first value and all but one other", func() error { return s.Update(pod("key2", "x,c")) },
+			map[string][]string{"c": {"key2"}, "x": {"key2"}}},
 		{"no values", func() error { return s.Update(pod("key2", "")) },
 			map[string][]string{}},
 	}
