@@ -56,7 +56,10 @@ var (
 )
 
 // costLocked copies the objects' pointers and measures the store's
-// structures, under the store's read lock (BenchmarkCost/lock).
+// structures, under the store's read lock (BenchmarkCost/lock). Each slice
+// is its own allocation and is measured alone: the allocator rounds each
+// one up to a size class, so the bytes of a sum of lengths are not the
+// sum of the slices' bytes.
 func (s *Indexer[T]) costLocked() lockedCost[T] {
 	var l lockedCost[T]
 	s.mu.RLock()
@@ -69,9 +72,11 @@ func (s *Indexer[T]) costLocked() lockedCost[T] {
 	l.postings = allocBytes(unsafe.Sizeof(*c), true) +
 		labelIndexMapLayout.bytes(len(c.labels)) +
 		allocBytes(uintptr(cap(c.labelKeys))*unsafe.Sizeof((*labelIndex)(nil)), true) +
-		allocBytes(uintptr(cap(c.funcs)+cap(c.buckets))*unsafe.Sizeof((*listColumn)(nil)), true)
+		allocBytes(uintptr(cap(c.funcs))*unsafe.Sizeof((*listColumn)(nil)), true) +
+		allocBytes(uintptr(cap(c.buckets))*unsafe.Sizeof((*listColumn)(nil)), true)
 	column := func(col *listColumn) {
-		l.entries += allocBytes(uintptr(cap(col.list)+cap(col.pos))*unsafe.Sizeof(int32(0)), false)
+		l.entries += allocBytes(uintptr(cap(col.list))*unsafe.Sizeof(int32(0)), false) +
+			allocBytes(uintptr(cap(col.pos))*unsafe.Sizeof(int32(0)), false)
 		if col.extra != nil {
 			l.entries += extraMapLayout.bytes(len(col.extra))
 			for _, ms := range col.extra {
