@@ -47,7 +47,7 @@ func (s *Indexer[T]) checkInvariants() error {
 			continue
 		}
 		kind, ok := c.kinds[s.plan.indexes[i].kind].(*funcKind[T])
-		if !ok || kind.bucket != i || kind.owner != s.plan.indexes[i].kind || c.funcs[kind.value] != col {
+		if !ok || kind.name != s.plan.indexes[i].name || c.funcs[kind.value] != col {
 			return fmt.Errorf("index %d is served by kind %d, %T", i, s.plan.indexes[i].kind, c.kinds[s.plan.indexes[i].kind])
 		}
 		columns["index "+s.plan.indexes[i].name] = col

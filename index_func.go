@@ -13,13 +13,9 @@ import (
 type funcKind[T Object] struct {
 	name string
 	fn   IndexFunc[T]
-	// owner is the kind's position in its plan; bucket is its user
-	// index's position (contents.buckets[bucket]); value is the position
-	// of its values in writePrep.values and of its lists in
-	// contents.funcs.
-	owner  int32
-	bucket int
-	value  int
+	// value is the position of its values in writePrep.values and of its
+	// lists in contents.funcs.
+	value int
 }
 
 var _ indexKind[*metav1.PartialObjectMetadata] = (*funcKind[*metav1.PartialObjectMetadata])(nil)

@@ -104,7 +104,7 @@ func newIndexPlan[T Object](indexes []userIndex[T]) *indexPlan[T] {
 		if !ix.byNamespace {
 			ix.kind = int32(len(plan.kinds))
 			plan.kinds = append(plan.kinds, &funcKind[T]{
-				name: ix.name, fn: ix.fn, owner: ix.kind, bucket: i, value: int(ix.kind - firstFuncOwner),
+				name: ix.name, fn: ix.fn, value: int(ix.kind - firstFuncOwner),
 			})
 		}
 		plan.indexes[i] = ix

@@ -411,8 +411,9 @@ func heapInUse() uint64 {
 
 // TestIndexPlanServesEachIndexByItsKind checks the plan an Indexer files
 // by: the namespace and label kinds first, then one function kind per user
-// index that MetaNamespaceIndexFunc does not serve, each with its own lists
-// (owner), buckets and values. A function that panics or fails on the zero
+// index that MetaNamespaceIndexFunc does not serve, each at the position
+// its index names (kind) and with its own values and lists (value). A
+// function that panics or fails on the zero
 // T, as the recognition calls it, is a function index like any other.
 func TestIndexPlanServesEachIndexByItsKind(t *testing.T) {
 	failing := func(*corev1.Pod) ([]string, error) { return nil, errors.New("no") }
@@ -422,8 +423,8 @@ func TestIndexPlanServesEachIndexByItsKind(t *testing.T) {
 		NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod],
 	})
 	type kindView struct {
-		Kind                 string
-		Owner, Bucket, Value int
+		Kind  string
+		Value int
 	}
 	type indexView struct {
 		Name        string
@@ -439,7 +440,7 @@ func TestIndexPlanServesEachIndexByItsKind(t *testing.T) {
 			case labelKind[*corev1.Pod]:
 				kinds = append(kinds, kindView{Kind: "label"})
 			case *funcKind[*corev1.Pod]:
-				kinds = append(kinds, kindView{"func " + k.name, int(k.owner), k.bucket, k.value})
+				kinds = append(kinds, kindView{"func " + k.name, k.value})
 			}
 		}
 		var indexes []indexView
@@ -449,7 +450,7 @@ func TestIndexPlanServesEachIndexByItsKind(t *testing.T) {
 		return kinds, indexes
 	}
 	kinds, indexes := view(s.plan)
-	wantKinds := []kindView{{Kind: "namespace"}, {Kind: "label"}, {"func a-node", 2, 0, 0}, {"func b-failing", 3, 1, 1}}
+	wantKinds := []kindView{{Kind: "namespace"}, {Kind: "label"}, {"func a-node", 0}, {"func b-failing", 1}}
 	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
 	}
@@ -464,7 +465,7 @@ func TestIndexPlanServesEachIndexByItsKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds, indexes = view(s.plan)
-	if diff := cmp.Diff(append(wantKinds, kindView{"func c-name", 4, 3, 2}), kinds); diff != "" {
+	if diff := cmp.Diff(append(wantKinds, kindView{"func c-name", 2}), kinds); diff != "" {
 		t.Errorf("kinds after AddIndexers (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(append(wantIndexes, indexView{"c-name", false, 4}), indexes); diff != "" {
