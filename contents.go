@@ -159,10 +159,21 @@ func (col *listColumn) leave(id, l int32) {
 		delete(col.byValue, p.value)
 		*p = posting{}
 		col.free = append(col.free, l)
-	case cap(p.ids) >= 64 && int(last)*4 <= cap(p.ids):
-		// Give back the memory of a list that shrank a lot.
+	case shrank(int(last), cap(p.ids)):
 		p.ids = append(make([]int32, 0, 2*last), p.ids...)
 	}
+}
+
+// shrank reports whether a slice of capacity that now holds n elements
+// should give back its memory, reallocated with capacity 2n: once it is
+// down to a quarter of a capacity of at least 64. It is the one rule for
+// the posting lists and for the slab and its columns, so that a store or
+// list that lost most of its entries does not keep its peak size. The
+// margins make the copies cheap: a reallocated slice can double before it
+// grows again, and must lose half its elements before it shrinks again,
+// so each copy follows at least as many removals as it copies elements.
+func shrank(n, capacity int) bool {
+	return capacity >= 64 && n*4 <= capacity
 }
 
 // dropExtra removes the i-th extra membership of entry id, the last one.
@@ -345,9 +356,8 @@ func (c *contents[T]) removeEntry(id int32) T {
 	var zero T
 	c.objs[last] = zero
 	n := int(last)
-	// Give back the memory of a slab that shrank a lot.
 	capacity := 0
-	if cap(c.objs) >= 64 && n*4 <= cap(c.objs) {
+	if shrank(n, cap(c.objs)) {
 		capacity = 2 * n
 	}
 	c.objs, c.hashes = c.objs[:n], c.hashes[:n]
