@@ -90,7 +90,7 @@ type resumePoint[T Object] struct {
 }
 
 // errSnapshotForeign refuses a snapshot written by an informer of another
-// configuration (its file's scope says so, readSnapshot) or from another
+// configuration (its file's scope says so, openSnapshot) or from another
 // cluster (resumePoint.check): neither may be resumed from nor reused.
 var errSnapshotForeign = errors.New("the snapshot was written by an informer of another configuration or from another cluster")
 

@@ -543,27 +543,6 @@ func checkRegular(f *os.File) (*os.File, error) {
 	return f, nil
 }
 
-// decodedSnapshot is a snapshot read back.
-type decodedSnapshot[T Object] struct {
-	header  snapshotHeader
-	objects []T
-}
-
-// readSnapshot reads and checks the snapshot at path, and decodes its
-// objects if it was written under want (openSnapshot, then readObjects).
-// It returns the errors openSnapshot and readObjects return.
-func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec[T]) (*decodedSnapshot[T], error) {
-	snap, err := openSnapshot(path, want, codec)
-	if err != nil {
-		return nil, err
-	}
-	objects, err := snap.readObjects(nil)
-	if err != nil {
-		return nil, err
-	}
-	return &decodedSnapshot[T]{header: snap.header, objects: objects}, nil
-}
-
 // openedSnapshot is a snapshot whose header has been read and checked,
 // its objects not yet (readObjects).
 type openedSnapshot[T Object] struct {
@@ -676,7 +655,7 @@ func (s *openedSnapshot[T]) readObjects(abandon *atomic.Bool) ([]T, error) {
 	return objects, nil
 }
 
-// snapshotReadBuffer is the size of readSnapshot's reads: large enough that
+// snapshotReadBuffer is the size of openSnapshot's reads: large enough that
 // the reads cost nothing next to decoding, small next to the file.
 const snapshotReadBuffer = 1 << 20
 

@@ -31,6 +31,28 @@ import (
 	"github.com/kubetyped/informer/internal/wire"
 )
 
+// decodedSnapshot is a snapshot read back by readSnapshot.
+type decodedSnapshot[T Object] struct {
+	header  snapshotHeader
+	objects []T
+}
+
+// readSnapshot reads and checks the snapshot at path, and decodes its
+// objects if it was written under want, as a restart does (openSnapshot,
+// then readObjects), in one call for the tests. It returns the errors
+// openSnapshot and readObjects return.
+func readSnapshot[T Object](path string, want snapshotScope, codec snapshotCodec[T]) (*decodedSnapshot[T], error) {
+	snap, err := openSnapshot(path, want, codec)
+	if err != nil {
+		return nil, err
+	}
+	objects, err := snap.readObjects(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &decodedSnapshot[T]{header: snap.header, objects: objects}, nil
+}
+
 // snapDir returns a snapshot directory the informer creates (0700).
 func snapDir(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "snapshots")
