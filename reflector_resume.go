@@ -19,11 +19,12 @@ import (
 // watch a bookmark 2 s before its deadline (and otherwise about once a
 // minute), from a timer of about a second, to watches gathered by the
 // whole second their bookmark is due: a watch of 3 s gets its bookmark
-// 0-2.3 s after it starts (docs/restart.md has the figures), carrying the
-// version the cache has reached, at or past the one the consistent read
-// before the watch returned; a watch of 2 s gets none. So on a quiet
-// resource, where no event shows that the watch has caught up, the
-// bookmark shows it within about a second instead of a minute.
+// about a second after it starts (docs/restart.md has the measured
+// figures), carrying the version the cache has reached, at or past the
+// one the consistent read before the watch returned; a watch of 2 s gets
+// none. So on a quiet resource, where no event shows that the watch has
+// caught up, the bookmark shows it within about a second instead of a
+// minute.
 const resumeWatchSeconds = 3
 
 // catchUpWait bounds, on the reflector's clock, how long a restored
@@ -250,8 +251,11 @@ func (r *Reflector[T]) resumeWatch(ctx context.Context, p *resumePoint[T]) error
 	}
 	collected.preparer = r.preparer // later objects are new: prepared
 	sink := &catchUpSink[T]{initialObjects: collected, target: target, reached: behind == 0}
-	// The watches are made with ctx; only the wait for their events is
-	// bounded.
+	// The watches are made with ctx and only handleEvents waits with
+	// waitCtx, so that catchUpWait ends the wait, not the watch:
+	// handleEvents then returns errStopRequested with errCatchUpTimeout as
+	// the cause, which keeps what the watch brought for the list, rather
+	// than a watch that seems to have ended by itself.
 	waitCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := r.clock.NewTimer(catchUpWait)
