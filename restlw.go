@@ -355,12 +355,11 @@ func (lw *restListerWatcher[T]) List(ctx context.Context, options metav1.ListOpt
 			return result, nil
 		}
 	}
-	body := listBodies.Get().(*bytes.Buffer)
-	body.Reset()
-	defer putListBody(body)
-	if _, err := body.ReadFrom(br); err != nil {
-		return nil, fmt.Errorf("list %s: reading the response: %w", lw.resource.GroupResource(), err)
+	body, err := readListBody(br)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
 	}
+	defer putListBody(body)
 	list, slots, err := lw.decodeList(body.Bytes(), lookup)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", lw.resource.GroupResource(), err)
@@ -457,11 +456,17 @@ func readList(ctx context.Context, newRequest func() *rest.Request) (*bytes.Buff
 	if err != nil {
 		return nil, err
 	}
+	defer stream.Close()
+	return readListBody(stream)
+}
+
+// readListBody reads a list response body from r into a buffer of
+// listBodies, which the caller puts back with putListBody. On error the
+// buffer is put back already.
+func readListBody(r io.Reader) (*bytes.Buffer, error) {
 	body := listBodies.Get().(*bytes.Buffer)
 	body.Reset()
-	_, err = body.ReadFrom(stream)
-	stream.Close()
-	if err != nil {
+	if _, err := body.ReadFrom(r); err != nil {
 		putListBody(body)
 		return nil, fmt.Errorf("reading the response: %w", err)
 	}
