@@ -403,11 +403,6 @@ func TestEventQueueCopiesNoLabelsWhileNoKeyIsIndexed(t *testing.T) {
 	mustCheck(t, inf.indexer)
 }
 
-// TestEventQueuePrepareListedKeepsReusedObjects lists a page of which the
-// ListerWatcher returned two cached objects (cachedListed) in place of the
-// listed items: they are kept as they are, not transformed again, even the
-// one the cache has since replaced; an item listed at its cached version
-// becomes the cached object, and the others are transformed once.
 // TestEventQueuePrepareListedReusesOnlyWhatIsCached checks both sides of
 // prepareListed without a transform: a list into the empty store keeps its
 // own objects, and a relist of unchanged objects keeps the cached ones.
@@ -439,6 +434,11 @@ func assertSamePods(t *testing.T, what string, want, got []*corev1.Pod) {
 	}
 }
 
+// TestEventQueuePrepareListedKeepsReusedObjects lists a page of which the
+// ListerWatcher returned two cached objects (cachedListed) in place of the
+// listed items: they are kept as they are, not transformed again, even the
+// one the cache has since replaced; an item listed at its cached version
+// becomes the cached object, and the others are transformed once.
 func TestEventQueuePrepareListedKeepsReusedObjects(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	store := NewIndexer[*corev1.Pod](nil)
