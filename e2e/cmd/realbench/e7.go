@@ -72,26 +72,28 @@ func runE7Mode(ctx context.Context, c *cluster.Cluster, cfg config, info benchki
 	info.Finish()
 	info.Notes = append(info.Notes, out.notes...)
 	info.Notes = append(info.Notes, fmt.Sprintf("E7: each figure is the median of %d runs per side, interleaved; each trial syncs in a process of its own and then relists once, made to by a 410 Gone its client's transport injects (the relist is served by kube-apiserver). Peak RSS is the process's VmHWM; peak heap is sampled every millisecond across at least one GC cycle.", cfg.runs))
-	tables := []struct {
+	type tableRows struct {
 		t    benchkit.Table
 		rows []benchkit.Row
-	}{{e7Table(table), out.rows}, {e7Table(cacheTable), out.cacheRows}, {e7Table(table), out.limitRows}}
-	first := true
-	for _, tb := range tables {
-		if len(tb.rows) == 0 {
-			continue
-		}
-		if !first && !cfg.json {
+	}
+	tables := slices.DeleteFunc([]tableRows{{e7Table(table), out.rows}, {e7Table(cacheTable), out.cacheRows}, {e7Table(table), out.limitRows}},
+		func(tb tableRows) bool { return len(tb.rows) == 0 })
+	for i, tb := range tables {
+		if i > 0 && !cfg.json {
 			fmt.Println()
 		}
 		write := tb.t.WriteMarkdown
 		if cfg.json {
 			write = tb.t.WriteJSONLines
 		}
-		if err := write(os.Stdout, info, tb.rows); err != nil {
+		// The notes are the run's, not a table's: they follow the last.
+		tableInfo := info
+		if i < len(tables)-1 {
+			tableInfo.Notes = nil
+		}
+		if err := write(os.Stdout, tableInfo, tb.rows); err != nil {
 			return err
 		}
-		first = false
 	}
 	return nil
 }
