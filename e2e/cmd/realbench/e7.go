@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,6 +188,10 @@ func e7Seed(ctx context.Context, c *cluster.Cluster, cfg config, from, to int) (
 		return nil, fmt.Errorf("creating pods %d to %d: %w", from, to, err)
 	}
 	took := time.Since(start)
+	// The generated pods and their encodings are garbage now: give their
+	// memory back at once, not as the scavenger gets to it, for the trials
+	// that follow (at 150,000 pods this process held 3.9 GB after the seed).
+	debug.FreeOSMemory()
 	logf("E7: created pods %d to %d in %s %s, %.0f pods/s", from, to, took.Round(time.Second), how, float64(to-from)/took.Seconds())
 	return append(notes, fmt.Sprintf("E7: pods %d to %d created in %s %s, %.0f pods/s; etcd without fsync.", from, to, took.Round(time.Second), how, float64(to-from)/took.Seconds())), nil
 }
