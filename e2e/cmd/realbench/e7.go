@@ -288,11 +288,11 @@ func e7Chart(points []e7Point) benchkit.LineChart {
 	}
 	for side := 1; side < len(e7Sides); side++ {
 		for _, m := range []int{0, 2, 3, 4} { // CPU, peak RSS, peak heap, retained
-			s := benchkit.Series{Name: e7Metrics[m].label, Dashed: e7Sides[side].Deduplicate}
+			name := strings.TrimSuffix(strings.TrimSuffix(e7Metrics[m].label, " (VmHWM)"), " until synced")
+			s := benchkit.Series{Name: name, Dashed: e7Sides[side].Deduplicate}
 			if s.Dashed {
 				s.Name += ", Deduplicate"
 			}
-			s.Name = strings.TrimSuffix(strings.TrimSuffix(s.Name, " until synced"), " (VmHWM)")
 			for _, p := range points {
 				f := func(r synctrial.Result) float64 { return e7Metrics[m].value(r, p.pods) }
 				theirs, ours := benchkit.MedianOf(p.results[0], f), benchkit.MedianOf(p.results[side], f)
