@@ -129,7 +129,7 @@ func main() {
 	flag.BoolVar(&cfg.e7, "e7", false, "E7 alone: the scale curve (client-go, ours, ours with Deduplicate; controller-runtime's cache and crcache at 50,000) over -e7-sizes, each trial a sync and a relist in its own process")
 	e7Sizes := flag.String("e7-sizes", "5000,20000,50000,150000", "E7: the pod counts of the curve, seeded one after the other")
 	flag.StringVar(&cfg.e7SVG, "e7-svg", "", "E7: write the chart of the ratios against N to this SVG file")
-	flag.BoolVar(&cfg.e7Limit, "e7-limit", false, "E7: also find each side's lowest memory cgroup limit for a sync and a relist at -e7-limit-n pods (bisection; needs root; about an hour)")
+	flag.BoolVar(&cfg.e7Limit, "e7-limit", false, "E7: also find each side's lowest memory cgroup limit for a sync and a relist at -e7-limit-n pods (bisection; needs root; 21 minutes at 50,000 pods on a 2-core machine at load 5-7, docs/scale.md)")
 	flag.BoolVar(&cfg.e7SeedEtcd, "e7-seed-etcd", true, "E7: write the pods into etcd as kube-apiserver stores them (after 200 through the API, compared), instead of all through the API (hours at 150,000 on this machine)")
 	flag.StringVar(&cfg.apiserverMemLimit, "apiserver-gomemlimit", "", "kube-apiserver's GOMEMLIMIT (as 9GiB), none if empty: at 150,000 pods its heap, left to GOGC, reached 16.7 GB of this 24-GB machine while client-go's trial synced, and the machine ran out of memory")
 	flag.IntVar(&cfg.e7LimitPods, "e7-limit-n", 50000, "E7: the pod count of the memory-limit bisection (one of -e7-sizes)")
