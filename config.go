@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
+
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // InformerOptions configures an [Informer], made by [NewInformer] over a
@@ -204,6 +206,10 @@ type config[T Object] struct {
 	// consistencyInherited records that ConsistencyCheck came from the
 	// factory, which leaves dynamic shards out of its checks.
 	consistencyInherited bool
+	// interns, if set, is the intern table of the informer's fleet, which
+	// the informer deduplicates with instead of tables of its own (see
+	// Informer.deduplicate).
+	interns *wire.InternTable
 	// resyncCheckPeriod is how often the reflector asks the handlers
 	// whether a resync is due: ResyncPeriod, lowered before Run by a
 	// handler asking for a shorter period (see adjustResyncPeriod).

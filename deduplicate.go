@@ -22,16 +22,24 @@ import (
 // itself if it already decodes with one). Otherwise the queue's pass
 // deduplicates every object after the transform, with the decoder's table
 // if there is one, so that the strings it interned are the ones the pass
-// finds.
+// finds. A fleet's informer (cfg.interns set) uses the fleet's table
+// instead of tables of its own.
 func (i *Informer[T]) deduplicate(lw ListerWatcher[T]) (ListerWatcher[T], error) {
-	interns := wire.NewInternTable()
+	interns := i.cfg.interns
+	if interns == nil {
+		interns = wire.NewInternTable()
+	}
 	if d, ok := lw.(describedListerWatcher[T]); ok && d.description().interns != nil {
 		desc := d.description()
 		if i.cfg.transform() == nil && desc.sharesOnDecode {
 			if desc.interns.SharesSubObjects() {
 				return lw, nil
 			}
-			shared, err := d.decodingWith(wire.NewSubObjectSharingTable())
+			table := i.cfg.interns
+			if table == nil || !table.SharesSubObjects() {
+				table = wire.NewSubObjectSharingTable()
+			}
+			shared, err := d.decodingWith(table)
 			if err != nil {
 				return nil, fmt.Errorf("deduplicating on decode: %w", err)
 			}

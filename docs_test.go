@@ -32,6 +32,7 @@ var docSnippetFiles = []string{
 	"crcache/example_test.go",
 	"example_operations_test.go",
 	"example_sharding_test.go",
+	"example_fleet_test.go",
 }
 
 // docPages returns README.md and the Markdown files under docs/.

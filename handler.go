@@ -51,6 +51,12 @@ type DeletedObject[T Object] struct {
 	// object rather than clean up after a deletion; [Enqueue] and
 	// [EnqueueWithKey] do not enqueue it.
 	Moved bool
+	// ClusterRemoved is true when the object was not deleted but its
+	// cluster was removed from a [Fleet] (see [Fleet.RemoveCluster]).
+	// Object is its last state cached. As for Moved, a controller should
+	// forget the object rather than clean up after a deletion; [Enqueue],
+	// [EnqueueWithKey] and [EnqueueFleet] do not enqueue it.
+	ClusterRemoved bool
 }
 
 // ResourceEventHandlerFuncs adapts up to three functions to a

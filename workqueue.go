@@ -26,7 +26,7 @@ func Enqueue[T Object](q workqueue.TypedInterface[ObjectName]) ResourceEventHand
 		AddFunc:    func(obj T, _ bool) { q.Add(NameOf(obj)) },
 		UpdateFunc: func(_, newObj T) { q.Add(NameOf(newObj)) },
 		DeleteFunc: func(d DeletedObject[T]) {
-			if !d.Moved {
+			if !d.Moved && !d.ClusterRemoved {
 				q.Add(d.Name)
 			}
 		},
@@ -51,7 +51,7 @@ func EnqueueWithKey[T Object, K comparable](q workqueue.TypedInterface[K], key f
 		AddFunc:    func(obj T, _ bool) { q.Add(key(obj)) },
 		UpdateFunc: func(_, newObj T) { q.Add(key(newObj)) },
 		DeleteFunc: func(d DeletedObject[T]) {
-			if !d.Moved {
+			if !d.Moved && !d.ClusterRemoved {
 				q.Add(key(d.Object))
 			}
 		},

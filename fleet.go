@@ -1,0 +1,628 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kubetyped/informer/internal/wire"
+)
+
+// FleetOptions configures a [Fleet]. The zero value is valid for a typed
+// object of the built-in types.
+type FleetOptions[T Object] struct {
+	// Informer configures the informer of every cluster, as for
+	// [NewInformer]: Indexers, ResyncPeriod, Transform, Deduplicate,
+	// Backoff, WatchErrorHandler, Clock, Metrics, DetectMutations,
+	// ConsistencyCheck and Snapshot apply to each cluster alike. Name names
+	// the fleet; each cluster's informer is named "<Name>/<cluster>" (or
+	// the cluster's name if Name is empty) in logs and metrics, and its
+	// logs carry the key "cluster". Deduplicate shares sub-objects across
+	// the whole fleet (strings are always shared fleet-wide, see [Fleet]).
+	// Snapshot.Dir, if set, holds one directory per cluster, named after
+	// the cluster.
+	//
+	// DropFields, Shard and DisableWatchList are rejected: dropped fields
+	// are REST's, a fleet's unit of sharding is the cluster, and a fleet's
+	// clusters always list in pages (see MaxConcurrentSyncs).
+	Informer InformerOptions[T]
+	// REST configures the REST ListerWatcher [Fleet.AddCluster] builds for
+	// each cluster from its *rest.Config, as for [NewRESTListerWatcher]:
+	// Resource, Namespace, TweakListOptions, ContentType, DropFields,
+	// Scheme. HTTPClient must be nil: each cluster gets an HTTP client of
+	// its own, made from its config, closed when the cluster is removed.
+	REST RESTOptions
+	// MaxConcurrentSyncs is the number of clusters that list at once, so
+	// that a fleet starting, or many clusters relisting together, holds
+	// at most this many partial lists in memory. A cluster's list holds
+	// its slot from its first page to its last, but no longer than
+	// syncSlotHold (30 s): a list that takes longer, as one from a server
+	// that hangs, goes on without it, so that a hung cluster cannot keep
+	// the others from starting. Default 8; negative means no limit.
+	MaxConcurrentSyncs int
+	// SyncTimeout is how long a cluster may take to sync, from when it
+	// starts (its AddCluster, or Run for one added before): a cluster not
+	// synced by then is failed for the fleet's readiness ([Fleet.HasSynced])
+	// and its statistics, though it goes on trying, and is synced as soon as
+	// it has synced. Default 2 minutes; negative means never failed, so
+	// that the fleet is not synced while any cluster is not.
+	SyncTimeout time.Duration
+}
+
+// Defaults of FleetOptions.
+const (
+	defaultMaxConcurrentSyncs = 8
+	defaultFleetSyncTimeout   = 2 * time.Minute
+	// syncSlotHold bounds how long one list holds a sync slot (see
+	// FleetOptions.MaxConcurrentSyncs).
+	syncSlotHold = 30 * time.Second
+)
+
+// Fleet is one cache of one resource type over many clusters: each cluster
+// has its own informer (reflector, resource version, backoff, "410 Gone"
+// handling, errors, statistics, snapshot), and the fleet adds, on top,
+// handlers that learn the cluster of every event, a Lister over all
+// clusters, readiness over all clusters, a bound on how many clusters list
+// at once, and one intern table for the whole fleet: every string the
+// clusters' decoders intern (label keys and values, images, node names…)
+// is held once in the fleet, and with Informer.Deduplicate so is every
+// equal sub-object (see InformerOptions.Deduplicate for what sharing
+// means for handlers). Objects are known by (cluster, namespace, name).
+//
+// Clusters are added and removed while the fleet runs. A cluster that is
+// slow, unreachable, refuses the fleet's credentials or lacks the resource
+// holds up no other cluster: its informer runs on its own goroutines, and
+// it is failed for readiness after FleetOptions.SyncTimeout.
+//
+// All methods are safe for concurrent use, handlers included: a handler
+// may add and remove clusters and handlers, and read the Lister. Objects
+// in the cache and in notifications are shared and must not be modified.
+// See docs/fleet.md.
+type Fleet[T Object] struct {
+	opts FleetOptions[T]
+	// interns is the table every cluster's decoder interns in, and shares
+	// sub-objects in with Deduplicate (and no transform, which could write
+	// into them): see newFleetInterns.
+	interns *wire.InternTable
+	// slots is the semaphore of MaxConcurrentSyncs; nil without a limit.
+	slots chan struct{}
+	clock clock.WithTicker
+
+	mu sync.Mutex
+	// clusters are the fleet's clusters by name; view is the same set
+	// sorted by name, replaced on every change, for readers that take no
+	// lock (the Lister).
+	clusters map[string]*fleetCluster[T]
+	view     atomic.Pointer[[]*fleetCluster[T]]
+	// handlers are the registered handlers, in registration order.
+	handlers []*FleetRegistration[T]
+	// leaving holds, per cluster name, the removal still delivering its
+	// deletes: a cluster re-added under that name starts once it is done,
+	// so that its adds come after the old cluster's deletes.
+	leaving map[string]chan struct{}
+	// run is the context of Run; nil before Run. stopped is set once
+	// Run's context is done.
+	run     context.Context
+	logger  klog.Logger
+	stopped bool
+	// running counts the goroutines of clusters and removals, which Run
+	// waits for.
+	running sync.WaitGroup
+}
+
+// NewFleet returns a fleet with no cluster. It does nothing until Run is
+// called; clusters may be added before. It fails if an option is invalid.
+func NewFleet[T Object](opts FleetOptions[T]) (*Fleet[T], error) {
+	opts, err := resolveFleetOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid options: %w", fleetName[T](opts.Informer.Name), err)
+	}
+	f := &Fleet[T]{
+		opts:     opts,
+		interns:  newFleetInterns(opts.Informer),
+		clock:    opts.Informer.Clock,
+		clusters: map[string]*fleetCluster[T]{},
+		leaving:  map[string]chan struct{}{},
+		logger:   klog.Background(),
+	}
+	if f.clock == nil {
+		f.clock = clock.RealClock{}
+	}
+	if opts.MaxConcurrentSyncs > 0 {
+		f.slots = make(chan struct{}, opts.MaxConcurrentSyncs)
+	}
+	f.view.Store(&[]*fleetCluster[T]{})
+	return f, nil
+}
+
+// resolveFleetOptions returns opts with their defaults, or why they are
+// invalid: the one place a fleet's defaults are decided.
+func resolveFleetOptions[T Object](opts FleetOptions[T]) (FleetOptions[T], error) {
+	switch {
+	case len(opts.Informer.DropFields) > 0:
+		return opts, errors.New("FleetOptions.Informer.DropFields: set FleetOptions.REST.DropFields, the fields every cluster's ListerWatcher drops")
+	case opts.Informer.Shard != nil:
+		return opts, errors.New("FleetOptions.Informer.Shard: a fleet is not sharded within a cluster; its clusters are its unit")
+	case opts.Informer.DisableWatchList:
+		return opts, errors.New("FleetOptions.Informer.DisableWatchList: a fleet's clusters always list in pages")
+	case opts.REST.HTTPClient != nil:
+		return opts, errors.New("FleetOptions.REST.HTTPClient: each cluster's HTTP client is made from its config")
+	case !opts.REST.Resource.Empty() && !opts.Informer.Resource.Empty() && opts.REST.Resource != opts.Informer.Resource:
+		return opts, fmt.Errorf("FleetOptions.Informer.Resource %v and REST.Resource %v differ: set REST.Resource", opts.Informer.Resource, opts.REST.Resource)
+	}
+	if opts.Informer.Resource.Empty() {
+		opts.Informer.Resource = opts.REST.Resource
+	}
+	if err := wire.ValidateDropFields(opts.REST.DropFields); err != nil {
+		return opts, fmt.Errorf("FleetOptions.REST.DropFields: %w", err)
+	}
+	if err := opts.Informer.Snapshot.validate(); err != nil {
+		return opts, fmt.Errorf("FleetOptions.Informer.%w", err)
+	}
+	if err := validateResync("FleetOptions.Informer.ResyncPeriod", inherit(opts.Informer.ResyncPeriod, 0)); err != nil {
+		return opts, err
+	}
+	if opts.MaxConcurrentSyncs == 0 {
+		opts.MaxConcurrentSyncs = defaultMaxConcurrentSyncs
+	}
+	if opts.SyncTimeout == 0 {
+		opts.SyncTimeout = defaultFleetSyncTimeout
+	}
+	return opts, nil
+}
+
+// newFleetInterns returns the table a fleet's clusters decode with: one
+// that shares sub-objects too with Deduplicate and no transform (a
+// transform could write into what the decoder shares, so with one the
+// queue's pass deduplicates after it, see Informer.deduplicate), strings
+// only otherwise.
+func newFleetInterns[T Object](opts InformerOptions[T]) *wire.InternTable {
+	if inherit(opts.Deduplicate, false) && opts.Transform == nil {
+		return wire.NewSubObjectSharingTable()
+	}
+	return wire.NewInternTable()
+}
+
+// fleetName names a fleet in errors.
+func fleetName[T Object](name string) string {
+	if name == "" {
+		var zero T
+		return fmt.Sprintf("Fleet %T", zero)
+	}
+	return "Fleet " + name
+}
+
+// Run runs the fleet's clusters, those added before and those added while
+// it runs, and blocks until ctx is done and every goroutine the fleet
+// started has returned: each cluster's informer, then the removals still
+// delivering deletes. Its logger comes from ctx. A fleet runs once; later
+// calls return at once.
+func (f *Fleet[T]) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if f.opts.Informer.Name != "" {
+		logger = klog.LoggerWithValues(logger, "fleet", f.opts.Informer.Name)
+	}
+	f.mu.Lock()
+	if f.run != nil {
+		f.mu.Unlock()
+		logger.Info("Warning: the fleet has already been started, ignoring Run")
+		return
+	}
+	f.run, f.logger = ctx, logger
+	for _, c := range *f.view.Load() {
+		f.start(c)
+	}
+	f.mu.Unlock()
+	<-ctx.Done()
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	f.running.Wait()
+}
+
+// AddCluster adds the cluster config points to under name, listed and
+// watched through a REST ListerWatcher of FleetOptions.REST with an HTTP
+// client of its own. The cluster starts at once if the fleet runs, at Run
+// otherwise; AddCluster never waits for it. It fails if name is invalid or
+// taken, if config cannot give a client, or once Run has returned.
+//
+// name is the cluster's identity in the fleet: it is passed to handlers,
+// keys the Lister, names the cluster's snapshot directory and is part of
+// its snapshot's scope, so that one cluster's snapshot is never restored
+// into another. It must be a non-empty name of at most 253 characters
+// without "/", not "." or "..".
+func (f *Fleet[T]) AddCluster(name string, config *rest.Config) error {
+	if err := validateClusterName(name); err != nil {
+		return fmt.Errorf("%s: AddCluster: %w", fleetName[T](f.opts.Informer.Name), err)
+	}
+	lw, client, err := f.restListerWatcher(config)
+	if err != nil {
+		return fmt.Errorf("%s: AddCluster %q: %w", fleetName[T](f.opts.Informer.Name), name, err)
+	}
+	if err := f.add(name, lw, client); err != nil {
+		client.CloseIdleConnections()
+		return err
+	}
+	return nil
+}
+
+// AddClusterListerWatcher adds a cluster listed and watched through lw
+// under name, as [Fleet.AddCluster] does: for a cluster reached another
+// way (a dynamic or metadata ListerWatcher, a test's fake). A ListerWatcher
+// of this package built from a *rest.Config decodes with the fleet's intern
+// table; any other holds its own strings. [Fleet.UpdateCluster] does not
+// apply to it.
+func (f *Fleet[T]) AddClusterListerWatcher(name string, lw ListerWatcher[T]) error {
+	if err := validateClusterName(name); err != nil {
+		return fmt.Errorf("%s: AddClusterListerWatcher: %w", fleetName[T](f.opts.Informer.Name), err)
+	}
+	if lw == nil {
+		return fmt.Errorf("%s: AddClusterListerWatcher %q: nil ListerWatcher", fleetName[T](f.opts.Informer.Name), name)
+	}
+	return f.add(name, f.decodingWithFleet(lw), nil)
+}
+
+// validateClusterName returns why name cannot name a cluster, or nil.
+func validateClusterName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty cluster name")
+	case len(name) > 253:
+		return fmt.Errorf("cluster name %.20q… is longer than 253 characters", name)
+	case strings.ContainsAny(name, "/\x00"), name == ".", name == "..":
+		return fmt.Errorf("cluster name %q: names a path, not a directory", name)
+	}
+	return nil
+}
+
+// restListerWatcher returns the REST ListerWatcher of a cluster at config,
+// decoding with the fleet's table, and the HTTP client of its own it
+// requests through.
+func (f *Fleet[T]) restListerWatcher(config *rest.Config) (ListerWatcher[T], *http.Client, error) {
+	if config == nil {
+		return nil, nil, errors.New("rest config is nil")
+	}
+	// A transport of the cluster's own, which its removal closes: client-go
+	// hands out a shared one to configs without TLS options, but never to a
+	// config naming a proxy function (see NewFactory).
+	cfg := rest.CopyConfig(config)
+	if cfg.Proxy == nil {
+		cfg.Proxy = http.ProxyFromEnvironment
+	}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("HTTP client: %w", err)
+	}
+	opts := f.opts.REST
+	opts.HTTPClient = client
+	lw, err := NewRESTListerWatcher[T](config, opts)
+	if err != nil {
+		client.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return f.decodingWithFleet(lw), client, nil
+}
+
+// decodingWithFleet returns lw decoding with the fleet's intern table when
+// lw can (see describedListerWatcher), lw itself otherwise.
+func (f *Fleet[T]) decodingWithFleet(lw ListerWatcher[T]) ListerWatcher[T] {
+	d, ok := lw.(describedListerWatcher[T])
+	if !ok || checkDecodingWith(d.description(), f.interns) != nil {
+		return lw
+	}
+	shared, err := d.decodingWith(f.interns)
+	if err != nil {
+		return lw
+	}
+	return shared
+}
+
+// add adds a cluster over lw (requesting through client, nil if not the
+// fleet's own), and starts it if the fleet runs.
+func (f *Fleet[T]) add(name string, lw ListerWatcher[T], client *http.Client) error {
+	cw := newClusterListerWatcher(name, lw, client, f.slots, f.clock)
+	inf, err := f.newClusterInformer(name, cw)
+	if err != nil {
+		return fmt.Errorf("%s: cluster %q: %w", fleetName[T](f.opts.Informer.Name), name, err)
+	}
+	c := &fleetCluster[T]{name: name, inf: inf, lw: cw, regs: map[*FleetRegistration[T]]*Registration{}, done: make(chan struct{})}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.stopped:
+		return fmt.Errorf("%s: AddCluster %q: the fleet has stopped", fleetName[T](f.opts.Informer.Name), name)
+	case f.clusters[name] != nil:
+		return fmt.Errorf("%s: AddCluster %q: the fleet has a cluster of that name", fleetName[T](f.opts.Informer.Name), name)
+	}
+	for _, r := range f.handlers {
+		reg, err := inf.AddEventHandlerWithOptions(clusterHandler[T]{cluster: name, h: r.handler}, r.opts)
+		if err != nil {
+			return fmt.Errorf("%s: cluster %q: %w", fleetName[T](f.opts.Informer.Name), name, err)
+		}
+		c.regs[r] = reg
+	}
+	f.clusters[name] = c
+	f.publish()
+	if f.run != nil {
+		f.start(c)
+	}
+	return nil
+}
+
+// newClusterInformer returns the informer of cluster name over lw.
+func (f *Fleet[T]) newClusterInformer(name string, lw *clusterListerWatcher[T]) (*Informer[T], error) {
+	opts := f.opts.Informer
+	opts.Name = name
+	if f.opts.Informer.Name != "" {
+		opts.Name = f.opts.Informer.Name + "/" + name
+	}
+	opts.DisableWatchList = true
+	if opts.Snapshot.Dir != "" {
+		opts.Snapshot.Dir = filepath.Join(opts.Snapshot.Dir, name)
+	}
+	cfg := resolveConfig(FactoryOptions{}, opts)
+	cfg.interns = f.interns
+	return newInformer[T](lw, cfg, opts.Indexers)
+}
+
+// publish replaces the sorted view of the clusters; f.mu held.
+func (f *Fleet[T]) publish() {
+	view := make([]*fleetCluster[T], 0, len(f.clusters))
+	for _, c := range f.clusters {
+		view = append(view, c)
+	}
+	slices.SortFunc(view, func(a, b *fleetCluster[T]) int { return strings.Compare(a.name, b.name) })
+	f.view.Store(&view)
+}
+
+// start runs cluster c's informer, once a removal of a cluster of the
+// same name has delivered its deletes; f.mu held and f.run set.
+func (f *Fleet[T]) start(c *fleetCluster[T]) {
+	ctx, cancel := context.WithCancel(klog.NewContext(f.run, klog.LoggerWithValues(f.logger, "cluster", c.name)))
+	c.cancel = cancel
+	c.started.Store(f.clock.Now().UnixNano())
+	after := f.leaving[c.name]
+	f.running.Go(func() {
+		defer close(c.done)
+		defer cancel()
+		if after != nil {
+			select {
+			case <-after:
+			case <-ctx.Done():
+				return
+			}
+		}
+		c.inf.Run(ctx)
+	})
+}
+
+// UpdateCluster replaces the credentials (or any other client setting) of
+// the cluster added under name by AddCluster with config's, without
+// dropping its cache or relisting: every request from now on goes through
+// a client made from config. The watch in progress goes on (the server
+// checked its credentials when it was opened) until it ends, and the next
+// one uses config; the old client's connections close once idle. config
+// must name the same server, host and
+// certificate authorities, as the cluster's: a different server is a
+// different cluster (remove it and add the new one). It fails for a cluster
+// added by AddClusterListerWatcher.
+func (f *Fleet[T]) UpdateCluster(name string, config *rest.Config) error {
+	f.mu.Lock()
+	c := f.clusters[name]
+	f.mu.Unlock()
+	if c == nil {
+		return fmt.Errorf("%s: UpdateCluster %q: no such cluster", fleetName[T](f.opts.Informer.Name), name)
+	}
+	if c.lw.client == nil {
+		return fmt.Errorf("%s: UpdateCluster %q: the cluster was added with its own ListerWatcher", fleetName[T](f.opts.Informer.Name), name)
+	}
+	if config != nil {
+		if was, now := c.lw.desc.listed.server, serverIdentityOf(config); was.Host != now.Host || was.CA != now.CA {
+			return fmt.Errorf("%s: UpdateCluster %q: the config names another server (%s, not %s): remove the cluster and add the new one", fleetName[T](f.opts.Informer.Name), name, now.Host, was.Host)
+		}
+	}
+	lw, client, err := f.restListerWatcher(config)
+	if err != nil {
+		return fmt.Errorf("%s: UpdateCluster %q: %w", fleetName[T](f.opts.Informer.Name), name, err)
+	}
+	c.lw.replace(lw, client)
+	return nil
+}
+
+// RemoveCluster removes the cluster added under name and returns at once:
+// its informer stops, the fleet's Lister no longer holds its objects, and
+// each handler then receives OnDelete for every object the cluster's cache
+// held, with DeletedObject.ClusterRemoved set (the objects were not
+// deleted: a controller should forget them). Notifications the cluster's
+// handlers had not received yet are dropped, as when an informer stops. A
+// cluster re-added under the same name starts once these deletes have been
+// delivered. Its goroutines, HTTP connections and the memory of its
+// objects are released (the fleet's shared strings and sub-objects go when
+// no cached object holds them). It fails if there is no such cluster.
+func (f *Fleet[T]) RemoveCluster(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.clusters[name]
+	if c == nil {
+		return fmt.Errorf("%s: RemoveCluster %q: no such cluster", fleetName[T](f.opts.Informer.Name), name)
+	}
+	delete(f.clusters, name)
+	f.publish()
+	if c.cancel == nil {
+		// Never started: no handler has seen any of its objects.
+		c.inf.stopUnstarted()
+		c.lw.close()
+		return nil
+	}
+	c.cancel()
+	handlers := make([]*FleetRegistration[T], 0, len(c.regs))
+	for _, r := range f.handlers {
+		if c.regs[r] != nil {
+			handlers = append(handlers, r)
+		}
+	}
+	left := make(chan struct{})
+	prev := f.leaving[name]
+	f.leaving[name] = left
+	f.running.Go(func() {
+		defer close(left)
+		<-c.done
+		if prev != nil {
+			<-prev
+		}
+		f.deliverRemoval(c, handlers)
+		c.lw.close()
+		f.mu.Lock()
+		if f.leaving[name] == left {
+			delete(f.leaving, name)
+		}
+		f.mu.Unlock()
+	})
+	return nil
+}
+
+// deliverRemoval delivers to handlers the deletes of removed cluster c,
+// whose informer has stopped, each handler in turn, unless the fleet
+// stops meanwhile.
+func (f *Fleet[T]) deliverRemoval(c *fleetCluster[T], handlers []*FleetRegistration[T]) {
+	objs := c.inf.indexer.List()
+	logger := klog.LoggerWithValues(f.logger, "cluster", c.name)
+	for _, r := range handlers {
+		if r.removed.Load() {
+			continue
+		}
+		for _, obj := range objs {
+			if f.run.Err() != nil || r.removed.Load() {
+				return
+			}
+			r.deliverRemoved(logger, c.name, obj)
+		}
+	}
+}
+
+// Clusters returns the names of the fleet's clusters, sorted.
+func (f *Fleet[T]) Clusters() []string {
+	view := *f.view.Load()
+	names := make([]string, len(view))
+	for i, c := range view {
+		names[i] = c.name
+	}
+	return names
+}
+
+// HasSynced reports whether the fleet is ready: Run has started, and every
+// cluster has synced (its informer's HasSynced) or failed (not synced
+// within FleetOptions.SyncTimeout of its start). A fleet of no cluster is
+// ready once it runs. Readiness can turn false again when a cluster is
+// added. [Fleet.Stats] names the failed clusters and their last errors.
+func (f *Fleet[T]) HasSynced() bool {
+	f.mu.Lock()
+	running := f.run != nil
+	f.mu.Unlock()
+	if !running {
+		return false
+	}
+	now := f.clock.Now()
+	for _, c := range *f.view.Load() {
+		if f.state(c, now) == ClusterSyncing {
+			return false
+		}
+	}
+	return true
+}
+
+// ClusterState is where a cluster of a [Fleet] is in its sync.
+type ClusterState string
+
+// The states of a cluster.
+const (
+	// ClusterSyncing: the cluster has not synced yet, and not for longer
+	// than FleetOptions.SyncTimeout (or the fleet does not run).
+	ClusterSyncing ClusterState = "Syncing"
+	// ClusterSynced: the cluster's first list has been delivered.
+	ClusterSynced ClusterState = "Synced"
+	// ClusterFailed: the cluster has not synced within SyncTimeout; it
+	// goes on trying.
+	ClusterFailed ClusterState = "Failed"
+)
+
+// state returns c's state at now.
+func (f *Fleet[T]) state(c *fleetCluster[T], now time.Time) ClusterState {
+	switch started := c.started.Load(); {
+	case c.inf.HasSynced():
+		return ClusterSynced
+	case started != 0 && f.opts.SyncTimeout > 0 && now.Sub(time.Unix(0, started)) >= f.opts.SyncTimeout:
+		return ClusterFailed
+	}
+	return ClusterSyncing
+}
+
+// FleetStats describes a [Fleet]'s clusters.
+type FleetStats struct {
+	// Clusters describes each cluster, sorted by name.
+	Clusters []ClusterStats
+	// Synced, Syncing and Failed count the clusters in each state.
+	Synced, Syncing, Failed int
+}
+
+// ClusterStats describes one cluster of a [Fleet].
+type ClusterStats struct {
+	// Name is the cluster's name in the fleet.
+	Name string
+	// State is where the cluster is in its sync.
+	State ClusterState
+	// Objects is the number of objects its cache holds.
+	Objects int
+	// LastError is the error of its last failed list or watch, until one
+	// succeeds; nil if none.
+	LastError error
+	// Informer are its informer's counters.
+	Informer InformerStats
+}
+
+// Stats returns the state, size, last error and counters of every cluster.
+func (f *Fleet[T]) Stats() FleetStats {
+	now := f.clock.Now()
+	var s FleetStats
+	for _, c := range *f.view.Load() {
+		cs := ClusterStats{Name: c.name, State: f.state(c, now), Objects: c.inf.indexer.size(),
+			LastError: c.inf.lastError(), Informer: c.inf.Stats()}
+		switch cs.State {
+		case ClusterSynced:
+			s.Synced++
+		case ClusterFailed:
+			s.Failed++
+		default:
+			s.Syncing++
+		}
+		s.Clusters = append(s.Clusters, cs)
+	}
+	return s
+}
+
+// fleetCluster is one cluster of a fleet.
+type fleetCluster[T Object] struct {
+	name string
+	inf  *Informer[T]
+	lw   *clusterListerWatcher[T]
+	// regs are the cluster's registrations of the fleet's handlers;
+	// guarded by the fleet's mu.
+	regs map[*FleetRegistration[T]]*Registration
+	// cancel stops the cluster; set by start, under the fleet's mu.
+	cancel context.CancelFunc
+	// started is when the cluster started (UnixNano), 0 before.
+	started atomic.Int64
+	// done is closed once the cluster's goroutine has returned.
+	done chan struct{}
+}

@@ -1,0 +1,108 @@
+package informer_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubetyped/informer"
+)
+
+func TestFleetUpdateClusterReplacesCredentialsWithoutRelisting(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.Create(podsResource, informer.NewPod("ns", "a", ""))
+	var token atomic.Value
+	token.Store("old")
+	var refused, acceptedNew atomic.Int64
+	auth := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		got := req.Header.Get("Authorization")
+		if got != "Bearer "+token.Load().(string) {
+			refused.Add(1)
+			srv.writeStatus(rw, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+			return
+		}
+		if got == "Bearer new" {
+			acceptedNew.Add(1)
+		}
+		srv.handle(rw, req)
+	}))
+	t.Cleanup(auth.Close)
+
+	f, err := informer.NewFleet(informer.FleetOptions[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.AddCluster("a", &rest.Config{Host: auth.URL, BearerToken: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var events []string
+	record := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	_, err = f.AddEventHandler(informer.FleetEventHandlerFuncs[*corev1.Pod]{
+		AddFunc: func(cluster string, obj *corev1.Pod, initial bool) {
+			record(fmt.Sprintf("%s add %s@%s initial=%v", cluster, informer.KeyOf(obj), obj.ResourceVersion, initial))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	informer.Eventually(t, "fleet synced", f.HasSynced)
+	srv.WaitForWatches(t, podsResource, 1)
+
+	if err := f.UpdateCluster("a", &rest.Config{Host: "http://127.0.0.1:1", BearerToken: "new"}); err == nil || !strings.Contains(err.Error(), "another server") {
+		t.Errorf("UpdateCluster to another server: %v", err)
+	}
+	if err := f.UpdateCluster("a", &rest.Config{Host: auth.URL, BearerToken: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	token.Store("new") // the old credentials are revoked
+	// The open watch goes on: the cache is kept, nothing is listed again.
+	srv.Create(podsResource, informer.NewPod("ns", "b", ""))
+	var got []string
+	informer.Eventually(t, "two adds", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		got = slices.Clone(events)
+		return len(got) >= 2
+	})
+	want := []string{"a add ns/a@101 initial=true", "a add ns/b@102 initial=false"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	lists := 0
+	for _, r := range srv.Requests() {
+		if !r.Watch {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("%d lists, want 1: new credentials must not cost a relist\n%v", lists, srv.Requests())
+	}
+	// Once the connection drops, the cluster reconnects with the new
+	// credentials.
+	auth.CloseClientConnections()
+	informer.Eventually(t, "a request with the new credentials", func() bool { return acceptedNew.Load() > 0 })
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d requests refused: some used the old credentials", n)
+	}
+}
