@@ -40,8 +40,9 @@ type FleetOptions[T Object] struct {
 	// REST configures the REST ListerWatcher [Fleet.AddCluster] builds for
 	// each cluster from its *rest.Config, as for [NewRESTListerWatcher]:
 	// Resource, Namespace, TweakListOptions, ContentType, DropFields,
-	// Scheme. HTTPClient must be nil: each cluster gets an HTTP client of
-	// its own, made from its config, closed when the cluster is removed.
+	// Scheme. HTTPClient and DecodingTable must be nil: each cluster gets
+	// an HTTP client of its own, made from its config, closed when the
+	// cluster is removed, and decodes with the fleet's table.
 	REST RESTOptions
 	// MaxConcurrentSyncs is the number of clusters that list at once, so
 	// that a fleet starting, or many clusters relisting together, holds
@@ -91,10 +92,10 @@ const (
 // See docs/fleet.md.
 type Fleet[T Object] struct {
 	opts FleetOptions[T]
-	// interns is the table every cluster's decoder interns in, and shares
+	// table is the table every cluster's decoder interns in, and shares
 	// sub-objects in with Deduplicate (and no transform, which could write
-	// into them): see newFleetInterns.
-	interns *wire.InternTable
+	// into them): see newFleetTable.
+	table *DecodingTable
 	// slots is the semaphore of MaxConcurrentSyncs; nil without a limit.
 	slots chan struct{}
 	clock clock.WithTicker
@@ -130,7 +131,7 @@ func NewFleet[T Object](opts FleetOptions[T]) (*Fleet[T], error) {
 	}
 	f := &Fleet[T]{
 		opts:     opts,
-		interns:  newFleetInterns(opts.Informer),
+		table:    newFleetTable(opts.Informer),
 		clock:    opts.Informer.Clock,
 		clusters: map[string]*fleetCluster[T]{},
 		leaving:  map[string]chan struct{}{},
@@ -158,6 +159,8 @@ func resolveFleetOptions[T Object](opts FleetOptions[T]) (FleetOptions[T], error
 		return opts, errors.New("FleetOptions.Informer.DisableWatchList: a fleet's clusters always list in pages")
 	case opts.REST.HTTPClient != nil:
 		return opts, errors.New("FleetOptions.REST.HTTPClient: each cluster's HTTP client is made from its config")
+	case opts.REST.DecodingTable != nil:
+		return opts, errors.New("FleetOptions.REST.DecodingTable: the fleet's clusters decode with the fleet's table")
 	case !opts.REST.Resource.Empty() && !opts.Informer.Resource.Empty() && opts.REST.Resource != opts.Informer.Resource:
 		return opts, fmt.Errorf("FleetOptions.Informer.Resource %v and REST.Resource %v differ: set REST.Resource", opts.Informer.Resource, opts.REST.Resource)
 	}
@@ -182,16 +185,13 @@ func resolveFleetOptions[T Object](opts FleetOptions[T]) (FleetOptions[T], error
 	return opts, nil
 }
 
-// newFleetInterns returns the table a fleet's clusters decode with: one
+// newFleetTable returns the table a fleet's clusters decode with: one
 // that shares sub-objects too with Deduplicate and no transform (a
 // transform could write into what the decoder shares, so with one the
 // queue's pass deduplicates after it, see Informer.deduplicate), strings
 // only otherwise.
-func newFleetInterns[T Object](opts InformerOptions[T]) *wire.InternTable {
-	if inherit(opts.Deduplicate, false) && opts.Transform == nil {
-		return wire.NewSubObjectSharingTable()
-	}
-	return wire.NewInternTable()
+func newFleetTable[T Object](opts InformerOptions[T]) *DecodingTable {
+	return NewDecodingTable(inherit(opts.Deduplicate, false) && opts.Transform == nil)
 }
 
 // fleetName names a fleet in errors.
@@ -305,23 +305,23 @@ func (f *Fleet[T]) restListerWatcher(config *rest.Config) (ListerWatcher[T], *ht
 		return nil, nil, fmt.Errorf("HTTP client: %w", err)
 	}
 	opts := f.opts.REST
-	opts.HTTPClient = client
+	opts.HTTPClient, opts.DecodingTable = client, f.table
 	lw, err := NewRESTListerWatcher[T](config, opts)
 	if err != nil {
 		client.CloseIdleConnections()
 		return nil, nil, err
 	}
-	return f.decodingWithFleet(lw), client, nil
+	return lw, client, nil
 }
 
-// decodingWithFleet returns lw decoding with the fleet's intern table when
-// lw can (see describedListerWatcher), lw itself otherwise.
+// decodingWithFleet returns lw decoding with the fleet's table when lw
+// can (see describedListerWatcher), lw itself otherwise.
 func (f *Fleet[T]) decodingWithFleet(lw ListerWatcher[T]) ListerWatcher[T] {
 	d, ok := lw.(describedListerWatcher[T])
-	if !ok || checkDecodingWith(d.description(), f.interns) != nil {
+	if !ok || d.description().interns == f.table.table || checkDecodingWith(d.description(), f.table.table) != nil {
 		return lw
 	}
-	shared, err := d.decodingWith(f.interns)
+	shared, err := d.decodingWith(f.table.table)
 	if err != nil {
 		return lw
 	}
@@ -372,7 +372,7 @@ func (f *Fleet[T]) newClusterInformer(name string, lw *clusterListerWatcher[T]) 
 		opts.Snapshot.Dir = filepath.Join(opts.Snapshot.Dir, name)
 	}
 	cfg := resolveConfig(FactoryOptions{}, opts)
-	cfg.interns = f.interns
+	cfg.interns = f.table.table
 	return newInformer[T](lw, cfg, opts.Indexers)
 }
 

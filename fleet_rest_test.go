@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubetyped/informer"
@@ -104,5 +107,54 @@ func TestFleetUpdateClusterReplacesCredentialsWithoutRelisting(t *testing.T) {
 	informer.Eventually(t, "a request with the new credentials", func() bool { return acceptedNew.Load() > 0 })
 	if n := refused.Load(); n != 0 {
 		t.Errorf("%d requests refused: some used the old credentials", n)
+	}
+}
+
+// The clusters of a fleet decode with one table: a string that repeats
+// across clusters is held once, and with Deduplicate an equal sub-object
+// too. (The table keeps a value from the second time it is seen: the
+// copies of the cluster decoded first, whichever it is, are its own, and
+// the other two share.)
+func TestFleetClustersShareWhatTheyRepeat(t *testing.T) {
+	for _, dedup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Deduplicate=%v", dedup), func(t *testing.T) {
+			f, err := informer.NewFleet(informer.FleetOptions[*corev1.Pod]{Informer: informer.InformerOptions[*corev1.Pod]{Deduplicate: &dedup}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"a", "b", "c"} {
+				srv := newFakeAPIServer(t)
+				srv.Serve(podsResource, podKind, true)
+				srv.Create(podsResource, informer.NewPod("ns", "web-"+name, "", informer.PodLabels(map[string]string{"app": "web-frontend"})))
+				if err := f.AddCluster(name, srv.Config()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); f.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			informer.Eventually(t, "fleet synced", f.HasSynced)
+			objs, err := f.Lister().List(labels.Everything())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs) != 3 {
+				t.Fatalf("%d objects, want 3", len(objs))
+			}
+			type shared struct{ LabelValue, Labels bool }
+			var got shared
+			for i := range objs {
+				for _, o := range objs[i+1:] {
+					a, b := objs[i].Object, o.Object
+					got.LabelValue = got.LabelValue || unsafe.StringData(a.Labels["app"]) == unsafe.StringData(b.Labels["app"])
+					got.Labels = got.Labels || reflect.ValueOf(a.Labels).UnsafePointer() == reflect.ValueOf(b.Labels).UnsafePointer()
+				}
+			}
+			want := shared{LabelValue: true, Labels: dedup}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("shared across clusters (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

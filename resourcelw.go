@@ -290,7 +290,11 @@ func newDynamicListerWatcher(config *rest.Config, opts RESTOptions) (*dynamicLis
 		client, err := rest.UnversionedRESTClientForConfigAndClient(cfg, httpClient)
 		return client, json.Serializer, err
 	}
-	if err := lw.decodeWith(wire.NewInternTable()); err != nil {
+	interns, err := decodingTable(opts.DecodingTable, true)
+	if err != nil {
+		return nil, fmt.Errorf("list/watch %s: %w", resourcePath(resource), err)
+	}
+	if err := lw.decodeWith(interns); err != nil {
 		return nil, fmt.Errorf("list/watch %s: REST client: %w", resourcePath(resource), err)
 	}
 	lw.listPath = resourceListPath(resource, opts.Namespace)

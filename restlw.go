@@ -100,6 +100,13 @@ type RESTOptions struct {
 	// not drop a field an index function, a Lister's label selector or a
 	// client-side filter reads.
 	DropFields []string
+	// DecodingTable, if set, is the table the decoder interns in (see
+	// [DecodingTable]), shared with the other ListerWatchers given it;
+	// nil means a table of the ListerWatcher's own. A ListerWatcher whose
+	// decoder interns nothing (client-go's JSON decoding of a type that has
+	// no typed JSON decoder here) ignores it; one whose decoder cannot
+	// share sub-objects rejects a table that does.
+	DecodingTable *DecodingTable
 }
 
 // restParameterCodec encodes metav1.ListOptions as query parameters. It has
@@ -261,12 +268,14 @@ func newRESTListerWatcherOf[T Object](config *rest.Config, opts RESTOptions, ite
 	var interns *wire.InternTable
 	switch {
 	case contentType == ContentTypeProtobuf && wire.DecodesInterned(reflect.New(itemType.Elem()).Interface()):
-		interns = wire.NewInternTable()
 		lw.sharesOnDecode = true
 	case contentType == ContentTypeJSON:
-		if lw.typed = wire.NewTypedJSONTypes(scheme, itemType, reflect.TypeOf(list)); lw.typed != nil {
-			interns = wire.NewInternTable()
-			lw.sharesOnDecode = true
+		lw.typed = wire.NewTypedJSONTypes(scheme, itemType, reflect.TypeOf(list))
+		lw.sharesOnDecode = lw.typed != nil
+	}
+	if lw.sharesOnDecode {
+		if interns, err = decodingTable(opts.DecodingTable, true); err != nil {
+			return nil, fmt.Errorf("list/watch %s: %w", typeName, err)
 		}
 	}
 	lw.newClient = func(codecs runtime.NegotiatedSerializer) (*rest.RESTClient, error) {
