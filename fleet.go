@@ -59,6 +59,16 @@ type FleetOptions[T Object] struct {
 	// it has synced. Default 2 minutes; negative means never failed, so
 	// that the fleet is not synced while any cluster is not.
 	SyncTimeout time.Duration
+	// Group, if set, splits the fleet's clusters among the replicas of a
+	// controller that share the group (see [ShardGroup]): every replica
+	// adds every cluster, and each runs only the clusters the group
+	// assigns it, by the hash of the cluster's name, a cluster being the
+	// unit. When the group's members change, a replica stops the clusters
+	// it lost (its handlers receive OnDelete with DeletedObject.Moved for
+	// their objects) and starts those it gained, so that the clusters of a
+	// replica that died are taken over once its Lease expires. The group
+	// must run (ShardGroup.Run) for any cluster to start.
+	Group *ShardGroup
 }
 
 // Defaults of FleetOptions.
@@ -112,6 +122,10 @@ type Fleet[T Object] struct {
 	// deletes: a cluster re-added under that name starts once it is done,
 	// so that its adds come after the old cluster's deletes.
 	leaving map[string]chan struct{}
+	// owned are the slots the Group assigns this replica, and groupKnown
+	// whether the group's members are known yet (see followGroup).
+	owned      slotSet
+	groupKnown bool
 	// run is the context of Run; nil before Run. stopped is set once
 	// Run's context is done.
 	run     context.Context
@@ -221,9 +235,14 @@ func (f *Fleet[T]) Run(ctx context.Context) {
 	}
 	f.run, f.logger = ctx, logger
 	for _, c := range *f.view.Load() {
-		f.start(c)
+		if run := c.run.Load(); run != nil {
+			f.start(c, run)
+		}
 	}
 	f.mu.Unlock()
+	if f.opts.Group != nil {
+		f.followGroup(ctx)
+	}
 	<-ctx.Done()
 	f.mu.Lock()
 	f.stopped = true
@@ -329,14 +348,9 @@ func (f *Fleet[T]) decodingWithFleet(lw ListerWatcher[T]) ListerWatcher[T] {
 }
 
 // add adds a cluster over lw (requesting through client, nil if not the
-// fleet's own), and starts it if the fleet runs.
+// fleet's own), and starts it if the fleet runs it.
 func (f *Fleet[T]) add(name string, lw ListerWatcher[T], client *http.Client) error {
-	cw := newClusterListerWatcher(name, lw, client, f.slots, f.clock)
-	inf, err := f.newClusterInformer(name, cw)
-	if err != nil {
-		return fmt.Errorf("%s: cluster %q: %w", fleetName[T](f.opts.Informer.Name), name, err)
-	}
-	c := &fleetCluster[T]{name: name, inf: inf, lw: cw, regs: map[*FleetRegistration[T]]*Registration{}, done: make(chan struct{})}
+	c := &fleetCluster[T]{name: name, lw: newClusterListerWatcher(name, lw, client, f.slots, f.clock)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
@@ -345,19 +359,38 @@ func (f *Fleet[T]) add(name string, lw ListerWatcher[T], client *http.Client) er
 	case f.clusters[name] != nil:
 		return fmt.Errorf("%s: AddCluster %q: the fleet has a cluster of that name", fleetName[T](f.opts.Informer.Name), name)
 	}
-	for _, r := range f.handlers {
-		reg, err := inf.AddEventHandlerWithOptions(clusterHandler[T]{cluster: name, h: r.handler}, r.opts)
+	if f.opts.Group == nil || f.holds(name) {
+		// Built at once, so that a cluster the fleet cannot run is refused.
+		run, err := f.newRun(c)
 		if err != nil {
 			return fmt.Errorf("%s: cluster %q: %w", fleetName[T](f.opts.Informer.Name), name, err)
 		}
-		c.regs[r] = reg
+		c.run.Store(run)
+		if f.run != nil {
+			f.start(c, run)
+		}
 	}
 	f.clusters[name] = c
 	f.publish()
-	if f.run != nil {
-		f.start(c)
-	}
 	return nil
+}
+
+// newRun returns a new run of cluster c with the fleet's handlers
+// registered; f.mu held.
+func (f *Fleet[T]) newRun(c *fleetCluster[T]) (*clusterRun[T], error) {
+	inf, err := f.newClusterInformer(c.name, c.lw)
+	if err != nil {
+		return nil, err
+	}
+	run := &clusterRun[T]{inf: inf, regs: map[*FleetRegistration[T]]*Registration{}, done: make(chan struct{})}
+	for _, r := range f.handlers {
+		reg, err := inf.AddEventHandlerWithOptions(clusterHandler[T]{cluster: c.name, h: r.handler}, r.opts)
+		if err != nil {
+			return nil, err
+		}
+		run.regs[r] = reg
+	}
+	return run, nil
 }
 
 // newClusterInformer returns the informer of cluster name over lw.
@@ -386,15 +419,15 @@ func (f *Fleet[T]) publish() {
 	f.view.Store(&view)
 }
 
-// start runs cluster c's informer, once a removal of a cluster of the
-// same name has delivered its deletes; f.mu held and f.run set.
-func (f *Fleet[T]) start(c *fleetCluster[T]) {
+// start runs run, cluster c's informer, once a previous run of a cluster
+// of the same name has delivered its deletes; f.mu held and f.run set.
+func (f *Fleet[T]) start(c *fleetCluster[T], run *clusterRun[T]) {
 	ctx, cancel := context.WithCancel(klog.NewContext(f.run, klog.LoggerWithValues(f.logger, "cluster", c.name)))
-	c.cancel = cancel
-	c.started.Store(f.clock.Now().UnixNano())
+	run.cancel = cancel
+	run.started.Store(f.clock.Now().UnixNano())
 	after := f.leaving[c.name]
 	f.running.Go(func() {
-		defer close(c.done)
+		defer close(run.done)
 		defer cancel()
 		if after != nil {
 			select {
@@ -403,7 +436,7 @@ func (f *Fleet[T]) start(c *fleetCluster[T]) {
 				return
 			}
 		}
-		c.inf.Run(ctx)
+		run.inf.Run(ctx)
 	})
 }
 
@@ -459,54 +492,67 @@ func (f *Fleet[T]) RemoveCluster(name string) error {
 	}
 	delete(f.clusters, name)
 	f.publish()
-	if c.cancel == nil {
-		// Never started: no handler has seen any of its objects.
-		c.inf.stopUnstarted()
-		c.lw.close()
-		return nil
+	f.retire(c, func(d *DeletedObject[T]) { d.ClusterRemoved = true }, c.lw.close)
+	return nil
+}
+
+// retire stops cluster c's run, if it has one, and then delivers to the
+// run's handlers a delete, marked by mark, for every object its cache held,
+// and calls then (if not nil); f.mu held. A run that never started has
+// delivered nothing, and delivers no delete.
+func (f *Fleet[T]) retire(c *fleetCluster[T], mark func(*DeletedObject[T]), then func()) {
+	run := c.run.Swap(nil)
+	if run == nil || run.cancel == nil {
+		if run != nil {
+			run.inf.stopUnstarted()
+		}
+		if then != nil {
+			then()
+		}
+		return
 	}
-	c.cancel()
-	handlers := make([]*FleetRegistration[T], 0, len(c.regs))
+	run.cancel()
+	handlers := make([]*FleetRegistration[T], 0, len(run.regs))
 	for _, r := range f.handlers {
-		if c.regs[r] != nil {
+		if run.regs[r] != nil {
 			handlers = append(handlers, r)
 		}
 	}
 	left := make(chan struct{})
-	prev := f.leaving[name]
-	f.leaving[name] = left
+	prev := f.leaving[c.name]
+	f.leaving[c.name] = left
 	f.running.Go(func() {
 		defer close(left)
-		<-c.done
+		<-run.done
 		if prev != nil {
 			<-prev
 		}
-		f.deliverRemoval(c, handlers)
-		c.lw.close()
+		f.deliverRetired(c.name, run, handlers, mark)
+		if then != nil {
+			then()
+		}
 		f.mu.Lock()
-		if f.leaving[name] == left {
-			delete(f.leaving, name)
+		if f.leaving[c.name] == left {
+			delete(f.leaving, c.name)
 		}
 		f.mu.Unlock()
 	})
-	return nil
 }
 
-// deliverRemoval delivers to handlers the deletes of removed cluster c,
-// whose informer has stopped, each handler in turn, unless the fleet
-// stops meanwhile.
-func (f *Fleet[T]) deliverRemoval(c *fleetCluster[T], handlers []*FleetRegistration[T]) {
-	objs := c.inf.indexer.List()
-	logger := klog.LoggerWithValues(f.logger, "cluster", c.name)
+// deliverRetired delivers to handlers the deletes of cluster's stopped
+// run, marked by mark, each handler in turn, unless the fleet stops
+// meanwhile.
+func (f *Fleet[T]) deliverRetired(cluster string, run *clusterRun[T], handlers []*FleetRegistration[T], mark func(*DeletedObject[T])) {
+	objs := run.inf.indexer.List()
+	logger := klog.LoggerWithValues(f.logger, "cluster", cluster)
 	for _, r := range handlers {
-		if r.removed.Load() {
-			continue
-		}
 		for _, obj := range objs {
 			if f.run.Err() != nil || r.removed.Load() {
-				return
+				break
 			}
-			r.deliverRemoved(logger, c.name, obj)
+			d := DeletedObject[T]{Name: NameOf(obj), Object: obj}
+			mark(&d)
+			r.deliverDelete(logger, cluster, d)
 		}
 	}
 }
@@ -521,16 +567,18 @@ func (f *Fleet[T]) Clusters() []string {
 	return names
 }
 
-// HasSynced reports whether the fleet is ready: Run has started, and every
-// cluster has synced (its informer's HasSynced) or failed (not synced
+// HasSynced reports whether the fleet is ready: Run has started (and,
+// with a Group, the group's members are known), and every cluster this
+// replica runs has synced (its informer's HasSynced) or failed (not synced
 // within FleetOptions.SyncTimeout of its start). A fleet of no cluster is
 // ready once it runs. Readiness can turn false again when a cluster is
-// added. [Fleet.Stats] names the failed clusters and their last errors.
+// added or gained from the group. [Fleet.Stats] names the failed clusters
+// and their last errors.
 func (f *Fleet[T]) HasSynced() bool {
 	f.mu.Lock()
-	running := f.run != nil
+	ready := f.run != nil && (f.opts.Group == nil || f.groupKnown)
 	f.mu.Unlock()
-	if !running {
+	if !ready {
 		return false
 	}
 	now := f.clock.Now()
@@ -555,12 +603,19 @@ const (
 	// ClusterFailed: the cluster has not synced within SyncTimeout; it
 	// goes on trying.
 	ClusterFailed ClusterState = "Failed"
+	// ClusterElsewhere: another member of the fleet's Group runs the
+	// cluster; this replica holds none of its objects.
+	ClusterElsewhere ClusterState = "Elsewhere"
 )
 
 // state returns c's state at now.
 func (f *Fleet[T]) state(c *fleetCluster[T], now time.Time) ClusterState {
-	switch started := c.started.Load(); {
-	case c.inf.HasSynced():
+	run := c.run.Load()
+	if run == nil {
+		return ClusterElsewhere
+	}
+	switch started := run.started.Load(); {
+	case run.inf.HasSynced():
 		return ClusterSynced
 	case started != 0 && f.opts.SyncTimeout > 0 && now.Sub(time.Unix(0, started)) >= f.opts.SyncTimeout:
 		return ClusterFailed
@@ -572,8 +627,9 @@ func (f *Fleet[T]) state(c *fleetCluster[T], now time.Time) ClusterState {
 type FleetStats struct {
 	// Clusters describes each cluster, sorted by name.
 	Clusters []ClusterStats
-	// Synced, Syncing and Failed count the clusters in each state.
-	Synced, Syncing, Failed int
+	// Synced, Syncing, Failed and Elsewhere count the clusters in each
+	// state.
+	Synced, Syncing, Failed, Elsewhere int
 }
 
 // ClusterStats describes one cluster of a [Fleet].
@@ -587,7 +643,8 @@ type ClusterStats struct {
 	// LastError is the error of its last failed list or watch, until one
 	// succeeds; nil if none.
 	LastError error
-	// Informer are its informer's counters.
+	// Informer are its informer's counters; zero for a cluster another
+	// member runs.
 	Informer InformerStats
 }
 
@@ -596,13 +653,17 @@ func (f *Fleet[T]) Stats() FleetStats {
 	now := f.clock.Now()
 	var s FleetStats
 	for _, c := range *f.view.Load() {
-		cs := ClusterStats{Name: c.name, State: f.state(c, now), Objects: c.inf.indexer.size(),
-			LastError: c.inf.lastError(), Informer: c.inf.Stats()}
+		cs := ClusterStats{Name: c.name, State: f.state(c, now)}
+		if run := c.run.Load(); run != nil {
+			cs.Objects, cs.LastError, cs.Informer = run.inf.indexer.size(), run.inf.lastError(), run.inf.Stats()
+		}
 		switch cs.State {
 		case ClusterSynced:
 			s.Synced++
 		case ClusterFailed:
 			s.Failed++
+		case ClusterElsewhere:
+			s.Elsewhere++
 		default:
 			s.Syncing++
 		}
@@ -611,18 +672,27 @@ func (f *Fleet[T]) Stats() FleetStats {
 	return s
 }
 
-// fleetCluster is one cluster of a fleet.
+// fleetCluster is one cluster of a fleet, as added.
 type fleetCluster[T Object] struct {
 	name string
-	inf  *Informer[T]
 	lw   *clusterListerWatcher[T]
-	// regs are the cluster's registrations of the fleet's handlers;
-	// guarded by the fleet's mu.
+	// run is the cluster's informer in this replica; nil while another
+	// member of the fleet's group holds the cluster. Written under the
+	// fleet's mu.
+	run atomic.Pointer[clusterRun[T]]
+}
+
+// clusterRun is one run of a cluster's informer: an informer runs once, so
+// a cluster that moves away and back gets a new one.
+type clusterRun[T Object] struct {
+	inf *Informer[T]
+	// regs are the run's registrations of the fleet's handlers; guarded
+	// by the fleet's mu.
 	regs map[*FleetRegistration[T]]*Registration
-	// cancel stops the cluster; set by start, under the fleet's mu.
+	// cancel stops the run; set by start, under the fleet's mu.
 	cancel context.CancelFunc
-	// started is when the cluster started (UnixNano), 0 before.
+	// started is when the run started (UnixNano), 0 before.
 	started atomic.Int64
-	// done is closed once the cluster's goroutine has returned.
+	// done is closed once the run's goroutine has returned.
 	done chan struct{}
 }

@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 
 	"k8s.io/client-go/util/workqueue"
@@ -21,9 +22,10 @@ type FleetEventHandler[T Object] interface {
 	// OnUpdate is called for an object of cluster's cache that changed
 	// (or was resynced); see [ResourceEventHandler].OnUpdate.
 	OnUpdate(cluster string, oldObj, newObj T)
-	// OnDelete is called for an object that left cluster's cache, deleted
+	// OnDelete is called for an object that left cluster's cache: deleted,
 	// or, with obj.ClusterRemoved, because the cluster was removed from the
-	// fleet.
+	// fleet, or, with obj.Moved, because another replica of the fleet's
+	// Group now runs the cluster.
 	OnDelete(cluster string, obj DeletedObject[T])
 }
 
@@ -72,7 +74,8 @@ func (n ClusterObjectName) String() string { return n.Cluster + "/" + n.ObjectNa
 // added, updated and deleted object to q, as [Enqueue] does for one
 // informer: a deletion enqueues the name the object was stored under, but
 // an object that left only because its cluster was removed
-// (DeletedObject.ClusterRemoved) is not enqueued. q must not be nil and
+// (DeletedObject.ClusterRemoved) or moved to another replica of the
+// fleet's Group (DeletedObject.Moved) is not enqueued. q must not be nil and
 // must be safe for concurrent use, as client-go's workqueues are: the
 // clusters' notifications come from goroutines of their own.
 func EnqueueFleet[T Object](q workqueue.TypedInterface[ClusterObjectName]) FleetEventHandlerFuncs[T] {
@@ -82,7 +85,7 @@ func EnqueueFleet[T Object](q workqueue.TypedInterface[ClusterObjectName]) Fleet
 			q.Add(ClusterObjectName{cluster, NameOf(newObj)})
 		},
 		DeleteFunc: func(cluster string, d DeletedObject[T]) {
-			if !d.ClusterRemoved {
+			if !d.ClusterRemoved && !d.Moved {
 				q.Add(ClusterObjectName{cluster, d.Name})
 			}
 		},
@@ -108,8 +111,9 @@ type FleetRegistration[T Object] struct {
 	opts    HandlerOptions
 	// removed is set by RemoveEventHandler.
 	removed atomic.Bool
-	// panics counts the panics of the handler's OnDelete calls for
-	// removed clusters, which no informer's listener delivers.
+	// panics counts the panics of the handler's OnDelete calls for the
+	// clusters that left (removed, or moved to another replica), which no
+	// informer's listener delivers.
 	panics atomic.Int64
 }
 
@@ -137,19 +141,23 @@ func (f *Fleet[T]) AddEventHandlerWithOptions(h FleetEventHandler[T], opts Handl
 	if f.stopped {
 		return nil, fmt.Errorf("%s: handler was not added because the fleet has stopped", fleetName[T](f.opts.Informer.Name))
 	}
-	added := map[*fleetCluster[T]]*Registration{}
+	added := map[*clusterRun[T]]*Registration{}
 	for _, c := range f.clusters {
-		reg, err := c.inf.AddEventHandlerWithOptions(clusterHandler[T]{cluster: c.name, h: h}, opts)
+		run := c.run.Load()
+		if run == nil {
+			continue
+		}
+		reg, err := run.inf.AddEventHandlerWithOptions(clusterHandler[T]{cluster: c.name, h: h}, opts)
 		if err != nil {
-			for c, reg := range added {
-				_ = c.inf.RemoveEventHandler(reg)
+			for run, reg := range added {
+				_ = run.inf.RemoveEventHandler(reg)
 			}
 			return nil, fmt.Errorf("%s: cluster %q: %w", fleetName[T](f.opts.Informer.Name), c.name, err)
 		}
-		added[c] = reg
+		added[run] = reg
 	}
-	for c, reg := range added {
-		c.regs[r] = reg
+	for run, reg := range added {
+		run.regs[r] = reg
 	}
 	f.handlers = append(f.handlers, r)
 	return r, nil
@@ -169,9 +177,9 @@ func (f *Fleet[T]) RemoveEventHandler(r *FleetRegistration[T]) error {
 	}
 	var errs []error
 	for _, c := range f.clusters {
-		if reg := c.regs[r]; reg != nil {
-			delete(c.regs, r)
-			errs = append(errs, c.inf.RemoveEventHandler(reg))
+		if run := c.run.Load(); run != nil && run.regs[r] != nil {
+			errs = append(errs, run.inf.RemoveEventHandler(run.regs[r]))
+			delete(run.regs, r)
 		}
 	}
 	for k, h := range f.handlers {
@@ -194,7 +202,7 @@ func (r *FleetRegistration[T]) HasSynced() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.clusters {
-		if reg := c.regs[r]; reg != nil && c.inf.HasSynced() && !reg.HasSynced() {
+		if run := c.run.Load(); run != nil && run.regs[r] != nil && run.inf.HasSynced() && !run.regs[r].HasSynced() {
 			return false
 		}
 	}
@@ -208,8 +216,8 @@ func (r *FleetRegistration[T]) Stats() HandlerStats {
 	f.mu.Lock()
 	regs := make([]*Registration, 0, len(f.clusters))
 	for _, c := range f.clusters {
-		if reg := c.regs[r]; reg != nil {
-			regs = append(regs, reg)
+		if run := c.run.Load(); run != nil && run.regs[r] != nil {
+			regs = append(regs, run.regs[r])
 		}
 	}
 	f.mu.Unlock()
@@ -226,15 +234,16 @@ func (r *FleetRegistration[T]) Stats() HandlerStats {
 	return s
 }
 
-// deliverRemoved calls the handler's OnDelete for obj of removed cluster,
-// recovering (counting and logging) a panic.
-func (r *FleetRegistration[T]) deliverRemoved(logger klog.Logger, cluster string, obj T) {
+// deliverDelete calls the handler's OnDelete with d, for an object of a
+// cluster that was removed or moved to another replica, recovering a
+// panic, which it counts and logs (the first with its stack).
+func (r *FleetRegistration[T]) deliverDelete(logger klog.Logger, cluster string, d DeletedObject[T]) {
 	defer func() {
 		if p := recover(); p != nil {
 			if r.panics.Add(1) == 1 {
-				logger.Error(fmt.Errorf("%v", p), "Event handler panicked on a removed cluster's delete", "object", klog.KObj(obj))
+				logger.Error(fmt.Errorf("%v", p), "Event handler panicked on the delete of a cluster that left", "object", d.Name.String(), "stack", string(debug.Stack()))
 			}
 		}
 	}()
-	r.handler.OnDelete(cluster, DeletedObject[T]{Name: NameOf(obj), Object: obj, ClusterRemoved: true})
+	r.handler.OnDelete(cluster, d)
 }

@@ -28,9 +28,10 @@ type FleetLister[T Object] struct {
 // Lister returns the fleet's Lister.
 func (f *Fleet[T]) Lister() *FleetLister[T] { return &FleetLister[T]{fleet: f} }
 
-// Cluster returns the Lister of the cluster named name, and whether the
-// fleet has that cluster. The Lister stays valid after the cluster is
-// removed, holding what the cluster held then.
+// Cluster returns the Lister of the cluster named name, and whether this
+// replica runs that cluster (false for a cluster the fleet does not have,
+// or that another member of its Group runs). The Lister stays valid after
+// the cluster is removed, holding what the cluster held then.
 func (l *FleetLister[T]) Cluster(name string) (*Lister[T], bool) {
 	f := l.fleet
 	f.mu.Lock()
@@ -39,7 +40,11 @@ func (l *FleetLister[T]) Cluster(name string) (*Lister[T], bool) {
 	if c == nil {
 		return nil, false
 	}
-	return c.inf.lister, true
+	run := c.run.Load()
+	if run == nil {
+		return nil, false
+	}
+	return run.inf.lister, true
 }
 
 // List returns the objects of every cluster that match selector.
@@ -63,7 +68,11 @@ func (l *FleetLister[T]) Namespace(namespace string) FleetNamespaceLister[T] {
 func (l *FleetLister[T]) collect(read func(*Lister[T]) ([]T, error)) ([]ClusterObject[T], error) {
 	var out []ClusterObject[T]
 	for _, c := range *l.fleet.view.Load() {
-		objs, err := read(c.inf.lister)
+		run := c.run.Load()
+		if run == nil {
+			continue
+		}
+		objs, err := read(run.inf.lister)
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -31,6 +32,7 @@ type fleetEvent struct {
 	Cluster string
 	Event   plEvent
 	Removed bool // delete only: DeletedObject.ClusterRemoved
+	Moved   bool // delete only: DeletedObject.Moved
 }
 
 // fleetRecorder records a fleet handler's notifications.
@@ -46,7 +48,7 @@ func (r *fleetRecorder) OnUpdate(cluster string, oldObj, newObj *corev1.Pod) {
 	r.record(fleetEvent{Cluster: cluster, Event: plUpdate(KeyOf(newObj), oldObj.ResourceVersion, newObj.ResourceVersion)})
 }
 func (r *fleetRecorder) OnDelete(cluster string, d DeletedObject[*corev1.Pod]) {
-	r.record(fleetEvent{Cluster: cluster, Event: plDelete(d.Name.String(), d.Object.ResourceVersion, d.FinalStateUnknown), Removed: d.ClusterRemoved})
+	r.record(fleetEvent{Cluster: cluster, Event: plDelete(d.Name.String(), d.Object.ResourceVersion, d.FinalStateUnknown), Removed: d.ClusterRemoved, Moved: d.Moved})
 }
 func (r *fleetRecorder) record(e fleetEvent) {
 	r.mu.Lock()
@@ -395,7 +397,7 @@ func TestFleetAddAndRemoveLeaveNothingBehind(t *testing.T) {
 		rec.waitFor(t, round*40+20)
 		f.mu.Lock()
 		for _, c := range f.clusters {
-			gone = append(gone, weak.Make(c.inf))
+			gone = append(gone, weak.Make(c.run.Load().inf))
 		}
 		f.mu.Unlock()
 		for k := range 20 {
@@ -468,5 +470,112 @@ func TestFleetOptionsRejected(t *testing.T) {
 	}
 	if err := f.UpdateCluster("a", nil); err == nil || !strings.Contains(err.Error(), "own ListerWatcher") {
 		t.Errorf("UpdateCluster of a ListerWatcher's cluster: %v", err)
+	}
+}
+
+func TestFleetGroupSplitsClustersAndTakesOver(t *testing.T) {
+	clusters := make([]string, 12)
+	for i := range clusters {
+		clusters[i] = fmt.Sprintf("cluster-%02d", i)
+	}
+	type replica struct {
+		group *ShardGroup
+		fleet *Fleet[*corev1.Pod]
+		rec   *fleetRecorder
+	}
+	var replicas []replica
+	for _, id := range []string{"a", "b"} {
+		g, err := NewShardGroup(fake.NewClientset().CoordinationV1(), ShardGroupOptions{Name: "ctl", Namespace: "ns", Identity: id})
+		plMust(t, err)
+		f := newTestFleet(t, FleetOptions[*corev1.Pod]{Group: g})
+		for _, name := range clusters {
+			plMust(t, f.AddClusterListerWatcher(name, fakeCluster("1", NewPod("ns", "p", "1"))))
+		}
+		rec := &fleetRecorder{}
+		_, err = f.AddEventHandler(rec)
+		plMust(t, err)
+		replicas = append(replicas, replica{g, f, rec})
+	}
+	// One leak check for both: each replica starts goroutines after the
+	// other has started.
+	t.Cleanup(ExpectNoGoroutineLeak(t))
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		running.Wait()
+	})
+	for _, r := range replicas {
+		running.Go(func() { r.fleet.Run(ctx) })
+	}
+	// holders returns which replica runs each cluster, once every replica
+	// is synced.
+	holders := func() map[string][]string {
+		out := map[string][]string{}
+		for _, r := range replicas {
+			Eventually(t, r.group.Identity()+" synced", r.fleet.HasSynced)
+			for _, c := range r.fleet.Stats().Clusters {
+				if c.State != ClusterElsewhere {
+					out[c.Name] = append(out[c.Name], r.group.Identity())
+				}
+			}
+		}
+		return out
+	}
+	expected := func(members []string) map[string][]string {
+		out := map[string][]string{}
+		for _, id := range members {
+			owned := ownedSlots(members, id)
+			for _, name := range clusters {
+				if owned.containsHash(clusterHash(name)) {
+					out[name] = append(out[name], id)
+				}
+			}
+		}
+		return out
+	}
+	if replicas[0].fleet.HasSynced() {
+		t.Error("a fleet with a Group is synced before the group's members are known")
+	}
+	both := []string{"a", "b"}
+	for _, r := range replicas {
+		r.group.publish(both)
+	}
+	want := expected(both)
+	if len(want) != len(clusters) || len(expected([]string{"a"})) != len(clusters) {
+		t.Fatalf("every cluster needs one holder: %v", want)
+	}
+	if diff := cmp.Diff(want, holders()); diff != "" {
+		t.Fatalf("holders of [a b] (-want +got):\n%s", diff)
+	}
+	var movedToA []string
+	for name, ids := range want {
+		if ids[0] == "b" {
+			movedToA = append(movedToA, name)
+		}
+	}
+	if len(movedToA) == 0 || len(movedToA) == len(clusters) {
+		t.Fatalf("b holds %d of %d clusters: the test needs a split", len(movedToA), len(clusters))
+	}
+	// b's Lease expired: a takes its clusters over, then gives them back
+	// when b returns.
+	a := replicas[0]
+	a.group.publish([]string{"a"})
+	Eventually(t, "a runs every cluster", func() bool { return a.fleet.HasSynced() && a.fleet.Stats().Elsewhere == 0 })
+	a.group.publish(both)
+	Eventually(t, "a gave b's clusters back", func() bool { return a.fleet.Stats().Elsewhere == len(movedToA) })
+	got := a.rec.waitFor(t, len(clusters)-len(movedToA)+2*len(movedToA))
+	for _, name := range movedToA {
+		wantEvents := []fleetEvent{
+			{Cluster: name, Event: plAdd("ns/p", "1", true)},
+			{Cluster: name, Event: plDelete("ns/p", "1", false), Moved: true},
+		}
+		if diff := cmp.Diff(wantEvents, got[name]); diff != "" {
+			t.Errorf("a's events of %s, taken over and given back (-want +got):\n%s", name, diff)
+		}
+	}
+	if diff := cmp.Diff(want, holders()); diff != "" {
+		t.Errorf("holders of [a b] again (-want +got):\n%s", diff)
 	}
 }

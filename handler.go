@@ -46,7 +46,8 @@ type DeletedObject[T Object] struct {
 	// that no longer contained the object (the watch missed the deletion).
 	FinalStateUnknown bool
 	// Moved is true when the object was not deleted but left the informer's
-	// dynamic shard: another member of its [ShardGroup] holds it now.
+	// dynamic shard, or its cluster left a [Fleet]'s replica: another member
+	// of the [ShardGroup] holds it now.
 	// Object is its last state seen here. A controller should forget the
 	// object rather than clean up after a deletion; [Enqueue] and
 	// [EnqueueWithKey] do not enqueue it.
