@@ -67,11 +67,15 @@ type Cluster struct {
 	apiserverEnv    []string
 	apiserverLog    string
 	ready           *apiserverReady
+	// dir is Options.Dir, where StartAPIServer puts its servers' files.
+	dir string
 
-	mu        sync.Mutex // guards the processes and stopped; held for a whole restart
+	mu        sync.Mutex // guards the processes, extra and stopped; held for a whole restart or StartAPIServer
 	etcd      *process   // nil while stopped by StopEtcd
 	apiserver *process
-	stopped   bool
+	// extra are the servers StartAPIServer started, stopped before etcd.
+	extra   []*APIServer
+	stopped bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -144,7 +148,7 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	c := &Cluster{userTokens: userTokens, etcdURL: etcdURL}
+	c := &Cluster{userTokens: userTokens, etcdURL: etcdURL, dir: opts.Dir}
 	c.etcdBinary = filepath.Join(opts.Assets, "etcd")
 	c.etcdLog = filepath.Join(opts.Dir, "etcd.log")
 	c.etcdArgs = []string{
@@ -329,37 +333,46 @@ func (c *Cluster) WriteKubeconfig(path string) error {
 // killed. The API server drains its requests and watches first.
 const stopGrace = 30 * time.Second
 
-// Stop shuts down kube-apiserver, then etcd, and returns once both have
-// exited; it reports a server that had to be killed or had already died.
+// Stop shuts down the API servers of StartAPIServer, the cluster's own
+// kube-apiserver, then etcd, and returns once all have exited; it reports
+// a server that had to be killed or had already died.
 // Later calls return the first call's result.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() { c.stopErr = c.shutdown(true) })
 	return c.stopErr
 }
 
-// shutdown stops the servers that were started, the API server first.
+// shutdown stops the servers that were started, the API servers first.
 // reportExited makes a server that had exited on its own an error: the
 // tests ran against a server that was not there. (A failed start has
 // already reported that.)
 func (c *Cluster) shutdown(reportExited bool) error {
 	c.mu.Lock()
 	c.stopped = true
-	apiserver, etcd := c.apiserver, c.etcd
+	apiserver, etcd, extra := c.apiserver, c.etcd, c.extra
 	c.mu.Unlock()
 	var errs []error
+	for _, s := range extra {
+		errs = append(errs, s.shutdown(reportExited))
+	}
 	for _, p := range []*process{apiserver, etcd} {
-		if p == nil {
-			continue
+		if p != nil {
+			errs = append(errs, stopProcess(p, reportExited))
 		}
-		if done, err := p.exited(); done {
-			if reportExited {
-				errs = append(errs, fmt.Errorf("%s exited before Stop (%v); see %s", p.name, err, p.logPath))
-			}
-			continue
-		}
-		errs = append(errs, p.stop(stopGrace))
 	}
 	return errors.Join(errs...)
+}
+
+// stopProcess stops p (see process.stop); reportExited makes a process
+// that had exited on its own an error.
+func stopProcess(p *process, reportExited bool) error {
+	if done, err := p.exited(); done {
+		if reportExited {
+			return fmt.Errorf("%s exited before Stop (%v); see %s", p.name, err, p.logPath)
+		}
+		return nil
+	}
+	return p.stop(stopGrace)
 }
 
 // APIServerPID returns the process id of the running kube-apiserver, so
