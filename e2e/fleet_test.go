@@ -189,15 +189,6 @@ func TestFleetFaults(t *testing.T) {
 	expectFleetConverged(ctx, t, rec, map[string]resourceVersions{"restarted": restartedPods, "spare": restartedPods})
 	sparePods := len(restartedPods)
 
-	if err := servers["paused"].Pause(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	t.Logf("paused stopped with SIGSTOP for %v", fleetStopDuration)
-	latencyDone := make(chan []time.Duration, 1)
-	go func() {
-		latencyDone <- measureFleetLatency(ctx, t, rec, healthy, "stop", stopped.Add(fleetStopDuration))
-	}()
 	timed := func(what string, f func() error) {
 		t.Helper()
 		start := time.Now()
@@ -207,19 +198,30 @@ func TestFleetFaults(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	timed(`AddCluster("late") over the stopped server`, func() error { return fleet.AddCluster("late", servers["paused"].Config()) })
-	timed(`AddCluster("hung") over the stopped server`, func() error { return fleet.AddCluster("hung", servers["paused"].Config()) })
+	// Removed before the stop, while no pod is written: the removal
+	// delivers a delete for each of spare's objects. (The latency writer
+	// writes into spare's cluster during the stop.)
 	timed(`RemoveCluster("spare")`, func() error { return fleet.RemoveCluster("spare") })
 	delete(want, "spare")
+	if !waitFor(ctx, rec.changed, func() bool { return rec.removedOf("spare") == sparePods && len(rec.versionsOf("spare")) == 0 }) {
+		t.Fatalf("spare: %d deletes of a removed cluster and %d objects left, want %d and 0", rec.removedOf("spare"), len(rec.versionsOf("spare")), sparePods)
+	}
+	if err := servers["paused"].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	t.Logf("paused stopped with SIGSTOP for %v", fleetStopDuration)
+	latencyDone := make(chan []time.Duration, 1)
+	go func() {
+		latencyDone <- measureFleetLatency(ctx, t, rec, healthy, "stop", stopped.Add(fleetStopDuration))
+	}()
+	timed(`AddCluster("late") over the stopped server`, func() error { return fleet.AddCluster("late", servers["paused"].Config()) })
+	timed(`AddCluster("hung") over the stopped server`, func() error { return fleet.AddCluster("hung", servers["paused"].Config()) })
 	want["late"], want["hung"] = informer.ClusterFailed, informer.ClusterFailed
 	expectFleetStates(ctx, t, fleet, want)
 	timed(`RemoveCluster("hung") (Failed, its list hanging)`, func() error { return fleet.RemoveCluster("hung") })
 	delete(want, "hung")
 	expectFleetStates(ctx, t, fleet, want)
-	// The removal delivered a delete for each of spare's objects.
-	if !waitFor(ctx, rec.changed, func() bool { return rec.removedOf("spare") == sparePods && len(rec.versionsOf("spare")) == 0 }) {
-		t.Fatalf("spare: %d deletes of a removed cluster and %d objects left, want %d and 0", rec.removedOf("spare"), len(rec.versionsOf("spare")), sparePods)
-	}
 	faulted := <-latencyDone
 	if t.Failed() {
 		t.FailNow()
