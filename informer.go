@@ -100,8 +100,7 @@ func newInformer[T Object](lw ListerWatcher[T], cfg config[T], indexers map[stri
 		hooks:   observers[T]{provider: cfg.Metrics},
 		life:    lifecycle{ended: make(chan struct{})},
 	}
-	i.fan = fanOut[T]{store: indexer, queue: i.queue, hooks: &i.hooks, applied: &i.applied,
-		notes: make([]notification[T], 0, dispatchChunk)}
+	i.fan = fanOut[T]{store: indexer, queue: i.queue, hooks: &i.hooks, applied: &i.applied}
 	i.fan.proc.clock = cfg.clock()
 	i.lister.applied, i.lister.name, i.lister.hooks = &i.applied, informerName(i), &i.hooks
 	gcwork.AfterEachGC(i.queue, (*eventQueue[T]).releaseIdleChunks)
