@@ -371,7 +371,7 @@ func (f *Fleet[T]) add(name string, lw ListerWatcher[T], client *http.Client) er
 		}
 	}
 	f.clusters[name] = c
-	f.publish()
+	f.publishAdded(c)
 	return nil
 }
 
@@ -409,14 +409,29 @@ func (f *Fleet[T]) newClusterInformer(name string, lw *clusterListerWatcher[T]) 
 	return newInformer[T](lw, cfg, opts.Indexers)
 }
 
-// publish replaces the sorted view of the clusters; f.mu held.
-func (f *Fleet[T]) publish() {
-	view := make([]*fleetCluster[T], 0, len(f.clusters))
-	for _, c := range f.clusters {
-		view = append(view, c)
-	}
-	slices.SortFunc(view, func(a, b *fleetCluster[T]) int { return strings.Compare(a.name, b.name) })
+// publishAdded and publishRemoved replace the sorted view of the clusters
+// with a copy that holds c, or no longer holds the cluster name; f.mu held.
+// Each copies the view once (readers hold the old one) and sorts nothing.
+func (f *Fleet[T]) publishAdded(c *fleetCluster[T]) {
+	old := *f.view.Load()
+	at, _ := slices.BinarySearchFunc(old, c.name, compareClusterName[T])
+	view := make([]*fleetCluster[T], 0, len(old)+1)
+	view = append(append(append(view, old[:at]...), c), old[at:]...)
 	f.view.Store(&view)
+}
+
+func (f *Fleet[T]) publishRemoved(name string) {
+	old := *f.view.Load()
+	if at, found := slices.BinarySearchFunc(old, name, compareClusterName[T]); found {
+		view := make([]*fleetCluster[T], 0, len(old)-1)
+		view = append(append(view, old[:at]...), old[at+1:]...)
+		f.view.Store(&view)
+	}
+}
+
+// compareClusterName orders the view's clusters by name.
+func compareClusterName[T Object](c *fleetCluster[T], name string) int {
+	return strings.Compare(c.name, name)
 }
 
 // start runs run, cluster c's informer, once a previous run of a cluster
@@ -491,7 +506,7 @@ func (f *Fleet[T]) RemoveCluster(name string) error {
 		return fmt.Errorf("%s: RemoveCluster %q: no such cluster", fleetName[T](f.opts.Informer.Name), name)
 	}
 	delete(f.clusters, name)
-	f.publish()
+	f.publishRemoved(name)
 	f.retire(c, func(d *DeletedObject[T]) { d.ClusterRemoved = true }, c.lw.close)
 	return nil
 }
