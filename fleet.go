@@ -240,6 +240,10 @@ func (f *Fleet[T]) Run(ctx context.Context) {
 		}
 	}
 	f.mu.Unlock()
+	if p, ok := f.opts.Informer.Metrics.(FleetMetricsProvider); ok {
+		remove := p.AddFleet(f.metricsID(), f.Stats)
+		defer remove()
+	}
 	if f.opts.Group != nil {
 		f.followGroup(ctx)
 	}
@@ -248,6 +252,13 @@ func (f *Fleet[T]) Run(ctx context.Context) {
 	f.stopped = true
 	f.mu.Unlock()
 	f.running.Wait()
+}
+
+// metricsID is the fleet's identity for a FleetMetricsProvider: named as
+// an informer of its options would be.
+func (f *Fleet[T]) metricsID() InformerID {
+	cfg := config[T]{Name: f.opts.Informer.Name, Resource: f.opts.Informer.Resource}
+	return cfg.metricsID()
 }
 
 // AddCluster adds the cluster config points to under name, listed and

@@ -379,6 +379,76 @@ func TestFleetFailedClustersDoNotHoldUpTheOthers(t *testing.T) {
 	plMust(t, f.RemoveCluster("denied"))
 }
 
+// fleetMetrics is a FleetMetricsProvider that logs registrations and
+// removals, and keeps the fleet's read function.
+type fleetMetrics struct {
+	mu   sync.Mutex
+	log  []string
+	read func() FleetStats
+}
+
+func (p *fleetMetrics) record(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log = append(p.log, s)
+}
+
+func (p *fleetMetrics) AddInformer(id InformerID, _ func() InformerSnapshot) InformerMetrics {
+	p.record("add informer " + id.Name)
+	return fleetInformerMetrics{p, id.Name}
+}
+
+func (p *fleetMetrics) AddFleet(id InformerID, read func() FleetStats) func() {
+	p.mu.Lock()
+	p.read = read
+	p.mu.Unlock()
+	p.record("add fleet " + id.Name)
+	return func() { p.record("remove fleet " + id.Name) }
+}
+
+type fleetInformerMetrics struct {
+	p    *fleetMetrics
+	name string
+}
+
+func (m fleetInformerMetrics) AddHandler(string, func() HandlerStats) HandlerMetrics { return nil }
+func (m fleetInformerMetrics) Remove()                                               { m.p.record("remove informer " + m.name) }
+
+func TestFleetRegistersWithAFleetMetricsProvider(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	metrics := &fleetMetrics{}
+	f := newTestFleet(t, FleetOptions[*corev1.Pod]{
+		Informer:    InformerOptions[*corev1.Pod]{Name: "pods", Clock: clk, Metrics: metrics},
+		SyncTimeout: time.Minute,
+	})
+	denied := fakeCluster("1")
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC says no"))
+	denied.FailNextList(slices.Repeat([]error{forbidden}, 1<<20)...)
+	plMust(t, f.AddClusterListerWatcher("denied", denied))
+	plMust(t, f.AddClusterListerWatcher("ok", fakeCluster("1", NewPod("ns", "p", "1"))))
+	stop := runFleet(t, f)
+	Eventually(t, "the fleet registered", func() bool {
+		metrics.mu.Lock()
+		defer metrics.mu.Unlock()
+		return metrics.read != nil
+	})
+	Eventually(t, "ok synced", func() bool { return metrics.read().Synced == 1 })
+	clk.Step(time.Minute)
+	Eventually(t, "denied failed", func() bool { return metrics.read().Failed == 1 })
+	stop()
+
+	metrics.mu.Lock()
+	log := slices.Clone(metrics.log)
+	metrics.mu.Unlock()
+	// The informers register from their own goroutines, in any order; the
+	// fleet is removed last.
+	slices.Sort(log[:len(log)-1])
+	want := []string{"add fleet pods", "add informer pods/denied", "add informer pods/ok", "remove informer pods/denied", "remove informer pods/ok", "remove fleet pods"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("registrations (-want +got):\n%s", diff)
+	}
+}
+
 func TestFleetAddAndRemoveLeaveNothingBehind(t *testing.T) {
 	f := newTestFleet(t, FleetOptions[*corev1.Pod]{})
 	rec := &fleetRecorder{}

@@ -1,7 +1,11 @@
 package informerprom
 
 import (
+	"errors"
+	"slices"
 	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -69,7 +73,22 @@ var (
 		"Notifications discarded because the handler was removed or the informer stopped before delivering them.")
 )
 
+// The series of fleets, labelled by fleet and resource.
+var (
+	fleetLabels       = []string{"fleet", "resource"}
+	fleetClustersDesc = prometheus.NewDesc("informer_fleet_clusters",
+		"Clusters of the fleet in each state: Synced, Syncing, Failed (not synced within the fleet's SyncTimeout; still trying) or Elsewhere (run by another replica of the fleet's group).",
+		append(slices.Clone(fleetLabels), "state"), nil)
+	fleetClusterFailedDesc = prometheus.NewDesc("informer_fleet_cluster_failed",
+		"1 while the cluster is failed for the fleet's readiness (not synced within SyncTimeout), else 0.",
+		append(slices.Clone(fleetLabels), "cluster"), nil)
+	fleetClusterErrorDesc = prometheus.NewDesc("informer_fleet_cluster_error",
+		"1 for each cluster whose last list or watch failed (until one succeeds); reason is the server's status reason (Forbidden, Unauthorized, NotFound, ...), Unknown for a server error without one, or Transport for a request the server did not answer.",
+		append(slices.Clone(fleetLabels), "cluster", "reason"), nil)
+)
+
 var pulledDescs = []*prometheus.Desc{
+	fleetClustersDesc, fleetClusterFailedDesc, fleetClusterErrorDesc,
 	queueDepthDesc, syncedDesc, storeResourceVersionDesc, transformErrorsDesc, storeErrorsDesc,
 	listsDesc, watchRestartsDesc, droppedEventsDesc, errorEventsDesc, invalidListItemsDesc,
 	consistencyChecksDesc, consistencyDifferencesDesc, dropFieldsFailuresDesc, shardWatchesDesc, pendingDesc, deliveredDesc, panicsDesc, coalescedDesc, handlerDroppedDesc,
@@ -95,6 +114,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		read           func() informer.HandlerStats
 	}
 	c.mu.Lock()
+	fleets := make([]*fleetEntry, 0, len(c.fleets))
+	for _, e := range c.fleets {
+		fleets = append(fleets, e)
+	}
 	informers := make([]*informerEntry, 0, len(c.informers))
 	var handlers []handlerRead
 	for _, e := range c.informers {
@@ -105,6 +128,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.mu.Unlock()
 
+	for _, e := range fleets {
+		collectFleet(ch, e.name, e.resource, e.read())
+	}
 	for _, e := range informers {
 		collectInformer(ch, e.name, e.resource, e.read())
 	}
@@ -126,6 +152,38 @@ func (s metricSink) send(desc *prometheus.Desc, kind prometheus.ValueType, value
 		m = prometheus.NewInvalidMetric(desc, err)
 	}
 	s.ch <- m
+}
+
+func collectFleet(ch chan<- prometheus.Metric, name, resource string, s informer.FleetStats) {
+	out := metricSink{ch: ch, labels: []string{name, resource}}
+	for state, n := range map[informer.ClusterState]int{
+		informer.ClusterSynced: s.Synced, informer.ClusterSyncing: s.Syncing,
+		informer.ClusterFailed: s.Failed, informer.ClusterElsewhere: s.Elsewhere,
+	} {
+		out.send(fleetClustersDesc, prometheus.GaugeValue, float64(n), string(state))
+	}
+	for _, c := range s.Clusters {
+		failed := 0.0
+		if c.State == informer.ClusterFailed {
+			failed = 1
+		}
+		out.send(fleetClusterFailedDesc, prometheus.GaugeValue, failed, c.Name)
+		if c.LastError != nil {
+			out.send(fleetClusterErrorDesc, prometheus.GaugeValue, 1, c.Name, errorReason(c.LastError))
+		}
+	}
+}
+
+// errorReason is the reason label of a cluster's last error.
+func errorReason(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return "Transport"
+	}
+	if reason := status.Status().Reason; reason != "" {
+		return string(reason)
+	}
+	return "Unknown"
 }
 
 func collectInformer(ch chan<- prometheus.Metric, name, resource string, s informer.InformerSnapshot) {

@@ -57,9 +57,10 @@ type Provider struct {
 
 	mu        sync.Mutex
 	informers map[string]*informerEntry // by exported name
+	fleets    map[string]*fleetEntry    // by exported name
 }
 
-var _ informer.MetricsProvider = (*Provider)(nil)
+var _ informer.FleetMetricsProvider = (*Provider)(nil)
 
 // NewProvider returns a Provider whose collector is registered with reg. It
 // fails if reg refuses the collector, for example because another Provider
@@ -76,6 +77,7 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) (*Provider, error) {
 			Buckets: s.buckets,
 		}, []string{"informer", "handler"}),
 		informers: map[string]*informerEntry{},
+		fleets:    map[string]*fleetEntry{},
 	}
 	if err := reg.Register((*collector)(p)); err != nil {
 		return nil, fmt.Errorf("registering the informer metrics collector: %w", err)
@@ -96,6 +98,32 @@ func (p *Provider) AddInformer(id informer.InformerID, read func() informer.Info
 	}
 	p.informers[e.name] = e
 	return e
+}
+
+// AddFleet implements informer.FleetMetricsProvider: the fleet's series
+// exist until remove is called.
+func (p *Provider) AddFleet(id informer.InformerID, read func() informer.FleetStats) (remove func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := &fleetEntry{
+		name:     uniqueName(id.Name, func(n string) bool { return p.fleets[n] != nil }),
+		resource: id.Resource.GroupResource().String(),
+		read:     read,
+	}
+	p.fleets[e.name] = e
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.fleets[e.name] == e {
+			delete(p.fleets, e.name)
+		}
+	}
+}
+
+// fleetEntry is a registered fleet.
+type fleetEntry struct {
+	name, resource string
+	read           func() informer.FleetStats
 }
 
 // uniqueName returns name, or name followed by "#2", "#3", … if taken.

@@ -2,6 +2,7 @@ package informerprom_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -287,5 +289,41 @@ func TestProviderBatchDurationBuckets(t *testing.T) {
 	inf.Remove()
 	if got := gather(t, reg, "informer_"); len(got) != 0 {
 		t.Errorf("series left after removal: %v", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+func TestProviderExportsFleetSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	provider, err := informerprom.NewProvider(reg)
+	mustNot(t, err)
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC says no"))
+	remove := provider.AddFleet(informer.InformerID{Name: "pods", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}, func() informer.FleetStats {
+		return informer.FleetStats{
+			Clusters: []informer.ClusterStats{
+				{Name: "denied", State: informer.ClusterFailed, LastError: fmt.Errorf("listing: %w", forbidden)},
+				{Name: "down", State: informer.ClusterSyncing, LastError: errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")},
+				{Name: "ok", State: informer.ClusterSynced, Objects: 3},
+			},
+			Synced: 1, Syncing: 1, Failed: 1,
+		}
+	})
+	const fleet = `fleet="pods",resource="pods"`
+	want := map[string]float64{
+		`informer_fleet_clusters{` + fleet + `,state="Synced"}`:                                          1,
+		`informer_fleet_clusters{` + fleet + `,state="Syncing"}`:                                         1,
+		`informer_fleet_clusters{` + fleet + `,state="Failed"}`:                                          1,
+		`informer_fleet_clusters{` + fleet + `,state="Elsewhere"}`:                                       0,
+		`informer_fleet_cluster_failed{cluster="denied",` + fleet + `}`:                                  1,
+		`informer_fleet_cluster_failed{cluster="down",` + fleet + `}`:                                    0,
+		`informer_fleet_cluster_failed{cluster="ok",` + fleet + `}`:                                      0,
+		`informer_fleet_cluster_error{cluster="denied",fleet="pods",reason="Forbidden",resource="pods"}`: 1,
+		`informer_fleet_cluster_error{cluster="down",fleet="pods",reason="Transport",resource="pods"}`:   1,
+	}
+	if diff := cmp.Diff(want, gather(t, reg, "informer_fleet_")); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+	remove()
+	if diff := cmp.Diff(map[string]float64{}, gather(t, reg, "informer_fleet_")); diff != "" {
+		t.Errorf("series after remove (-want +got):\n%s", diff)
 	}
 }
