@@ -32,9 +32,13 @@ type FleetOptions struct {
 // [Options].Deduplicate: by default for every kind whose reads deep-copy),
 // each sub-object equal to one already decoded in any cluster (label maps,
 // resource lists, env and port lists, probes…). An informer with a
-// transform shares its transform's output through the informer's pass
-// instead, which finds fewer parts than the decoder does (see
-// docs/fleet.md, "controller-runtime"). What is per cluster (UIDs, IPs,
+// transform decodes sharing strings only, since the transform may write
+// into its input, and its informer's pass shares the transform's output
+// in the fleet's table: for pods the same parts as the decoder, for other
+// kinds only their metadata's strings and maps (see docs/fleet.md,
+// "controller-runtime"). Informers of metadata only
+// (*metav1.PartialObjectMetadata) intern nothing on decode and share
+// nothing across clusters. What is per cluster (UIDs, IPs,
 // timestamps, resource versions) stays per object, and nothing else is
 // shared: each cache has its own informers, connections, errors and
 // readiness, so one cluster that is slow or unreachable holds up no other.
