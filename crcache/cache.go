@@ -15,8 +15,10 @@
 // types in protobuf, decoded with their strings interned), and by default
 // the objects of every kind whose reads deep-copy share their equal parts
 // (see [Options] and [NewWith], which also drop fields on the wire).
-// docs/controller-runtime.md in the repository lists the differences and
-// the measurements.
+// The caches of a multi-cluster controller's clusters can share what the
+// clusters repeat: see [Fleet]. docs/controller-runtime.md in the
+// repository lists the differences and the measurements, and
+// docs/fleet.md, "controller-runtime", the fleet's caches.
 package crcache
 
 import (
