@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -42,6 +43,12 @@ type FleetOptions struct {
 // timestamps, resource versions) stays per object, and nothing else is
 // shared: each cache has its own informers, connections, errors and
 // readiness, so one cluster that is slow or unreachable holds up no other.
+// The rule that cached objects must not be modified spans the fleet: a
+// write into a shared sub-object (of an object handed to a handler or read
+// with UnsafeDisableDeepCopy) changes it in every cluster holding it, and
+// in objects any cache of the fleet decodes from equal bytes later, even
+// after the writer's cache has stopped, for as long as the value is
+// reachable.
 //
 // A cluster's name is in use from its cache's Start until Start returns:
 // a second cache of that name fails to be made, or to start, meanwhile,
@@ -154,13 +161,18 @@ type fleetCache struct {
 	cache.Cache
 	fleet   *Fleet
 	cluster string
+	started atomic.Bool
 }
 
 // Start runs the cache until ctx is done, as the cache of [New] does,
 // holding the cluster's name meanwhile; it fails at once if another cache
-// of the fleet holds it.
+// of the fleet holds it, and, as New's, if this cache was started before.
 func (c *fleetCache) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return c.Cache.Start(ctx) // fails: started before
+	}
 	if err := c.fleet.claim(c.cluster); err != nil {
+		c.started.Store(false)
 		return err
 	}
 	defer c.fleet.release(c.cluster)

@@ -225,6 +225,9 @@ func TestFleetClusterNames(t *testing.T) {
 	if diff := cmp.Diff(inUse, errorOf(early.Start(t.Context()))); diff != "" {
 		t.Errorf("Start of a second cache of %q (-want +got):\n%s", "a", diff)
 	}
+	if diff := cmp.Diff("informer already started", errorOf(first.Start(t.Context()))); diff != "" {
+		t.Errorf("Start of a running cache again (-want +got):\n%s", diff)
+	}
 	_, err := newCache("a")
 	if diff := cmp.Diff(inUse, errorOf(err)); diff != "" {
 		t.Errorf("NewCache of a running cluster (-want +got):\n%s", diff)
