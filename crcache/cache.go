@@ -15,8 +15,10 @@
 // types in protobuf, decoded with their strings interned), and by default
 // the objects of every kind whose reads deep-copy share their equal parts
 // (see [Options] and [NewWith], which also drop fields on the wire).
-// docs/controller-runtime.md in the repository lists the differences and
-// the measurements.
+// The caches of a multi-cluster controller's clusters can share what the
+// clusters repeat: see [Fleet]. docs/controller-runtime.md in the
+// repository lists the differences and the measurements, and
+// docs/fleet.md, "controller-runtime", the fleet's caches.
 package crcache
 
 import (
@@ -63,6 +65,12 @@ func New(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 // newCache is NewWith(lean) with the informers' ListerWatchers built by
 // newSource instead of from config (nil: from config).
 func newCache(config *rest.Config, opts cache.Options, lean Options, newSource func(listWatchRequest) (source, error)) (cache.Cache, error) {
+	return newCacheIn(config, opts, lean, newSource, nil)
+}
+
+// newCacheIn is newCache for a cache of a Fleet, whose ListerWatchers
+// decode with tables (nil: a cache of its own).
+func newCacheIn(config *rest.Config, opts cache.Options, lean Options, newSource func(listWatchRequest) (source, error), tables *decodingTables) (cache.Cache, error) {
 	if config == nil {
 		return nil, fmt.Errorf("crcache: rest config is nil")
 	}
@@ -86,6 +94,7 @@ func newCache(config *rest.Config, opts cache.Options, lean Options, newSource f
 		readerFailOnMissingInformer: opts.ReaderFailOnMissingInformer,
 		watchErrorHandler:           opts.DefaultWatchErrorHandler,
 		newSource:                   newSource,
+		tables:                      tables,
 	}
 	if s.config.UserAgent == "" {
 		s.config.UserAgent = rest.DefaultKubernetesUserAgent()

@@ -37,6 +37,9 @@ type restSourceOptions struct {
 	httpClient *http.Client
 	tweak      func(*metav1.ListOptions)
 	dropFields []string
+	// table is the decoding table the ListerWatcher shares with the
+	// other caches of a Fleet; nil outside one.
+	table *informer.DecodingTable
 }
 
 func (o restSourceOptions) rest() informer.RESTOptions {
@@ -47,7 +50,33 @@ func (o restSourceOptions) rest() informer.RESTOptions {
 		HTTPClient:       o.httpClient,
 		TweakListOptions: o.tweak,
 		DropFields:       o.dropFields,
+		DecodingTable:    o.table,
 	}
+}
+
+// decodingTables are the tables the caches of one Fleet decode with: one
+// sharing strings only, for the informers that do not deduplicate on
+// decode, and one sharing strings and sub-objects, for those that do (see
+// listWatchRequest.shareSubObjects). A string decoded into both is held
+// once in each.
+type decodingTables struct {
+	strings, subObjects *informer.DecodingTable
+}
+
+func newDecodingTables() *decodingTables {
+	return &decodingTables{strings: informer.NewDecodingTable(false), subObjects: informer.NewDecodingTable(true)}
+}
+
+// table returns the table of a ListerWatcher that shares sub-objects as it
+// decodes, or only strings; nil for a cache outside a Fleet (t nil).
+func (t *decodingTables) table(shareSubObjects bool) *informer.DecodingTable {
+	switch {
+	case t == nil:
+		return nil
+	case shareSubObjects:
+		return t.subObjects
+	}
+	return t.strings
 }
 
 // newTypedSource returns the core's REST ListerWatcher of example's type,

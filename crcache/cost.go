@@ -26,15 +26,18 @@ type InformerCost struct {
 	Report informer.CostReport
 }
 
-// Cost reports what each informer of c, a cache made by [New] or
-// [NewWith], keeps on the heap, by field: one [InformerCost] per informer
-// (per kind and form, and per namespace of a cache with several), the
-// largest first. The objects are walked without the informers' locks, as
+// Cost reports what each informer of c, a cache made by [New], [NewWith]
+// or a [Fleet], keeps on the heap, by field: one [InformerCost] per
+// informer (per kind and form, and per namespace of a cache with several),
+// the largest first. The objects are walked without the informers' locks, as
 // [informer.Informer.Cost] does, informer by informer; a value shared
-// between informers is counted in each. It fails if c is not such a cache,
+// between informers (or the clusters of a fleet) is counted in each. It fails if c is not such a cache,
 // and stops early with ctx's error if ctx is done. Safe for concurrent use,
 // while the cache runs.
 func Cost(ctx context.Context, c cache.Cache) ([]InformerCost, error) {
+	if fc, ok := c.(*fleetCache); ok {
+		c = fc.Cache
+	}
 	var sets []*informerSet
 	switch c := c.(type) {
 	case *informerSet:
@@ -56,7 +59,7 @@ func Cost(ctx context.Context, c cache.Cache) ([]InformerCost, error) {
 			sets = append(sets, def.sets()...)
 		}
 	default:
-		return nil, fmt.Errorf("crcache: Cost needs a cache made by crcache.New or NewWith, got a %T", c)
+		return nil, fmt.Errorf("crcache: Cost needs a cache made by crcache.New, NewWith or a Fleet, got a %T", c)
 	}
 	var costs []InformerCost
 	for _, s := range sets {

@@ -42,6 +42,9 @@ type shared struct {
 	// newSource builds the ListerWatcher of an informer: newRESTSource,
 	// or a fake in tests and benchmarks.
 	newSource func(listWatchRequest) (source, error)
+	// tables are the decoding tables of the Fleet the cache belongs to;
+	// nil for a cache of its own.
+	tables *decodingTables
 }
 
 // selectors are the server-side selectors of an informer's lists and
@@ -278,6 +281,9 @@ func (s *informerSet) newEntry(key entryKey) (*entry, error) {
 		resource:   mapping.Resource.Resource,
 		selector:   selectors{label: s.config.LabelSelector, field: s.config.FieldSelector},
 		dropFields: lean.dropFields,
+		// A transform may write into what it is given: its input must not
+		// share sub-objects (the informer's pass deduplicates its output).
+		shareSubObjects: lean.deduplicate && s.config.Transform == nil,
 	}
 	if namespaced {
 		req.namespace = restrictNamespaceBySelector(s.namespace, s.config.FieldSelector)

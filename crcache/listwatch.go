@@ -40,6 +40,10 @@ type listWatchRequest struct {
 	selector  selectors
 	// dropFields are the paths of Options.DropFields for this informer.
 	dropFields []string
+	// shareSubObjects says that the informer deduplicates with no
+	// transform, so that its decoder may share sub-objects as it decodes:
+	// in a Fleet, it then decodes with the fleet's sub-object table.
+	shareSubObjects bool
 }
 
 // newRESTSource returns the ListerWatcher of req through the core's own
@@ -56,6 +60,7 @@ func (c *shared) newRESTSource(req listWatchRequest) (source, error) {
 		httpClient: c.httpClient,
 		tweak:      req.selector.applyTo,
 		dropFields: req.dropFields,
+		table:      c.tables.table(req.shareSubObjects),
 	}
 	switch req.form {
 	case formUnstructured:

@@ -22,11 +22,13 @@ limitations under the License.
 // specs, their order and their assertions are controller-runtime's. Changes:
 //   - package e2e; every cache.New, including those inside the shared spec
 //     functions and the two synctest tests, is newCache;
-//   - cfg is the harness's restConfig; BeforeSuite/AfterSuite and the zap
-//     logger are gone (TestMain starts the cluster and sets the logger);
+//   - cfg is suiteConfig(), the harness's restConfig except in the specs
+//     run per cluster of a crcache.Fleet (crcache_suite_test.go), where it
+//     is that cluster's; BeforeSuite/AfterSuite and the zap logger are gone
+//     (TestMain starts the cluster and sets the logger);
 //   - createPod and deletePod are createPodWithPolicy and deletePodObject,
 //     since the e2e package has helpers of those names, and they share one
-//     client (helperClient) instead of making one per call;
+//     client per cluster (helperClient) instead of making one per call;
 //   - the specs that made an informer that never syncs with
 //     Options.NewInformer and controllertest.FakeInformer (the non-blocking
 //     get specs, TestReaderWaitsForCacheSync, TestIndexFieldDoesNotBlock)
@@ -121,11 +123,10 @@ func createPodWithLabels(ctx context.Context, name, namespace string, restartPol
 }
 
 // helperClient is the client createPodWithLabels and deletePodObject write
-// with. (The original made a new client, so a new connection and discovery,
-// on every call: the fixtures of every spec took twice as long.)
-var helperClient = sync.OnceValues(func() (client.Client, error) {
-	return client.New(restConfig, client.Options{})
-})
+// with: the suite's cluster's (suiteTarget). (The original made a new
+// client, so a new connection and discovery, on every call: the fixtures of
+// every spec took twice as long.)
+func helperClient() (client.Client, error) { return suiteHelperClient() }
 
 func createSvc(ctx context.Context, name, namespace string, cl client.Client) client.Object {
 	svc := &corev1.Service{
@@ -228,10 +229,10 @@ var _ = Describe("Cache with transformers", func() {
 		// Has to be derived from context.Background as it has to stay valid past the
 		// BeforeEach.
 		informerCacheCtx, informerCacheCancel = context.WithCancel(context.Background()) //nolint:forbidigo
-		Expect(restConfig).NotTo(BeNil())
+		Expect(suiteConfig()).NotTo(BeNil())
 
 		By("creating three pods")
-		cl, err := client.New(restConfig, client.Options{})
+		cl, err := client.New(suiteConfig(), client.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		err = ensureNode(ctx, testNodeOne, cl)
 		Expect(err).NotTo(HaveOccurred())
@@ -262,7 +263,7 @@ var _ = Describe("Cache with transformers", func() {
 		knownPod6.GetObjectKind().SetGroupVersionKind(podGVK)
 
 		By("creating the informer cache")
-		informerCache, err = newCache(restConfig, cache.Options{
+		informerCache, err = newCache(suiteConfig(), cache.Options{
 			DefaultTransform: func(i any) (any, error) {
 				obj := i.(runtime.Object)
 				Expect(obj).NotTo(BeNil())
@@ -430,8 +431,8 @@ var _ = Describe("Cache with selectors", func() {
 		// Has to be derived from context.Background as it has to stay valid past the
 		// BeforeEach.
 		informerCacheCtx, informerCacheCancel = context.WithCancel(context.Background()) //nolint:forbidigo
-		Expect(restConfig).NotTo(BeNil())
-		cl, err := client.New(restConfig, client.Options{})
+		Expect(suiteConfig()).NotTo(BeNil())
+		cl, err := client.New(suiteConfig(), client.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		err = ensureNamespace(ctx, testNamespaceOne, cl)
 		Expect(err).NotTo(HaveOccurred())
@@ -452,7 +453,7 @@ var _ = Describe("Cache with selectors", func() {
 		}
 
 		By("creating the informer cache")
-		informerCache, err = newCache(restConfig, opts)
+		informerCache, err = newCache(suiteConfig(), opts)
 		Expect(err).NotTo(HaveOccurred())
 		By("running the cache and waiting for it to sync")
 		// pass as an arg so that we don't race between close and re-assign
@@ -464,7 +465,7 @@ var _ = Describe("Cache with selectors", func() {
 	})
 
 	AfterEach(func(ctx SpecContext) {
-		cl, err := client.New(restConfig, client.Options{})
+		cl, err := client.New(suiteConfig(), client.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		for idx, namespace := range []string{testNamespaceOne, testNamespaceTwo} {
 			err = cl.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "test-sa-" + strconv.Itoa(idx)}})
@@ -505,10 +506,10 @@ func CacheTestReaderFailOnMissingInformer(createCacheFunc func(config *rest.Conf
 			// Has to be derived from context.Background as it has to stay valid past the
 			// BeforeEach.
 			informerCacheCtx, informerCacheCancel = context.WithCancel(context.Background()) //nolint:forbidigo
-			Expect(restConfig).NotTo(BeNil())
+			Expect(suiteConfig()).NotTo(BeNil())
 			By("creating the informer cache")
 			var err error
-			informerCache, err = createCacheFunc(restConfig, opts)
+			informerCache, err = createCacheFunc(suiteConfig(), opts)
 			Expect(err).NotTo(HaveOccurred())
 			By("running the cache and waiting for it to sync")
 			// pass as an arg so that we don't race between close and re-assign
@@ -583,10 +584,10 @@ func NonBlockingGetTest(createCacheFunc func(config *rest.Config, opts cache.Opt
 			// Has to be derived from context.Background as it has to stay valid past the
 			// BeforeEach.
 			informerCacheCtx, informerCacheCancel = context.WithCancel(context.Background()) //nolint:forbidigo
-			Expect(restConfig).NotTo(BeNil())
+			Expect(suiteConfig()).NotTo(BeNil())
 
 			By("creating expected namespaces")
-			cl, err := client.New(restConfig, client.Options{})
+			cl, err := client.New(suiteConfig(), client.Options{})
 			Expect(err).NotTo(HaveOccurred())
 			err = ensureNode(ctx, testNodeOne, cl)
 			Expect(err).NotTo(HaveOccurred())
@@ -664,10 +665,10 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 			// Has to be derived from context.Background as it has to stay valid past the
 			// BeforeEach.
 			informerCacheCtx, informerCacheCancel = context.WithCancel(context.Background()) //nolint:forbidigo
-			Expect(restConfig).NotTo(BeNil())
+			Expect(suiteConfig()).NotTo(BeNil())
 
 			By("creating three pods")
-			cl, err := client.New(restConfig, client.Options{})
+			cl, err := client.New(suiteConfig(), client.Options{})
 			Expect(err).NotTo(HaveOccurred())
 			err = ensureNode(ctx, testNodeOne, cl)
 			Expect(err).NotTo(HaveOccurred())
@@ -700,7 +701,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 			knownPod6.GetObjectKind().SetGroupVersionKind(podGVK)
 
 			By("creating the informer cache")
-			informerCache, err = createCacheFunc(restConfig, opts)
+			informerCache, err = createCacheFunc(suiteConfig(), opts)
 			Expect(err).NotTo(HaveOccurred())
 			By("running the cache and waiting for it to sync")
 			// pass as an arg so that we don't race between close and re-assign
@@ -1074,7 +1075,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 				for _, tc := range cacheRestrictSubTests {
 					It("should be able to restrict cache to a namespace "+tc.nameSuffix, func(ctx SpecContext) {
 						By("creating a namespaced cache")
-						namespacedCache, err := newCache(restConfig, tc.cacheOpts)
+						namespacedCache, err := newCache(suiteConfig(), tc.cacheOpts)
 						Expect(err).NotTo(HaveOccurred())
 
 						By("running the cache and waiting for it to sync")
@@ -1218,7 +1219,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 				})
 				It("test multinamespaced cache for cluster scoped resources", func(ctx SpecContext) {
 					By("creating a multinamespaced cache to watch specific namespaces")
-					m, err := newCache(restConfig, cache.Options{
+					m, err := newCache(suiteConfig(), cache.Options{
 						DefaultNamespaces: map[string]cache.Config{
 							"default":        {},
 							testNamespaceOne: {},
@@ -1388,7 +1389,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 
 				It("should be able to restrict cache to a namespace", func(ctx SpecContext) {
 					By("creating a namespaced cache")
-					namespacedCache, err := newCache(restConfig, cache.Options{DefaultNamespaces: map[string]cache.Config{testNamespaceOne: {}}})
+					namespacedCache, err := newCache(suiteConfig(), cache.Options{DefaultNamespaces: map[string]cache.Config{testNamespaceOne: {}}})
 					Expect(err).NotTo(HaveOccurred())
 
 					By("running the cache and waiting for it to sync")
@@ -1449,7 +1450,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 
 				It("should be able to restrict cache to a namespace for namespaced object and to given selectors for non namespaced object", func(ctx SpecContext) {
 					By("creating a namespaced cache")
-					namespacedCache, err := newCache(restConfig, cache.Options{
+					namespacedCache, err := newCache(suiteConfig(), cache.Options{
 						DefaultNamespaces: map[string]cache.Config{testNamespaceOne: {}},
 						ByObject: map[client.Object]cache.ByObject{
 							&corev1.Node{}: {
@@ -1631,7 +1632,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 			}
 			DescribeTable(" and cache with selectors", func(ctx SpecContext, tc selectorsTestCase) {
 				By("creating the cache")
-				informer, err := newCache(restConfig, tc.options)
+				informer, err := newCache(suiteConfig(), tc.options)
 				Expect(err).NotTo(HaveOccurred())
 
 				By("running the cache and waiting for it to sync")
@@ -2029,7 +2030,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 					Expect(handlerRegistration.HasSyncedChecker().Done()).Should(BeClosed())
 
 					By("adding an object")
-					cl, err := client.New(restConfig, client.Options{})
+					cl, err := client.New(suiteConfig(), client.Options{})
 					Expect(err).NotTo(HaveOccurred())
 					Expect(cl.Create(ctx, pod)).To(Succeed())
 					defer deletePodObject(ctx, pod)
@@ -2105,7 +2106,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 					Expect(handlerRegistration.HasSyncedChecker().Done()).Should(BeClosed())
 
 					By("adding an object")
-					cl, err := client.New(restConfig, client.Options{})
+					cl, err := client.New(suiteConfig(), client.Options{})
 					Expect(err).NotTo(HaveOccurred())
 					pod := &corev1.Pod{
 						ObjectMeta: metav1.ObjectMeta{
@@ -2129,7 +2130,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 				})
 				It("should be able to index an object field then retrieve objects by that field", func(ctx SpecContext) {
 					By("creating the cache")
-					informer, err := newCache(restConfig, cache.Options{})
+					informer, err := newCache(suiteConfig(), cache.Options{})
 					Expect(err).NotTo(HaveOccurred())
 
 					By("indexing the restartPolicy field of the Pod object before starting")
@@ -2198,7 +2199,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 
 				It("should be able not to change indexer values after indexing cluster-scope objects", func(ctx SpecContext) {
 					By("creating the cache")
-					informer, err := newCache(restConfig, cache.Options{})
+					informer, err := newCache(suiteConfig(), cache.Options{})
 					Expect(err).NotTo(HaveOccurred())
 
 					By("indexing the Namespace objects with fixed values before starting")
@@ -2232,7 +2233,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 
 				It("should be able to matching fields with multiple indexes", func(ctx SpecContext) {
 					By("creating the cache")
-					informer, err := newCache(restConfig, cache.Options{})
+					informer, err := newCache(suiteConfig(), cache.Options{})
 					Expect(err).NotTo(HaveOccurred())
 
 					pod := &corev1.Pod{}
@@ -2327,7 +2328,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 					Expect(handlerRegistration.HasSyncedChecker().Done()).Should(BeClosed())
 
 					By("adding an object")
-					cl, err := client.New(restConfig, client.Options{})
+					cl, err := client.New(suiteConfig(), client.Options{})
 					Expect(err).NotTo(HaveOccurred())
 					Expect(cl.Create(ctx, pod)).To(Succeed())
 					defer deletePodObject(ctx, pod)
@@ -2379,7 +2380,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 
 				It("should be able to index an object field then retrieve objects by that field", func(ctx SpecContext) {
 					By("creating the cache")
-					informer, err := newCache(restConfig, cache.Options{})
+					informer, err := newCache(suiteConfig(), cache.Options{})
 					Expect(err).NotTo(HaveOccurred())
 
 					By("indexing the restartPolicy field of the Pod object before starting")
@@ -2502,7 +2503,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 					Expect(handlerRegistration.HasSyncedChecker().Done()).Should(BeClosed())
 
 					By("adding an object")
-					cl, err := client.New(restConfig, client.Options{})
+					cl, err := client.New(suiteConfig(), client.Options{})
 					Expect(err).NotTo(HaveOccurred())
 					Expect(cl.Create(ctx, pod)).To(Succeed())
 					defer deletePodObject(ctx, pod)
@@ -2515,7 +2516,7 @@ func CacheTest(createCacheFunc func(config *rest.Config, opts cache.Options) (ca
 
 				It("should be able to index an object field then retrieve objects by that field", func(ctx SpecContext) {
 					By("creating the cache")
-					informer, err := newCache(restConfig, cache.Options{})
+					informer, err := newCache(suiteConfig(), cache.Options{})
 					Expect(err).NotTo(HaveOccurred())
 
 					By("indexing the restartPolicy field of the Pod object before starting")
@@ -2811,9 +2812,9 @@ func newListGate(resource string) *listGate {
 // open lets the held requests and every later one through.
 func (g *listGate) open() { g.once.Do(func() { close(g.opened) }) }
 
-// config returns a copy of restConfig whose requests pass the gate.
+// config returns a copy of suiteConfig() whose requests pass the gate.
 func (g *listGate) config() *rest.Config {
-	config := rest.CopyConfig(restConfig)
+	config := rest.CopyConfig(suiteConfig())
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			// A LIST or WATCH of the collection, in a namespace or all.
