@@ -6,7 +6,8 @@
 # tests.
 #
 # Usage: hack/e2e.sh [go test flags...]
-#   default flags: -race -count=1; E2E_RACE=0 drops -race.
+#   default flags: -race -count=1 -timeout=30m (the suite takes several
+#   minutes, past go test's 10-minute default when a test hangs); E2E_RACE=0 drops -race.
 #   e.g. hack/e2e.sh -run Controller -v
 set -euo pipefail
 
@@ -21,7 +22,7 @@ root=$(repo_root)
 E2E_CLUSTER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kubetyped-e2e.XXXXXX")
 export E2E_CLUSTER_DIR
 
-flags=(-count=1)
+flags=(-count=1 -timeout=30m)
 if [[ ${E2E_RACE:-1} != 0 ]]; then
 	flags+=(-race)
 fi
