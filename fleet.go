@@ -273,7 +273,7 @@ func (f *Fleet[T]) metricsID() InformerID {
 // into another. It must be a non-empty name of at most 253 characters
 // without "/", not "." or "..".
 func (f *Fleet[T]) AddCluster(name string, config *rest.Config) error {
-	if err := validateClusterName(name); err != nil {
+	if err := ValidateClusterName(name); err != nil {
 		return fmt.Errorf("%s: AddCluster: %w", fleetName[T](f.opts.Informer.Name), err)
 	}
 	lw, client, err := f.restListerWatcher(config)
@@ -294,7 +294,7 @@ func (f *Fleet[T]) AddCluster(name string, config *rest.Config) error {
 // table; any other holds its own strings. [Fleet.UpdateCluster] does not
 // apply to it.
 func (f *Fleet[T]) AddClusterListerWatcher(name string, lw ListerWatcher[T]) error {
-	if err := validateClusterName(name); err != nil {
+	if err := ValidateClusterName(name); err != nil {
 		return fmt.Errorf("%s: AddClusterListerWatcher: %w", fleetName[T](f.opts.Informer.Name), err)
 	}
 	if lw == nil {
@@ -303,11 +303,14 @@ func (f *Fleet[T]) AddClusterListerWatcher(name string, lw ListerWatcher[T]) err
 	return f.add(name, f.decodingWithFleet(lw), nil)
 }
 
-// validateClusterName returns why name cannot name a cluster, or nil.
-func validateClusterName(name string) error {
+// ValidateClusterName returns why name cannot name a cluster of a fleet
+// (this package's [Fleet], or crcache's), or nil: a cluster's name must be
+// a non-empty name of at most 253 characters without "/", not "." or
+// "..", since it names the cluster's snapshot directory.
+func ValidateClusterName(name string) error {
 	switch {
 	case name == "":
-		return errors.New("empty cluster name")
+		return errors.New("cluster name is empty")
 	case len(name) > 253:
 		return fmt.Errorf("cluster name %.20q… is longer than 253 characters", name)
 	case strings.ContainsAny(name, "/\x00"), name == ".", name == "..":

@@ -6,12 +6,13 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	informer "github.com/kubetyped/informer"
 )
 
 // FleetOptions configures a [Fleet].
@@ -88,7 +89,7 @@ func (f *Fleet) NewCache(cluster string) cache.NewCacheFunc {
 // newCache is NewCache(cluster)(config, opts) with the informers'
 // ListerWatchers built by newSource (nil: from config).
 func (f *Fleet) newCache(cluster string, config *rest.Config, opts cache.Options, newSource func(listWatchRequest) (source, error)) (cache.Cache, error) {
-	if err := validateClusterName(cluster); err != nil {
+	if err := informer.ValidateClusterName(cluster); err != nil {
 		return nil, fmt.Errorf("crcache: Fleet: %w", err)
 	}
 	if f.isRunning(cluster) {
@@ -139,20 +140,6 @@ func (f *Fleet) release(cluster string) {
 
 func (f *Fleet) inUse(cluster string) error {
 	return fmt.Errorf("crcache: Fleet: cluster %q already has a running cache: a cluster's name is free again once its cache's Start has returned", cluster)
-}
-
-// validateClusterName checks that name can name a cluster, and a
-// directory of Options.Snapshot.Dir.
-func validateClusterName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("cluster name is empty")
-	case len(name) > 253:
-		return fmt.Errorf("cluster name %.20q… is longer than 253 characters", name)
-	case strings.ContainsAny(name, "/\x00"), name == ".", name == "..":
-		return fmt.Errorf("cluster name %q: names a path, not a directory", name)
-	}
-	return nil
 }
 
 // fleetCache is the cache of one cluster of a Fleet: a cache made by
