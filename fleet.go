@@ -701,6 +701,21 @@ func (f *Fleet[T]) Stats() FleetStats {
 	return s
 }
 
+// FleetMetricsProvider is a [MetricsProvider] that also receives the
+// state of fleets: a [Fleet] whose InformerOptions.Metrics implements it
+// registers itself with AddFleet when Run starts, and calls the returned
+// remove when Run returns, after its clusters' informers (registered with
+// AddInformer as any informer is, named "<fleet>/<cluster>") have been
+// removed. read returns [Fleet.Stats]: each cluster's state and last error,
+// which no informer's metrics say (an informer does not know its fleet's
+// SyncTimeout). It is safe for concurrent use and may be called at any
+// time, even after remove; it costs a few atomic loads per cluster. The
+// module github.com/kubetyped/informer/metrics/prometheus implements it.
+type FleetMetricsProvider interface {
+	MetricsProvider
+	AddFleet(id InformerID, read func() FleetStats) (remove func())
+}
+
 // fleetCluster is one cluster of a fleet, as added.
 type fleetCluster[T Object] struct {
 	name string
