@@ -7,6 +7,8 @@
 //	go run ./bench -json           # the same rows as JSON lines
 //	go run ./bench -run W1,W3      # pick workloads (W6, W8, W8u and W1save run only when named)
 //	go run ./bench -run churn      # what Job-like churn leaves on the heap (bench/churn.go)
+//	go run ./bench -run E6         # the fleet: 100 clusters × 1,000 pods side by side, the edge fleet (bench/e6.go)
+//	go run ./bench -run E6 -e6large  # ours alone at 1,000 × 1,000 pods and its warm restart
 //	go run ./bench -quick          # small sizes, for CI
 //	go run ./bench -svg docs/benchmarks.svg
 //	go run ./bench -run W6 -retainedsvg docs/retained.svg
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kubetyped/informer/internal/benchkit"
+	"github.com/kubetyped/informer/internal/fleettrial"
 	"github.com/kubetyped/informer/internal/replayserver"
 	"github.com/kubetyped/informer/internal/synctrial"
 )
@@ -44,13 +47,17 @@ type config struct {
 	w8Objects int
 	// e7 is E7's configuration (e7.go).
 	e7 e7Config
+	// e6 is E6's configuration (e6.go).
+	e6 e6Config
 }
 
 var (
 	fullConfig = config{count: 3, storePods: 100_000, dispatchPods: 50_000, opTime: 300 * time.Millisecond, prodPods: 100_000, churnCycles: 200_000, w8Objects: 50_000,
-		e7: e7Config{pods: 1_000_000, box: 10 << 30}}
+		e7: e7Config{pods: 1_000_000, box: 10 << 30},
+		e6: e6Config{clusters: 100, pods: 1000, edgeClusters: 1000, edgePods: []int{0, 20}, largeClusters: 1000, largePods: 1000}}
 	quickConfig = config{count: 1, storePods: 10_000, dispatchPods: 2_000, opTime: 5 * time.Millisecond, prodPods: 2_000, churnCycles: 20_000, w8Objects: 2_000,
-		e7: e7Config{pods: 5_000, clientGoPods: 5_000, box: 10 << 30}}
+		e7: e7Config{pods: 5_000, clientGoPods: 5_000, box: 10 << 30},
+		e6: e6Config{clusters: 4, pods: 200, edgeClusters: 20, edgePods: []int{0, 20}, largeClusters: 20, largePods: 200, restartClusters: 4, restartP: 200}}
 )
 
 // workload is one entry of the benchmark menu.
@@ -82,13 +89,18 @@ var workloads = []workload{
 	// E7 syncs a million pods from a replay server (minutes, most of the
 	// machine's memory): only when -run names it.
 	{id: "E7", run: runE7, onRequest: true},
+	// E6 (a) and (c) sync fleets of 100 clusters × 1,000 pods and 1,000
+	// clusters on each side, three times (about N minutes; -e6large:
+	// 1,000,000 pods of ours, about 7 GB): only when -run names it.
+	{id: "E6", run: runE6, onRequest: true},
 }
 
 func main() {
-	// A replay server's process (E6, E7) and an E7 trial's are this
-	// program run again.
+	// A replay server's process (E6, E7), an E7 trial's and an E6 trial's
+	// are this program run again.
 	replayserver.RunIfChild()
 	synctrial.RunIfChild()
+	fleettrial.RunIfChild()
 	os.Exit(benchMain())
 }
 
@@ -97,7 +109,7 @@ func main() {
 // 2 for bad flags.
 func benchMain() int {
 	jsonOut := flag.Bool("json", false, "print JSON lines instead of a Markdown table")
-	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6, W8, W8u, W1save and E7 only when named)")
+	runList := flag.String("run", "", "comma-separated workloads to run (default: W1,W2,W3,W4,W5,churn; W6, W8, W8u, W1save, E7 and E6 only when named)")
 	quick := flag.Bool("quick", false, "small sizes and one repetition: a smoke run that still checks every result")
 	count := flag.Int("count", 0, "repetitions per figure; medians are reported (default 3, or 1 with -quick)")
 	svgPath := flag.String("svg", "", "also write a bar chart of the ratios to this SVG file")
@@ -109,7 +121,8 @@ func benchMain() int {
 	e7Fit := flag.Bool("e7fit", false, "E7: find the comparison's pod count: the largest at which client-go fits in -e7box (bisection, each probe a trial in a memory cgroup; needs root)")
 	e7FitRange := flag.String("e7fitrange", "", "E7: LOW,HIGH: -e7fit's search starts knowing that LOW pods fit and HIGH do not (default 0 and -e7pods)")
 	e7Box := flag.Uint64("e7box", 0, "E7: the memory cgroup limit of -e7fit, in bytes (default 10 GiB)")
-	profileDir := flag.String("profile", "", "E7: directory where each trial writes a CPU profile of its sync and a heap profile once synced")
+	profileDir := flag.String("profile", "", "E6, E7: directory where each trial writes a CPU profile of its sync and a heap profile once synced")
+	e6Large := flag.Bool("e6large", false, "E6: ours alone at 1,000 clusters × 1,000 pods (DropFields and Deduplicate) and its warm restart from snapshots, instead of (a) and (c) (about 7 GB of heap)")
 	flag.Parse()
 
 	cfg := fullConfig
@@ -132,6 +145,7 @@ func benchMain() int {
 		cfg.e7.box = *e7Box
 	}
 	cfg.e7.fit, cfg.e7.profileDir = *e7Fit, *profileDir
+	cfg.e6.large, cfg.e6.profileDir = *e6Large, *profileDir
 	if *e7FitRange != "" {
 		if _, err := fmt.Sscanf(*e7FitRange, "%d,%d", &cfg.e7.fitLow, &cfg.e7.fitHigh); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: -e7fitrange:", err)
@@ -187,7 +201,7 @@ func selectWorkloads(list string) ([]workload, error) {
 	}
 	for _, id := range ids {
 		if !slices.ContainsFunc(workloads, func(w workload) bool { return strings.EqualFold(strings.TrimSpace(id), w.id) }) {
-			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6,W8,W8u,W1save,E7)", id)
+			return nil, fmt.Errorf("unknown workload %q (known: W1,W2,W3,W4,W5,churn,W6,W8,W8u,W1save,E7,E6)", id)
 		}
 	}
 	return out, nil
