@@ -709,7 +709,7 @@ func (f *Fleet[T]) Stats() FleetStats {
 // removed. read returns [Fleet.Stats]: each cluster's state and last error,
 // which no informer's metrics say (an informer does not know its fleet's
 // SyncTimeout). It is safe for concurrent use and may be called at any
-// time, even after remove; it costs a few atomic loads per cluster. The
+// time, even after remove; per cluster it costs what Informer.Stats does. The
 // module github.com/kubetyped/informer/metrics/prometheus implements it.
 type FleetMetricsProvider interface {
 	MetricsProvider

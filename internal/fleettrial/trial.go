@@ -13,9 +13,7 @@ package fleettrial
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -201,7 +199,7 @@ func run(spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	want := int64(len(spec.Clusters)) * int64(spec.Pods)
-	if err := waitUntil(spec.Timeout, func() bool { return rec.adds.Load() >= want && s.hasSynced() }); err != nil {
+	if err := benchkit.WaitUntil(spec.Timeout, func() bool { return rec.adds.Load() >= want && s.hasSynced() }); err != nil {
 		return Result{}, fmt.Errorf("%s: %d of %d adds: %w", spec.Impl, rec.adds.Load(), want, err)
 	}
 	res.WallSeconds = time.Since(began).Seconds()
@@ -215,7 +213,7 @@ func run(spec Spec) (Result, error) {
 		if err := stopProfile(); err != nil {
 			return Result{}, err
 		}
-		if err := writeHeapProfile(spec.Profile + ".heap.pprof"); err != nil {
+		if err := benchkit.WriteHeapProfile(spec.Profile + ".heap.pprof"); err != nil {
 			return Result{}, err
 		}
 	}
@@ -269,32 +267,6 @@ func timeQuery(s side, selector labels.Selector) Query {
 	}
 	q.MedianNanos, q.Repetitions = int64(benchkit.Median(times)), len(times)
 	return q
-}
-
-// waitUntil polls cond every millisecond until it holds, or fails after
-// timeout.
-func waitUntil(timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not done after %v", timeout)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
-}
-
-// writeHeapProfile writes the heap profile (in-use and allocated) to path.
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // percentile returns the p-th percentile (0 to 1) of sorted ds, by the

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubetyped/informer/internal/benchkit"
 	"github.com/kubetyped/informer/internal/replayserver"
 )
 
@@ -107,7 +108,7 @@ func writeAndTime(ctx context.Context, clusters []replayserver.Cluster, writes i
 		}
 		return true
 	}
-	if err := waitUntil(timeout, allSeen); err != nil {
+	if err := benchkit.WaitUntil(timeout, allSeen); err != nil {
 		return Latency{}, fmt.Errorf("written change %d of %d (%+v) never reached a handler: %w", seen, len(out), out[seen].change, err)
 	}
 	ds := make([]time.Duration, len(out))

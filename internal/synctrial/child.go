@@ -1,12 +1,7 @@
 package synctrial
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
 
 	"github.com/kubetyped/informer/internal/benchkit"
 )
@@ -16,31 +11,18 @@ import (
 const childEnv = "KUBETYPED_SYNCTRIAL"
 
 // RunIfChild makes this process a trial if RunChild started it (and
-// returns at once otherwise): it runs the trial, writes its Result as JSON
-// on stdout and exits. A program that calls RunChild calls RunIfChild first
-// thing in main, after Register.
+// returns at once otherwise): it joins the spec's memory cgroup, if any,
+// runs the trial, writes its Result as JSON on stdout and exits. A program
+// that calls RunChild calls RunIfChild first thing in main, after Register.
 func RunIfChild() {
-	raw, ok := os.LookupEnv(childEnv)
-	if !ok {
-		return
-	}
-	var spec Spec
-	err := json.Unmarshal([]byte(raw), &spec)
-	if err == nil && spec.Cgroup != "" {
-		err = benchkit.JoinMemoryCgroup(spec.Cgroup)
-	}
-	var res Result
-	if err == nil {
-		res, err = run(spec)
-	}
-	if err == nil {
-		err = json.NewEncoder(os.Stdout).Encode(res)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sync trial:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	benchkit.ServeIfChild("sync trial", childEnv, func(spec Spec) (Result, error) {
+		if spec.Cgroup != "" {
+			if err := benchkit.JoinMemoryCgroup(spec.Cgroup); err != nil {
+				return Result{}, err
+			}
+		}
+		return run(spec)
+	})
 }
 
 // RunChild runs spec in a process of its own (this program run again, with
@@ -48,25 +30,5 @@ func RunIfChild() {
 // error wraps the process's exit status: a trial killed for lack of memory
 // exits by SIGKILL.
 func RunChild(ctx context.Context, spec Spec, env ...string) (Result, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return Result{}, err
-	}
-	raw, err := encodeSpec(spec)
-	if err != nil {
-		return Result{}, err
-	}
-	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(append(os.Environ(), env...), childEnv+"="+raw)
-	cmd.Stderr = os.Stderr
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
-		return Result{}, fmt.Errorf("%s trial: %w", spec.Impl, err)
-	}
-	var res Result
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return Result{}, fmt.Errorf("%s trial: reading %q: %w", spec.Impl, out.String(), err)
-	}
-	return res, nil
+	return benchkit.RunChild[Spec, Result](ctx, spec.Impl+" trial", childEnv, spec, env...)
 }

@@ -9,12 +9,9 @@ package synctrial
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -174,7 +171,7 @@ func run(spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := waitUntil(spec.Timeout, func() bool { return counters.Adds.Load() >= int64(spec.Pods) && hasSynced() }); err != nil {
+	if err := benchkit.WaitUntil(spec.Timeout, func() bool { return counters.Adds.Load() >= int64(spec.Pods) && hasSynced() }); err != nil {
 		return Result{}, fmt.Errorf("%s: %d of %d adds: %w", spec.Impl, counters.Adds.Load(), spec.Pods, err)
 	}
 	res.WallSeconds = time.Since(began).Seconds()
@@ -193,7 +190,7 @@ func run(spec Spec) (Result, error) {
 		if err := stopProfile(); err != nil {
 			return Result{}, err
 		}
-		if err := writeHeapProfile(spec.Profile + ".heap.pprof"); err != nil {
+		if err := benchkit.WriteHeapProfile(spec.Profile + ".heap.pprof"); err != nil {
 			return Result{}, err
 		}
 	}
@@ -212,7 +209,7 @@ func run(spec Spec) (Result, error) {
 	if spec.Profile != "" {
 		// The allocations of the relist are the difference between this
 		// profile and the next (go tool pprof -base).
-		if err := writeHeapProfile(spec.Profile + ".relist-base.heap.pprof"); err != nil {
+		if err := benchkit.WriteHeapProfile(spec.Profile + ".relist-base.heap.pprof"); err != nil {
 			return Result{}, err
 		}
 	}
@@ -229,7 +226,7 @@ func run(spec Spec) (Result, error) {
 	if err := trigger(ctx); err != nil {
 		return Result{}, fmt.Errorf("making the informer relist: %w", err)
 	}
-	if err := waitUntil(spec.Timeout, func() bool { return counters.Updates.Load()-updates >= int64(spec.Pods) }); err != nil {
+	if err := benchkit.WaitUntil(spec.Timeout, func() bool { return counters.Updates.Load()-updates >= int64(spec.Pods) }); err != nil {
 		return Result{}, fmt.Errorf("%s relist: %d of %d updates: %w", spec.Impl, counters.Updates.Load()-updates, spec.Pods, err)
 	}
 	res.RelistWallSeconds = time.Since(began).Seconds()
@@ -245,7 +242,7 @@ func run(spec Spec) (Result, error) {
 	res.RelistPeakRSS = mem.PeakRSS
 	if spec.Profile != "" {
 		runtime.GC()
-		if err := writeHeapProfile(spec.Profile + ".relist.heap.pprof"); err != nil {
+		if err := benchkit.WriteHeapProfile(spec.Profile + ".relist.heap.pprof"); err != nil {
 			return Result{}, err
 		}
 	}
@@ -261,36 +258,4 @@ func restConfig(spec Spec) (*rest.Config, error) {
 		return nil, fmt.Errorf("a trial needs a kubeconfig or a host")
 	}
 	return replayserver.Cluster{URL: spec.Host}.Config(), nil
-}
-
-// waitUntil polls cond every millisecond until it holds, or fails after
-// timeout.
-func waitUntil(timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not done after %v", timeout)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
-}
-
-// writeHeapProfile writes the heap profile (in-use and allocated) to path.
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// encodeSpec and decodeSpec carry a Spec to the child.
-func encodeSpec(spec Spec) (string, error) {
-	raw, err := json.Marshal(spec)
-	return string(raw), err
 }
