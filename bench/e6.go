@@ -20,10 +20,11 @@ import (
 // client-go a protobuf clientset and a SharedInformerFactory pod informer
 // per cluster, all in one process, as multi-cluster controllers build it.
 //
-//   - (a) scale, side by side at e6Config.clusters × pods, in three
-//     configurations (default; managed fields dropped, client-go by a
-//     transform and ours by DropFields; the same against ours with
-//     Deduplicate too), client-go and ours interleaved, count times, the
+//   - (a) scale, side by side at e6Config.clusters × pods, in four
+//     configurations (default; the same against ours with Deduplicate;
+//     managed fields dropped, client-go by a transform and ours by
+//     DropFields; the same against ours with Deduplicate too), client-go
+//     and ours interleaved, count times, the
 //     medians reported: until every cluster synced, then a writer changing
 //     1% of the pods (spread over the clusters, paced) with its events'
 //     latency, then a fleet-wide label query selecting about 1% of the
@@ -72,6 +73,8 @@ type e6Pair struct {
 var e6Pairs = []e6Pair{
 	{"default configuration (everything kept)",
 		fleettrial.Spec{Impl: fleettrial.ImplClientGo}, fleettrial.Spec{Impl: fleettrial.ImplOurs}},
+	{"everything kept, ours with Deduplicate",
+		fleettrial.Spec{Impl: fleettrial.ImplClientGo}, fleettrial.Spec{Impl: fleettrial.ImplOurs, Deduplicate: true}},
 	{"managed fields dropped (client-go: a transform; ours: DropFields)",
 		fleettrial.Spec{Impl: fleettrial.ImplClientGo, DropManagedFields: true}, fleettrial.Spec{Impl: fleettrial.ImplOurs, DropManagedFields: true}},
 	{"client-go: managed fields stripped by a transform; ours: DropFields and Deduplicate",

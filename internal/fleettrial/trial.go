@@ -57,7 +57,7 @@ type Spec struct {
 	// its end, which saves them (Result.Snapshots).
 	SnapshotDir string `json:"snapshotDir,omitempty"`
 	// Profile, if set, is the path prefix of a CPU profile of the sync and
-	// a heap profile taken once synced.
+	// a heap profile once synced (after the retained heap's collections).
 	Profile string `json:"profile,omitempty"`
 	// Timeout bounds the sync and the wait for the writes' events each
 	// (default 30 minutes).
@@ -213,14 +213,18 @@ func run(spec Spec) (Result, error) {
 		if err := stopProfile(); err != nil {
 			return Result{}, err
 		}
-		if err := benchkit.WriteHeapProfile(spec.Profile + ".heap.pprof"); err != nil {
-			return Result{}, err
-		}
 	}
 	runtime.GC()
 	runtime.GC()
 	res.RetainedHeap = benchkit.ReadHeapObjects()
 	res.Goroutines = runtime.NumGoroutine()
+	if spec.Profile != "" {
+		// After the collections, the profile's in-use figures are the
+		// retained heap (its alloc figures, the whole sync's allocations).
+		if err := benchkit.WriteHeapProfile(spec.Profile + ".heap.pprof"); err != nil {
+			return Result{}, err
+		}
+	}
 
 	if spec.Writes > 0 {
 		clusters := make([]replayserver.Cluster, len(spec.Clusters))
