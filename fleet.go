@@ -47,7 +47,8 @@ type FleetOptions[T Object] struct {
 	// MaxConcurrentSyncs is the number of clusters that list at once, so
 	// that a fleet starting, or many clusters relisting together, holds
 	// at most this many partial lists in memory. A cluster's list holds
-	// its slot from its first page to its last, but no longer than
+	// its slot from its first page to its last (or to its next watch:
+	// a list never continued), but no longer than
 	// syncSlotHold (30 s): a list that takes longer, as one from a server
 	// that hangs, goes on without it, so that a hung cluster cannot keep
 	// the others from starting. Default 8; negative means no limit.

@@ -61,7 +61,8 @@ func (s *syncSlot) release() {
 
 // List lists one page through the cluster's ListerWatcher. A first page
 // waits for a sync slot (and fails if ctx ends first); the slot is
-// released by the last page, by a failed one, or after syncSlotHold.
+// released by the last page, by a failed one, by the cluster's next watch,
+// or after syncSlotHold.
 func (c *clusterListerWatcher[T]) List(ctx context.Context, options metav1.ListOptions) (*ListResult[T], error) {
 	if c.slots != nil && options.Continue == "" {
 		if err := c.acquire(ctx); err != nil {
@@ -114,8 +115,14 @@ func (c *clusterListerWatcher[T]) releaseSlot() {
 	}
 }
 
-// Watch starts a watch through the cluster's ListerWatcher.
+// Watch starts a watch through the cluster's ListerWatcher, releasing the
+// sync slot a list still holds: a watch means the cluster is done listing
+// for now. Without it, the one-item consistent read of a warm restart
+// (which has more items and is never continued) held its slot for
+// syncSlotHold: a warm restart of 1,000 clusters resumed 16 a minute with
+// 8 slots (E6 -e6large).
 func (c *clusterListerWatcher[T]) Watch(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	c.releaseSlot()
 	c.mu.Lock()
 	lw := c.lw
 	c.mu.Unlock()

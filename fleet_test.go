@@ -649,3 +649,35 @@ func TestFleetGroupSplitsClustersAndTakesOver(t *testing.T) {
 		t.Errorf("holders of [a b] again (-want +got):\n%s", diff)
 	}
 }
+
+// pagedListerWatcher answers every list with one page that has more, as a
+// server does for a read of one item out of many.
+type pagedListerWatcher struct{}
+
+func (pagedListerWatcher) List(context.Context, metav1.ListOptions) (*ListResult[*corev1.Pod], error) {
+	return &ListResult[*corev1.Pod]{ResourceVersion: "7", Continue: "more"}, nil
+}
+
+func (pagedListerWatcher) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+// TestFleetWatchReleasesTheSyncSlot checks that a cluster's watch gives
+// back the slot of a list it never continued (a warm restart's one-item
+// consistent read), rather than holding it for syncSlotHold.
+func TestFleetWatchReleasesTheSyncSlot(t *testing.T) {
+	slots := make(chan struct{}, 1)
+	c := newClusterListerWatcher[*corev1.Pod]("a", pagedListerWatcher{}, nil, slots, clocktesting.NewFakeClock(time.Now()))
+	ctx := context.Background()
+	var held []int
+	_, err := c.List(ctx, metav1.ListOptions{Limit: 1})
+	plMust(t, err)
+	held = append(held, len(slots))
+	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: "7"})
+	plMust(t, err)
+	defer w.Stop()
+	held = append(held, len(slots))
+	if diff := cmp.Diff([]int{1, 0}, held); diff != "" {
+		t.Errorf("slots held after the list, then after the watch (-want +got):\n%s", diff)
+	}
+}
