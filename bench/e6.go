@@ -53,6 +53,10 @@ type e6Config struct {
 	restartClusters, restartP int // a warm restart beside (a) and (c) (0: none)
 	// profileDir, if set, gets each trial's CPU and heap profiles.
 	profileDir string
+	// memLimit, if set, is the GOMEMLIMIT of ours' trials of the warm
+	// restart case (e6Restart): what an operator sets to bound the peak of
+	// a start at the cost of collections (docs/fleet.md).
+	memLimit string
 }
 
 // e6Selector selects the replicas of the first fleet-common Deployment
@@ -136,12 +140,12 @@ func e6Server(ctx context.Context, clusters, pods int) (*replayserver.Process, [
 }
 
 // e6Trial runs spec against the clusters at urls and logs what it saw.
-func e6Trial(ctx context.Context, e6 e6Config, label string, spec fleettrial.Spec, urls []string, pods int) (fleettrial.Result, error) {
+func e6Trial(ctx context.Context, e6 e6Config, label string, spec fleettrial.Spec, urls []string, pods int, env ...string) (fleettrial.Result, error) {
 	spec.Clusters, spec.Pods = urls, pods
 	if e6.profileDir != "" {
 		spec.Profile = filepath.Join(e6.profileDir, fmt.Sprintf("e6-%dx%d-%s-%d", len(urls), pods, spec.Impl, time.Now().UnixNano()))
 	}
-	res, err := fleettrial.RunChild(ctx, spec)
+	res, err := fleettrial.RunChild(ctx, spec, env...)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", label, err)
 	}
@@ -291,7 +295,13 @@ func e6Restart(ctx context.Context, e6 e6Config, n, p int, large bool) ([]benchk
 	if large {
 		cold.Writes, cold.Selector = writes, e6Selector
 	}
-	first, err := e6Trial(ctx, e6, fmt.Sprintf("%d×%d, ours, DropFields and Deduplicate, Snapshot.Dir set, cold", n, p), cold, urls, p)
+	var env []string
+	setting := ""
+	if e6.memLimit != "" {
+		env = []string{"GOMEMLIMIT=" + e6.memLimit}
+		setting = ", GOMEMLIMIT=" + e6.memLimit
+	}
+	first, err := e6Trial(ctx, e6, fmt.Sprintf("%d×%d, ours, DropFields and Deduplicate%s, Snapshot.Dir set, cold", n, p, setting), cold, urls, p, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +321,7 @@ func e6Restart(ctx context.Context, e6 e6Config, n, p int, large bool) ([]benchk
 	}
 	warm := e6Lean
 	warm.SnapshotDir = dir
-	second, err := e6Trial(ctx, e6, fmt.Sprintf("%d×%d, ours, DropFields and Deduplicate, warm restart", n, p), warm, urls, p)
+	second, err := e6Trial(ctx, e6, fmt.Sprintf("%d×%d, ours, DropFields and Deduplicate%s, warm restart", n, p, setting), warm, urls, p, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +337,7 @@ func e6Restart(ctx context.Context, e6 e6Config, n, p int, large bool) ([]benchk
 	ours := func(kase, metric string, v float64) {
 		rows = append(rows, withoutRatio(newRow("E6", kase, metric, 0, v)))
 	}
-	kase := fmt.Sprintf("%d clusters × %d pods (%.0f%% fleet-common), ours only, DropFields and Deduplicate, Snapshot.Dir set", n, p, 100*e6Common)
+	kase := fmt.Sprintf("%d clusters × %d pods (%.0f%% fleet-common), ours only, DropFields and Deduplicate%s, Snapshot.Dir set", n, p, 100*e6Common, setting)
 	if large {
 		retained := float64(first.RetainedHeap - first.BaselineHeap)
 		ours(kase, "CPU s until all clusters synced", first.CPUSeconds)
@@ -345,7 +355,7 @@ func e6Restart(ctx context.Context, e6 e6Config, n, p int, large bool) ([]benchk
 	}
 	ours(kase, "stop s (every cluster's final snapshot saved)", first.StopSeconds)
 	ours(kase, "snapshot MiB, all clusters", mibf(uint64(first.Snapshots.SaveBytes)))
-	kase = fmt.Sprintf("%d clusters × %d pods, ours only, DropFields and Deduplicate, warm restart from snapshots (1%% of pods changed while down, within the watch window)", n, p)
+	kase = fmt.Sprintf("%d clusters × %d pods, ours only, DropFields and Deduplicate%s, warm restart from snapshots (1%% of pods changed while down, within the watch window)", n, p, setting)
 	ours(kase, "wall s until all clusters synced", second.WallSeconds)
 	ours(kase, "CPU s until all clusters synced", second.CPUSeconds)
 	ours(kase, "peak heap MiB until all synced (sampled)", mibf(second.PeakHeap))

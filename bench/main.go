@@ -123,6 +123,7 @@ func benchMain() int {
 	e7Box := flag.Uint64("e7box", 0, "E7: the memory cgroup limit of -e7fit, in bytes (default 10 GiB)")
 	profileDir := flag.String("profile", "", "E6, E7: directory where each trial writes a CPU profile of its sync and a heap profile once synced")
 	e6Large := flag.Bool("e6large", false, "E6: ours alone at 1,000 clusters × 1,000 pods (DropFields and Deduplicate) and its warm restart from snapshots, instead of (a) and (c) (about 7 GB of heap)")
+	e6MemLimit := flag.String("e6memlimit", "", "E6: GOMEMLIMIT of ours' trials of the warm-restart case (-e6large's), as the runtime reads it (\"6GiB\"; default: none, the runtime's)")
 	flag.Parse()
 
 	cfg := fullConfig
@@ -145,7 +146,7 @@ func benchMain() int {
 		cfg.e7.box = *e7Box
 	}
 	cfg.e7.fit, cfg.e7.profileDir = *e7Fit, *profileDir
-	cfg.e6.large, cfg.e6.profileDir = *e6Large, *profileDir
+	cfg.e6.large, cfg.e6.profileDir, cfg.e6.memLimit = *e6Large, *profileDir, *e6MemLimit
 	if *e7FitRange != "" {
 		if _, err := fmt.Sscanf(*e7FitRange, "%d,%d", &cfg.e7.fitLow, &cfg.e7.fitHigh); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: -e7fitrange:", err)
