@@ -89,20 +89,32 @@ type bulkRecord[T Object] struct {
 	applied func()
 }
 
-// queueChunkSize is the number of records per chunk of the queue.
-const queueChunkSize = 1024
+// A queue's chunks start at firstQueueChunkSize records, and whenever a
+// chain of pending records fills its last chunk, the queue's chunk size
+// doubles, up to queueChunkSize; it stays there while traffic keeps the
+// queue busy, and falls back to the first size once the queue is idle
+// (releaseIdleChunks). A queue that sees a trickle of events holds one
+// chunk of 16 records (2.5 KB), not one of 1,024 (160 KB): a fleet has a
+// queue per cluster, and at 1,000 small clusters that chunk was larger than
+// everything else a cluster costs, and most of its start's peak heap (E6's
+// edge fleet, docs/fleet.md). Under steady traffic the chunks are those of
+// the fixed 1,024-record size before (BenchmarkDispatch).
+const (
+	firstQueueChunkSize = 16
+	queueChunkSize      = 1024
+)
 
 // maxFreeChunks bounds the emptied chunks the queue keeps for reuse: enough
 // for steady traffic, while the memory of a burst goes back to the GC. An
 // informer's queue also lets them all go once idle (releaseIdleChunks).
 const maxFreeChunks = 8
 
-// queueChunk is a fixed-size block of records. The queue stores its records
-// in a chain of chunks rather than in one growing slice, so that a backlog
-// costs its size in memory, without the copies and the doubled capacity of
-// slice growth.
+// queueChunk is a block of records of a size fixed when it is made. The
+// queue stores its records in a chain of chunks rather than in one growing
+// slice, so that a backlog costs its size in memory, without the copies and
+// the doubled capacity of slice growth.
 type queueChunk[T Object] struct {
-	records [queueChunkSize]queueRecord[T]
+	records []queueRecord[T] // its length is the chunk's size
 	n       int
 	next    *queueChunk[T]
 	// arena holds the memory of the records' preps (see prepArena).
@@ -133,9 +145,12 @@ type eventQueue[T Object] struct {
 	// head and tail delimit the chain of pending records; nil when empty.
 	head, tail *queueChunk[T]
 	pending    int
-	// free holds emptied chunks for reuse (freeCount of them).
+	// free holds emptied chunks for reuse (freeCount of them), each of
+	// chunkSize records; chunkSize is the size of the chunks the queue
+	// makes now (0: firstQueueChunkSize).
 	free      *queueChunk[T]
 	freeCount int
+	chunkSize int
 	// freeReused is set when a chunk is taken from free, and cleared by
 	// releaseIdleChunks.
 	freeReused bool
@@ -496,15 +511,19 @@ func (q *eventQueue[T]) appendLocked(rec *queueRecord[T]) *queueChunk[T] {
 	if q.closed {
 		return nil
 	}
-	if q.tail == nil || q.tail.n == queueChunkSize {
+	if q.tail == nil || q.tail.n == len(q.tail.records) {
+		if q.tail != nil && q.chunkSize < queueChunkSize {
+			q.growChunksLocked()
+		}
 		c := q.free
 		if c != nil {
 			q.free, c.next = c.next, nil
 			q.freeCount--
 			q.freeReused = true
 		} else {
-			c = new(queueChunk[T])
-			c.arena.records = queueChunkSize
+			size := max(q.chunkSize, firstQueueChunkSize)
+			c = &queueChunk[T]{records: make([]queueRecord[T], size)}
+			c.arena.records = size
 		}
 		if q.tail == nil {
 			q.head = c
@@ -520,6 +539,13 @@ func (q *eventQueue[T]) appendLocked(rec *queueRecord[T]) *queueChunk[T] {
 		q.ready.Signal()
 	}
 	return q.tail
+}
+
+// growChunksLocked doubles the queue's chunk size (a chain filled a
+// chunk) and lets the emptied chunks of the old size go. q.mu must be held.
+func (q *eventQueue[T]) growChunksLocked() {
+	q.chunkSize = min(2*max(q.chunkSize, firstQueueChunkSize), queueChunkSize)
+	q.free, q.freeCount = nil, 0
 }
 
 // next blocks until records are pending and returns all of them, oldest
@@ -544,7 +570,8 @@ func (q *eventQueue[T]) next() (*queueChunk[T], bool) {
 }
 
 // recycle takes back a chain returned by next once it has been processed,
-// keeping up to maxFreeChunks emptied chunks for reuse.
+// keeping up to maxFreeChunks emptied chunks of the current chunk size for
+// reuse.
 func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 	for c := batch; c != nil; {
 		next := c.next
@@ -552,7 +579,7 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 		c.arena.reset()
 		c.n, c.next = 0, nil
 		q.mu.Lock()
-		if q.freeCount < maxFreeChunks {
+		if q.freeCount < maxFreeChunks && len(c.records) >= q.chunkSize {
 			c.next = q.free
 			q.free = c
 			q.freeCount++
@@ -562,19 +589,21 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 	}
 }
 
-// releaseIdleChunks lets the emptied chunks kept for reuse go if none was
-// reused since its previous call: an informer calls it after each garbage
-// collection (gcwork.AfterEachGC). The chunks are there for the speed of steady
+// releaseIdleChunks lets the emptied chunks kept for reuse go, and the
+// chunk size fall back to the first, if none was reused since its previous
+// call: an informer calls it after each garbage collection
+// (gcwork.AfterEachGC). The chunks are there for the speed of steady
 // traffic, which reuses them between two collections; an idle queue would
-// hold them (about 400 KB) for nothing, until traffic resumes and allocates
-// new ones. It runs on the runtime's cleanup goroutine, so it does not wait
-// for mu: a queue whose mu is held is busy anyway.
+// hold them (up to maxFreeChunks of 160 KB) for nothing, until traffic
+// resumes and allocates new ones. It runs on the runtime's cleanup
+// goroutine, so it does not wait for mu: a queue whose mu is held is busy
+// anyway.
 func (q *eventQueue[T]) releaseIdleChunks() {
 	if !q.mu.TryLock() {
 		return
 	}
 	if !q.freeReused {
-		q.free, q.freeCount = nil, 0
+		q.free, q.freeCount, q.chunkSize = nil, 0, 0
 	}
 	q.freeReused = false
 	q.mu.Unlock()

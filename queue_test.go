@@ -209,8 +209,55 @@ func TestEventQueueTakesEverythingPendingAcrossChunks(t *testing.T) {
 	if diff := cmp.Diff(want, queueNext(t, q)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-	if q.len() != 0 || q.freeCount != 3 {
-		t.Fatalf("after the batch: len %d, free chunks %d; want 0 and 3", q.len(), q.freeCount)
+	// 2,058 records: chunks of 16, 32, …, 1,024 (2,032 records), then one
+	// more of 1,024; the two of the chunk size reached are kept.
+	if q.len() != 0 || q.freeCount != 2 {
+		t.Fatalf("after the batch: len %d, free chunks %d; want 0 and 2", q.len(), q.freeCount)
+	}
+}
+
+// TestEventQueueChunksGrowFromSixteenRecords checks the sizes of a chain's
+// chunks: a queue holding a few records holds a chunk of 16, and each chunk
+// made after a full one is twice its size, up to queueChunkSize; the size
+// reached serves the next chains until the queue is idle, when it falls
+// back to 16.
+func TestEventQueueChunksGrowFromSixteenRecords(t *testing.T) {
+	q := newTestQueue(t, nil)
+	sizes := func() []int {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		var got []int
+		for c := q.head; c != nil; c = c.next {
+			got = append(got, len(c.records))
+		}
+		return got
+	}
+	plMust(t, q.Add(NewPod("", "p", "0")))
+	if diff := cmp.Diff([]int{firstQueueChunkSize}, sizes()); diff != "" {
+		t.Fatalf("one record's chunks (-want +got):\n%s", diff)
+	}
+	for i := 1; i < 3*queueChunkSize; i++ {
+		plMust(t, q.Add(NewPod("", "p", strconv.Itoa(i))))
+	}
+	want := []int{16, 32, 64, 128, 256, 512, 1024, 1024, 1024}
+	if diff := cmp.Diff(want, sizes()); diff != "" {
+		t.Fatalf("3,072 records' chunks (-want +got):\n%s", diff)
+	}
+	drain := func() {
+		batch, _ := q.next()
+		q.recycle(batch)
+	}
+	drain()
+	plMust(t, q.Add(NewPod("", "p", "busy")))
+	if diff := cmp.Diff([]int{queueChunkSize}, sizes()); diff != "" {
+		t.Fatalf("the next chain's chunks (-want +got):\n%s", diff)
+	}
+	drain()
+	q.releaseIdleChunks() // a chunk was reused since the last call
+	q.releaseIdleChunks() // none was: idle
+	plMust(t, q.Add(NewPod("", "p", "idle")))
+	if diff := cmp.Diff([]int{firstQueueChunkSize}, sizes()); diff != "" {
+		t.Fatalf("the chunks of a chain after the queue was idle (-want +got):\n%s", diff)
 	}
 }
 
@@ -472,7 +519,7 @@ func TestEventQueuePrepareListedKeepsReusedObjects(t *testing.T) {
 	}
 }
 
-// TestIdleQueueReleasesItsFreeChunks fills a queue over three chunks and
+// TestIdleQueueReleasesItsFreeChunks fills a queue over several chunks and
 // empties it: the emptied chunks kept for reuse must go after garbage
 // collections, as nothing reuses them (releaseIdleChunks), where they were
 // kept until the queue closed before.

@@ -250,6 +250,7 @@ func e6Edge(ctx context.Context, e6 e6Config, pods, count int, perPod [2]float64
 	rows := []benchkit.Row{
 		metric("CPU s until all clusters synced", func(r fleettrial.Result) float64 { return r.CPUSeconds }),
 		metric("wall s until all clusters synced", func(r fleettrial.Result) float64 { return r.WallSeconds }),
+		metric("peak heap MiB until all clusters synced (sampled)", func(r fleettrial.Result) float64 { return mibf(r.PeakHeap) }),
 	}
 	if pods == 0 {
 		rows = append(rows, metric("fixed heap B/cluster (retained minus baseline, ÷ clusters)", perCluster))
