@@ -264,7 +264,7 @@ func (t *InternTable) sweepAfterGC() {
 // s itself, so that the table never points into a larger buffer (or into
 // read-only memory, where weak pointers cannot point) that s may share.
 func (t *InternTable) str(s string) string {
-	return t.intern(s, true)
+	return t.intern(s, true, false)
 }
 
 // strFrom returns the string of b's bytes: the shared copy if the table
@@ -276,7 +276,14 @@ func (t *InternTable) strFrom(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	return t.intern(unsafe.String(unsafe.SliceData(b), len(b)), false)
+	return t.intern(unsafe.String(unsafe.SliceData(b), len(b)), false, false)
+}
+
+// repeatedFrom is strFrom for a string known to repeat (an entry of a
+// snapshot's table of references, RefDecoder.addStrings): the fresh copy
+// becomes the shared one even on the string's first sighting.
+func (t *InternTable) repeatedFrom(b []byte) string {
+	return t.intern(unsafe.String(unsafe.SliceData(b), len(b)), false, true)
 }
 
 // quantity decodes b, a resource.Quantity's encoding, into q as
@@ -308,9 +315,11 @@ func (t *InternTable) bytesFrom(b []byte) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// intern is str and strFrom: it returns the shared copy of s, or s itself
-// if keep and s is not to be shared, or else a fresh copy of s.
-func (t *InternTable) intern(s string, keep bool) string {
+// intern is str, strFrom and repeatedFrom: it returns the shared copy of
+// s, or s itself if keep and s is not to be shared, or else a fresh copy of
+// s. A string is shared on its second sighting (seenBefore), or on its
+// first if repeated.
+func (t *InternTable) intern(s string, keep, repeated bool) string {
 	if len(s) == 0 {
 		return s
 	}
@@ -346,7 +355,7 @@ func (t *InternTable) intern(s string, keep bool) string {
 		remember(front, k, c)
 		return c
 	}
-	if !t.seenBefore(h) {
+	if !repeated && !t.seenBefore(h) {
 		if keep {
 			return s
 		}

@@ -100,11 +100,13 @@ type refMode struct {
 }
 
 // str returns the string b stands for: a table entry, or a copy of a
-// string in place. Neither is looked up in the intern table, whose work
-// (a hash, a lookup, a weak pointer per shared string) the table of
-// references exists to save: restored objects share each repeated string
-// among themselves, and objects decoded later share theirs with each
-// other, so a string both use has at most two copies.
+// string in place. Only the table's entries went through the intern table
+// (addStrings), once per snapshot each, rather than once per occurrence,
+// the work (a hash, a lookup, a weak pointer per shared string) the table
+// of references exists to save: a repeated string of the snapshot is the
+// copy that objects decoded from the wire, and the snapshots of the other
+// informers using the table (a fleet's clusters), share. A string in
+// place, seen once in the snapshot, is a copy of its own.
 func (m *refMode) str(b []byte) string {
 	if b[0] == refInline {
 		return string(b[1:])
@@ -370,7 +372,7 @@ func (d *RefDecoder) Unmarshal(t *InternTable, rec []byte, msg ProtobufMessage) 
 	if t == nil {
 		return errors.New("a record of references needs an intern table")
 	}
-	body, err := d.addStrings(rec[1:])
+	body, err := d.addStrings(t, rec[1:])
 	if err != nil {
 		return err
 	}
@@ -385,20 +387,26 @@ func (d *RefDecoder) Unmarshal(t *InternTable, rec []byte, msg ProtobufMessage) 
 	return d.mode.err
 }
 
-// addStrings adds the table entries at the start of rec to the table and
-// returns the rest of rec.
-func (d *RefDecoder) addStrings(rec []byte) ([]byte, error) {
+// addStrings adds the table entries at the start of rec to the table,
+// each the copy t shares if it holds one (see refMode.str), and returns
+// the rest of rec.
+func (d *RefDecoder) addStrings(t *InternTable, rec []byte) ([]byte, error) {
 	count, n := binary.Uvarint(rec)
 	if n <= 0 || count > uint64(len(rec)) {
 		return nil, errors.New("a bad count of table entries")
 	}
 	rec = rec[n:]
+	if count == 0 {
+		return rec, nil
+	}
+	t.lock()
+	defer t.unlock()
 	for range count {
 		l, n := binary.Uvarint(rec)
 		if n <= 0 || l == 0 || l > uint64(len(rec)-n) {
 			return nil, errors.New("a bad table entry")
 		}
-		d.mode.strs = append(d.mode.strs, string(rec[n:n+int(l)]))
+		d.mode.strs = append(d.mode.strs, t.repeatedFrom(rec[n:n+int(l)]))
 		rec = rec[n+int(l):]
 	}
 	return rec, nil

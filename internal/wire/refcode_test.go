@@ -134,6 +134,49 @@ func TestRefRecordsOfProductionPods(t *testing.T) {
 	}
 }
 
+// TestRefRecordsShareTheTablesStrings restores two snapshots of the same
+// production-like pods (two clusters of a fleet, each written by an encoder
+// of its own) through one table, then decodes one of the pods from the
+// wire through it: a string repeated in the snapshots (the table entries)
+// is one copy in both restores and in the object decoded later.
+func TestRefRecordsShareTheTablesStrings(t *testing.T) {
+	for _, table := range []*InternTable{NewInternTable(), NewSubObjectSharingTable()} {
+		pods := prodpods.New(3)
+		encoded := make([][]byte, len(pods))
+		for i := range pods {
+			data, err := pods[i].Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			encoded[i] = data
+		}
+		image := func(recs [][]byte) string {
+			dec := NewRefDecoder()
+			var pod corev1.Pod
+			for _, rec := range recs {
+				if err := dec.Unmarshal(table, rec, &pod); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The last pod's image refers to the table's entry.
+			return pod.Spec.Containers[0].Image
+		}
+		first := image(encodeRefs[corev1.Pod](t, encoded))
+		second := image(encodeRefs[corev1.Pod](t, encoded))
+		var wire corev1.Pod
+		if err := Unmarshal(table, encoded[0], &wire); err != nil {
+			t.Fatal(err)
+		}
+		later := wire.Spec.Containers[0].Image
+		if first != second || first != later {
+			t.Fatalf("images %q, %q and %q differ", first, second, later)
+		}
+		if unsafe.StringData(first) != unsafe.StringData(second) || unsafe.StringData(first) != unsafe.StringData(later) {
+			t.Errorf("sharing %v: the two restores' image and the wire's are not one copy", table.SharesSubObjects())
+		}
+	}
+}
+
 // TestRefRecordOfTypeWithoutDecoder writes an object of a type without an
 // interning decoder as a plain record, which reads back without a table.
 func TestRefRecordOfTypeWithoutDecoder(t *testing.T) {
