@@ -100,13 +100,13 @@ type refMode struct {
 }
 
 // str returns the string b stands for: a table entry, or a copy of a
-// string in place. Only the table's entries went through the intern table
-// (addStrings), once per snapshot each, rather than once per occurrence,
-// the work (a hash, a lookup, a weak pointer per shared string) the table
-// of references exists to save: a repeated string of the snapshot is the
-// copy that objects decoded from the wire, and the snapshots of the other
-// informers using the table (a fleet's clusters), share. A string in
-// place, seen once in the snapshot, is a copy of its own.
+// string in place. The table's entries went through the intern table once
+// each, in addStrings, rather than once per occurrence: that per-occurrence
+// work (a hash, a lookup, a weak pointer per shared string) is what the
+// table of references saves. So a string the snapshot repeats is the very
+// copy that objects decoded later from the wire use, and so do the
+// snapshots of the other informers sharing the intern table (a fleet's
+// clusters). A string in place, seen once in the snapshot, is its own copy.
 func (m *refMode) str(b []byte) string {
 	if b[0] == refInline {
 		return string(b[1:])
