@@ -94,10 +94,10 @@ type bulkRecord[T Object] struct {
 // doubles, up to queueChunkSize; it stays there while traffic keeps the
 // queue busy, and falls back to the first size once the queue is idle
 // (releaseIdleChunks). A queue that sees a trickle of events holds one
-// chunk of 16 records (2.5 KB), not one of 1,024 (160 KB): a fleet has a
-// queue per cluster, and at 1,000 small clusters that chunk was larger than
-// everything else a cluster costs, and most of its start's peak heap (E6's
-// edge fleet, docs/fleet.md). Under steady traffic the chunks are those of
+// chunk of 16 records (2.7 KB), not one of 1,024 (172 KB; a record is
+// 168 B): a fleet has a queue per cluster, and at 1,000 small clusters that
+// chunk was larger than everything else a cluster costs, and most of its
+// start's peak heap (E6's edge fleet, docs/fleet.md). Under steady traffic the chunks are those of
 // the fixed 1,024-record size before (BenchmarkDispatch).
 const (
 	firstQueueChunkSize = 16
@@ -594,7 +594,7 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 // call: an informer calls it after each garbage collection
 // (gcwork.AfterEachGC). The chunks are there for the speed of steady
 // traffic, which reuses them between two collections; an idle queue would
-// hold them (up to maxFreeChunks of 160 KB) for nothing, until traffic
+// hold them (up to maxFreeChunks of 172 KB) for nothing, until traffic
 // resumes and allocates new ones. It runs on the runtime's cleanup
 // goroutine, so it does not wait for mu: a queue whose mu is held is busy
 // anyway.
