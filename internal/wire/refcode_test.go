@@ -141,15 +141,7 @@ func TestRefRecordsOfProductionPods(t *testing.T) {
 // is one copy in both restores and in the object decoded later.
 func TestRefRecordsShareTheTablesStrings(t *testing.T) {
 	for _, table := range []*InternTable{NewInternTable(), NewSubObjectSharingTable()} {
-		pods := prodpods.New(3)
-		encoded := make([][]byte, len(pods))
-		for i := range pods {
-			data, err := pods[i].Marshal()
-			if err != nil {
-				t.Fatal(err)
-			}
-			encoded[i] = data
-		}
+		encoded := encodedProdPods(t, 3)
 		image := func(recs [][]byte) string {
 			dec := NewRefDecoder()
 			var pod corev1.Pod
