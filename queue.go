@@ -97,8 +97,9 @@ type bulkRecord[T Object] struct {
 // chunk of 16 records (2.7 KB), not one of 1,024 (172 KB; a record is
 // 168 B): a fleet has a queue per cluster, and at 1,000 small clusters that
 // chunk was larger than everything else a cluster costs, and most of its
-// start's peak heap (E6's edge fleet, docs/fleet.md). Under steady traffic the chunks are those of
-// the fixed 1,024-record size before (BenchmarkDispatch).
+// start's peak heap (E6's edge fleet, docs/fleet.md). Under steady traffic
+// the chunks are those of the fixed 1,024-record size before
+// (BenchmarkDispatch).
 const (
 	firstQueueChunkSize = 16
 	queueChunkSize      = 1024
@@ -571,7 +572,7 @@ func (q *eventQueue[T]) next() (*queueChunk[T], bool) {
 
 // recycle takes back a chain returned by next once it has been processed,
 // keeping up to maxFreeChunks emptied chunks of the current chunk size for
-// reuse.
+// reuse (a chunk of another size, made before the size changed, goes).
 func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 	for c := batch; c != nil; {
 		next := c.next
@@ -579,7 +580,7 @@ func (q *eventQueue[T]) recycle(batch *queueChunk[T]) {
 		c.arena.reset()
 		c.n, c.next = 0, nil
 		q.mu.Lock()
-		if q.freeCount < maxFreeChunks && len(c.records) >= q.chunkSize {
+		if q.freeCount < maxFreeChunks && len(c.records) == max(q.chunkSize, firstQueueChunkSize) {
 			c.next = q.free
 			q.free = c
 			q.freeCount++
