@@ -247,9 +247,16 @@ const (
 // swaps it in, so that a failure leaves the old one untouched.
 type contents[T Object] struct {
 	names nameTable
-	// objs is the slab; hashes[id] is the slot hash of objs[id]'s name.
-	objs   []T
-	hashes []uint32
+	// objs is the slab; entryNames[id] is objs[id]'s name and hashes[id]
+	// its slot hash. The names confirm the name table's hits without a
+	// call through the type parameter for each of the object's two
+	// strings: with them, GetByKey takes what it took before the slab
+	// (BenchmarkGetByKey; docs/benchmarks.md, W5 after issue 33). They
+	// are the object's own strings, so they cost a header each, 32 bytes
+	// an entry.
+	objs       []T
+	entryNames []ObjectName
+	hashes     []uint32
 	// kinds are the index kinds filing every entry, kinds[owner] owning the
 	// lists of that owner (the plan's kinds).
 	kinds []indexKind[T]
@@ -269,11 +276,12 @@ type contents[T Object] struct {
 // keys labelKeys, sized for size objects.
 func newContents[T Object](plan *indexPlan[T], size int, seed maphash.Seed, labelKeys []string) *contents[T] {
 	c := &contents[T]{
-		names:  newNameTable(size, seed),
-		objs:   make([]T, 0, size),
-		hashes: make([]uint32, 0, size),
-		ns:     newListColumn(0, size),
-		labels: map[string]*labelIndex{},
+		names:      newNameTable(size, seed),
+		objs:       make([]T, 0, size),
+		entryNames: make([]ObjectName, 0, size),
+		hashes:     make([]uint32, 0, size),
+		ns:         newListColumn(0, size),
+		labels:     map[string]*labelIndex{},
 	}
 	for _, ix := range plan.indexes {
 		c.addIndex(plan, ix)
@@ -300,17 +308,18 @@ func (c *contents[T]) addIndex(plan *indexPlan[T], ix userIndex[T]) {
 
 // get returns the number of the entry stored under name, or -1.
 func (c *contents[T]) get(name ObjectName) int32 {
-	return findName(&c.names, c.objs, hashObjectName(c.names.seed, name), name)
+	return findName(&c.names, c.entryNames, hashObjectName(c.names.seed, name), name)
 }
 
 // put stores obj under p.name, filed by every index kind as p and values
 // (the function kinds' values) prepared it, and returns the object it
 // replaced and that object's resource version.
 func (c *contents[T]) put(obj T, p *writePrep, values [][]string) (old T, oldRV string, existed bool) {
-	id := findName(&c.names, c.objs, p.hash, p.name)
+	id := findName(&c.names, c.entryNames, p.hash, p.name)
 	if id < 0 {
 		id = int32(len(c.objs))
 		c.objs = append(c.objs, obj)
+		c.entryNames = append(c.entryNames, p.name)
 		c.hashes = append(c.hashes, slotHash(p.hash))
 		c.ns.grow()
 		for _, li := range c.labelKeys {
@@ -325,7 +334,9 @@ func (c *contents[T]) put(obj T, p *writePrep, values [][]string) (old T, oldRV 
 	}
 	old = c.objs[id]
 	c.file(id, p, values, true)
-	c.objs[id] = obj
+	// The new object's strings, so that the name holds none of the old
+	// object's alive.
+	c.objs[id], c.entryNames[id] = obj, p.name
 	return old, old.GetResourceVersion(), true
 }
 
@@ -343,7 +354,7 @@ func (c *contents[T]) removeEntry(id int32) T {
 	c.names.delete(id, c.hashes[id])
 	last := int32(len(c.objs) - 1)
 	if id != last {
-		c.objs[id], c.hashes[id] = c.objs[last], c.hashes[last]
+		c.objs[id], c.entryNames[id], c.hashes[id] = c.objs[last], c.entryNames[last], c.hashes[last]
 		c.ns.renumber(last, id)
 		for _, li := range c.labelKeys {
 			li.renumber(last, id)
@@ -354,15 +365,16 @@ func (c *contents[T]) removeEntry(id int32) T {
 		c.names.renumber(last, id, c.hashes[id])
 	}
 	var zero T
-	c.objs[last] = zero
+	c.objs[last], c.entryNames[last] = zero, ObjectName{}
 	n := int(last)
 	capacity := 0
 	if shrank(n, cap(c.objs)) {
 		capacity = 2 * n
 	}
-	c.objs, c.hashes = c.objs[:n], c.hashes[:n]
+	c.objs, c.entryNames, c.hashes = c.objs[:n], c.entryNames[:n], c.hashes[:n]
 	if capacity > 0 {
 		c.objs = append(make([]T, 0, capacity), c.objs...)
+		c.entryNames = append(make([]ObjectName, 0, capacity), c.entryNames...)
 		c.hashes = append(make([]uint32, 0, capacity), c.hashes...)
 	}
 	c.ns.truncate(n, capacity)
@@ -379,7 +391,7 @@ func (c *contents[T]) removeEntry(id int32) T {
 // name table seed) removes and replaces, as documented on replaceAll.
 func (c *contents[T]) diff(fresh *contents[T], items []T) (removed, previous []T) {
 	for id, obj := range c.objs {
-		if findName(&fresh.names, fresh.objs, uint64(c.hashes[id]), NameOf(obj)) < 0 {
+		if findName(&fresh.names, fresh.entryNames, uint64(c.hashes[id]), NameOf(obj)) < 0 {
 			removed = append(removed, obj)
 		}
 	}

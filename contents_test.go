@@ -3,7 +3,9 @@ package informer
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -129,12 +131,18 @@ func (c *contents[T]) checkNames() error {
 	if n != t.count || n != len(c.objs) || n*4 > len(t.slots)*3 {
 		return fmt.Errorf("%d slots used, %d counted, %d entries, %d slots", n, t.count, len(c.objs), len(t.slots))
 	}
+	if len(c.entryNames) != len(c.objs) {
+		return fmt.Errorf("%d names for %d entries", len(c.entryNames), len(c.objs))
+	}
 	for id, obj := range c.objs {
+		if c.entryNames[id] != NameOf(obj) {
+			return fmt.Errorf("entry %d (%s) is named %s", id, NameOf(obj), c.entryNames[id])
+		}
 		hash := hashObjectName(t.seed, NameOf(obj))
 		if c.hashes[id] != slotHash(hash) {
 			return fmt.Errorf("entry %s has a stale hash", NameOf(obj))
 		}
-		if got := findName(t, c.objs, hash, NameOf(obj)); got != int32(id) {
+		if got := findName(t, c.entryNames, hash, NameOf(obj)); got != int32(id) {
 			return fmt.Errorf("entry %d (%s) is found as %d", id, NameOf(obj), got)
 		}
 	}
@@ -289,5 +297,26 @@ func TestPostingsLabelsMutatedInPlaceStayExact(t *testing.T) {
 	mustCheck(t, s)
 	if diff := cmp.Diff([]string{"ns/p"}, keysOf(s.selectLabels("", mustParse(t, "app=c,extra=x")))); diff != "" {
 		t.Errorf("Select after in-place changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestContentsNamesAreTheStoredObjects checks that the names the contents
+// keep beside the slab are the stored object's own strings after an update,
+// so that they keep no string of a replaced object alive.
+func TestContentsNamesAreTheStoredObjects(t *testing.T) {
+	s := NewIndexer[*corev1.Pod](nil)
+	// The strings are built at run time so that each object has its own.
+	ns, name := strings.Repeat("n", 3), strings.Repeat("p", 3)
+	if err := s.Add(NewPod(strings.Clone(ns), strings.Clone(name), "1")); err != nil {
+		t.Fatal(err)
+	}
+	updated := NewPod(strings.Clone(ns), strings.Clone(name), "2")
+	if err := s.Update(updated); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+	stored := s.c.entryNames[0]
+	if unsafe.StringData(stored.Name) != unsafe.StringData(updated.Name) || unsafe.StringData(stored.Namespace) != unsafe.StringData(updated.Namespace) {
+		t.Error("the entry's name holds the replaced object's strings")
 	}
 }

@@ -26,7 +26,7 @@ type storeCost[T Object] struct {
 }
 
 // costSnapshot returns the cached objects and the cost of the store's own
-// structures: its entries (the slab of objects, their name hashes, and
+// structures: its entries (the slab of objects, their names and name hashes, and
 // each index's columns of where every entry is filed), its name table,
 // and its posting lists (per namespace, per indexed label key and value,
 // per index value) with the maps that find them. The read lock is held
@@ -67,6 +67,7 @@ func (s *Indexer[T]) costLocked() lockedCost[T] {
 	c := s.c
 	l.objects = append(make([]T, 0, len(c.objs)), c.objs...)
 	l.entries = allocBytes(uintptr(cap(c.objs))*unsafe.Sizeof(*new(T)), true) +
+		allocBytes(uintptr(cap(c.entryNames))*unsafe.Sizeof(ObjectName{}), true) +
 		allocBytes(uintptr(cap(c.hashes))*unsafe.Sizeof(uint32(0)), false)
 	l.nameTable = allocBytes(uintptr(len(c.names.slots))*unsafe.Sizeof(nameSlot{}), false)
 	l.postings = allocBytes(unsafe.Sizeof(*c), true) +

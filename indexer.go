@@ -106,7 +106,7 @@ func (s *Indexer[T]) Get(obj T) (item T, exists bool, err error) {
 func (s *Indexer[T]) GetByKey(key string) (item T, exists bool, err error) {
 	s.mu.RLock()
 	c := s.c
-	if id := findKey(&c.names, c.objs, key); id >= 0 {
+	if id := findKey(&c.names, c.entryNames, key); id >= 0 {
 		item, exists = c.objs[id], true
 	}
 	s.mu.RUnlock()

@@ -11,7 +11,8 @@ import "hash/maphash"
 // key once: GetByKey hashes its argument as it is, getByName hashes the
 // same bytes without building a string. It stores no key: a slot is 8
 // bytes, 32 bits of the hash and the entry's number, and a hit is
-// confirmed against the name of the entry's own object. It uses linear
+// confirmed against the entry's name, which the contents keep beside the
+// slab (contents.entryNames). It uses linear
 // probing with backward-shift deletion, so no tombstones accumulate. It is
 // not safe for concurrent use; the Indexer's lock guards it.
 type nameTable struct {
@@ -67,9 +68,9 @@ func hashObjectName(seed maphash.Seed, name ObjectName) uint64 {
 // objects.
 func slotHash(hash uint64) uint32 { return uint32(hash) }
 
-// find returns the number of the entry of objs stored under name, whose
-// hash is hash, or -1.
-func findName[T Object](t *nameTable, objs []T, hash uint64, name ObjectName) int32 {
+// findName returns the number of the entry stored under name, whose hash
+// is hash, or -1; names[id] is the name of entry id (contents.entryNames).
+func findName(t *nameTable, names []ObjectName, hash uint64, name ObjectName) int32 {
 	h := slotHash(hash)
 	mask := uint32(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
@@ -78,17 +79,18 @@ func findName[T Object](t *nameTable, objs []T, hash uint64, name ObjectName) in
 			return -1
 		}
 		if s.hash == h {
-			if obj := objs[s.id-1]; obj.GetName() == name.Name && obj.GetNamespace() == name.Namespace {
+			if names[s.id-1] == name {
 				return int32(s.id - 1)
 			}
 		}
 	}
 }
 
-// findKey returns the number of the entry of objs whose cache key is key,
-// or -1. The key is hashed and compared as it is, without being split:
-// parsing it would cost as much as a sixth of a lookup.
-func findKey[T Object](t *nameTable, objs []T, key string) int32 {
+// findKey returns the number of the entry whose cache key is key, or -1;
+// names[id] is the name of entry id. The key is hashed and compared as it
+// is, without being split: parsing it would cost as much as a sixth of a
+// lookup.
+func findKey(t *nameTable, names []ObjectName, key string) int32 {
 	h := slotHash(maphash.String(t.seed, key))
 	mask := uint32(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
@@ -96,21 +98,20 @@ func findKey[T Object](t *nameTable, objs []T, key string) int32 {
 		if s.id == 0 {
 			return -1
 		}
-		if s.hash == h && isKeyOf(key, objs[s.id-1]) {
+		if s.hash == h && isKeyOf(key, names[s.id-1]) {
 			return int32(s.id - 1)
 		}
 	}
 }
 
-// isKeyOf reports whether key is obj's cache key, NameOf(obj).String().
-func isKeyOf[T Object](key string, obj T) bool {
-	name := obj.GetName()
-	ns := obj.GetNamespace()
-	if len(ns) == 0 {
-		return key == name
+// isKeyOf reports whether key is name's cache key, name.String().
+func isKeyOf(key string, name ObjectName) bool {
+	ns := len(name.Namespace)
+	if ns == 0 {
+		return key == name.Name
 	}
-	return len(key) == len(ns)+1+len(name) && key[len(ns)] == '/' &&
-		key[:len(ns)] == ns && key[len(ns)+1:] == name
+	return len(key) == ns+1+len(name.Name) && key[ns] == '/' &&
+		key[:ns] == name.Namespace && key[ns+1:] == name.Name
 }
 
 // insert adds the entry numbered id, whose name must not be in the table

@@ -7,36 +7,34 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// tableSlab is a slab of objects with their name table, as contents keeps
-// them.
+// tableSlab is the names of a slab's entries with their name table, as
+// contents keeps them.
 type tableSlab struct {
-	t    nameTable
-	objs []*corev1.Pod
+	t     nameTable
+	names []ObjectName
 }
 
 func newTableSlab(size int) *tableSlab {
 	return &tableSlab{t: newNameTable(size, maphash.MakeSeed())}
 }
 
-// add appends a pod named namespace/name to the slab and inserts it, as
+// add appends an entry named namespace/name to the slab and inserts it, as
 // contents.put does, and returns its number.
 func (s *tableSlab) add(namespace, name string) int32 {
-	id := int32(len(s.objs))
-	s.objs = append(s.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	id := int32(len(s.names))
+	s.names = append(s.names, ObjectName{Namespace: namespace, Name: name})
 	s.t.insert(id, hashObjectName(s.t.seed, ObjectName{Namespace: namespace, Name: name}))
 	return id
 }
 
 func (s *tableSlab) get(name ObjectName) int32 {
-	return findName(&s.t, s.objs, hashObjectName(s.t.seed, name), name)
+	return findName(&s.t, s.names, hashObjectName(s.t.seed, name), name)
 }
 
 func (s *tableSlab) delete(id int32) {
-	s.t.delete(id, slotHash(hashObjectName(s.t.seed, NameOf(s.objs[id]))))
+	s.t.delete(id, slotHash(hashObjectName(s.t.seed, s.names[id])))
 }
 
 // check verifies that the table counts its entries, stays at most 3/4
@@ -48,12 +46,12 @@ func (s *tableSlab) check() error {
 			continue
 		}
 		n++
-		obj := s.objs[sl.id-1]
-		if sl.hash != slotHash(hashObjectName(s.t.seed, NameOf(obj))) {
-			return fmt.Errorf("entry %s has a stale hash", NameOf(obj))
+		name := s.names[sl.id-1]
+		if sl.hash != slotHash(hashObjectName(s.t.seed, name)) {
+			return fmt.Errorf("entry %s has a stale hash", name)
 		}
-		if s.get(NameOf(obj)) != int32(sl.id-1) {
-			return fmt.Errorf("entry %s is unreachable", NameOf(obj))
+		if s.get(name) != int32(sl.id-1) {
+			return fmt.Errorf("entry %s is unreachable", name)
 		}
 	}
 	if n != s.t.count || n*4 > len(s.t.slots)*3 {
@@ -82,7 +80,7 @@ func TestNameTableInsertGetDelete(t *testing.T) {
 		if got := s.get(name); got != int32(i) {
 			t.Fatalf("get(%s) = %d", name, got)
 		}
-		if got := findKey(&s.t, s.objs, name.String()); got != int32(i) {
+		if got := findKey(&s.t, s.names, name.String()); got != int32(i) {
 			t.Fatalf("findKey(%s) = %d", name, got)
 		}
 	}
@@ -117,8 +115,8 @@ func TestNameTableRenumber(t *testing.T) {
 	// Move the last entry into the place of the first, as removing the
 	// first from a slab does.
 	s.delete(0)
-	s.t.renumber(99, 0, slotHash(hashObjectName(s.t.seed, NameOf(s.objs[99]))))
-	s.objs[0], s.objs = s.objs[99], s.objs[:99]
+	s.t.renumber(99, 0, slotHash(hashObjectName(s.t.seed, s.names[99])))
+	s.names[0], s.names = s.names[99], s.names[:99]
 	if err := s.check(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +134,7 @@ func TestNameTableKeysAreComparedWhole(t *testing.T) {
 	for key, want := range map[string]int32{
 		"a": cluster, "ns/a": namespaced, "/a": -1, "ns/": -1, "ns": -1, "ns/a/": -1, "nsx/a": -1, "": -1,
 	} {
-		if got := findKey(&s.t, s.objs, key); got != want {
+		if got := findKey(&s.t, s.names, key); got != want {
 			t.Errorf("findKey(%q) = %d, want %d", key, got, want)
 		}
 	}
@@ -146,7 +144,7 @@ func TestNameTableLongNames(t *testing.T) {
 	s := newTableSlab(4)
 	name := ObjectName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("x", 253)}
 	id := s.add(name.Namespace, name.Name)
-	if s.get(name) != id || findKey(&s.t, s.objs, name.String()) != id {
+	if s.get(name) != id || findKey(&s.t, s.names, name.String()) != id {
 		t.Error("long name not found")
 	}
 	s.delete(id)

@@ -297,7 +297,7 @@ func (s *Indexer[T]) putPrepared(obj T, p *writePrep) (old T, oldRV string, exis
 // store's resource version to p's, like Delete. The caller holds the lock
 // (beginWrites).
 func (s *Indexer[T]) deletePrepared(p *writePrep) {
-	if id := findName(&s.c.names, s.c.objs, p.hash, p.name); id >= 0 {
+	if id := findName(&s.c.names, s.c.entryNames, p.hash, p.name); id >= 0 {
 		s.c.removeEntry(id)
 	}
 	s.rv = p.rv
