@@ -57,7 +57,7 @@ func runE4Probe(ctx context.Context, c *cluster.Cluster, reps int) ([]string, er
 	}
 	p := &probe{ctx: ctx, host: strings.TrimSuffix(config.Host, "/"), http: httpClient, apiserver: c.APIServerPID()}
 	var bookmarks, bookmarksBehind []float64
-	var meta, metaPaged, typedPaged, watchList []probeList
+	var meta, metaPaged, metaPlain, typedPaged, watchList []probeList
 	for rep := range reps {
 		// The bookmark of a short resumed watch.
 		first, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
@@ -89,12 +89,14 @@ func runE4Probe(ctx context.Context, c *cluster.Cluster, reps int) ([]string, er
 		for _, l := range []struct {
 			into          *[]probeList
 			accept, query string
+			gzip          bool
 		}{
-			{&meta, metadataAccept, ""},
-			{&metaPaged, metadataAccept, "limit=500"},
-			{&typedPaged, podAccept, "limit=500"},
+			{&meta, metadataAccept, "", true},
+			{&metaPaged, metadataAccept, "limit=500", true},
+			{&metaPlain, metadataAccept, "limit=500", false},
+			{&typedPaged, podAccept, "limit=500", true},
 		} {
-			m, err := p.list(l.accept, l.query)
+			m, err := p.list(l.accept, l.query, l.gzip)
 			if err != nil {
 				return nil, err
 			}
@@ -121,6 +123,7 @@ func runE4Probe(ctx context.Context, c *cluster.Cluster, reps int) ([]string, er
 	}{
 		{"metadata-only consistent list, one piece", meta},
 		{"metadata-only consistent list, pages of 500", metaPaged},
+		{"metadata-only consistent list, pages of 500, not compressed", metaPlain},
 		{"pods, consistent list, pages of 500", typedPaged},
 		{"pods, streaming list (sendInitialEvents=true), no decoding", watchList},
 	} {
@@ -208,8 +211,8 @@ func rvAtLeast(rv, target string) bool {
 }
 
 // list makes a consistent list of all pods (following continue tokens),
-// asking for gzip, and measures it.
-func (p *probe) list(accept, query string) (probeList, error) {
+// asking for gzip if compress is set, and measures it.
+func (p *probe) list(accept, query string, compress bool) (probeList, error) {
 	var m probeList
 	runtime.GC()
 	serverBefore, err := processCPU(p.apiserver)
@@ -225,7 +228,7 @@ func (p *probe) list(accept, query string) (probeList, error) {
 		if next != "" {
 			q += "&continue=" + url.QueryEscape(next)
 		}
-		raw, wire, err := p.get("/api/v1/pods?"+q, accept)
+		raw, wire, err := p.get("/api/v1/pods?"+q, accept, compress)
 		if err != nil {
 			return m, err
 		}
@@ -268,15 +271,19 @@ func (p *probe) list(accept, query string) (probeList, error) {
 	return m, nil
 }
 
-// get sends a GET asking for gzip and returns the decompressed body and the
-// bytes received.
-func (p *probe) get(path, accept string) ([]byte, int, error) {
+// get sends a GET, asking for gzip if compress is set (identity
+// otherwise), and returns the decompressed body and the bytes received.
+func (p *probe) get(path, accept string, compress bool) ([]byte, int, error) {
 	req, err := http.NewRequestWithContext(p.ctx, http.MethodGet, p.host+path, nil)
 	if err != nil {
 		return nil, 0, err
 	}
 	req.Header.Set("Accept", accept)
-	req.Header.Set("Accept-Encoding", "gzip")
+	encoding := "identity"
+	if compress {
+		encoding = "gzip"
+	}
+	req.Header.Set("Accept-Encoding", encoding)
 	resp, err := p.http.Do(req)
 	if err != nil {
 		return nil, 0, err
