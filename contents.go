@@ -251,7 +251,8 @@ type contents[T Object] struct {
 	// its slot hash. The names confirm the name table's hits without a
 	// call through the type parameter for each of the object's two
 	// strings: with them, GetByKey takes what it took before the slab
-	// (BenchmarkGetByKey; docs/benchmarks.md, W5 after issue 33). They
+	// (BenchmarkGetByKey; docs/benchmarks.md, "W5 after the names
+	// column"). They
 	// are the object's own strings, so they cost a header each, 32 bytes
 	// an entry.
 	objs       []T

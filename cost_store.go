@@ -26,8 +26,8 @@ type storeCost[T Object] struct {
 }
 
 // costSnapshot returns the cached objects and the cost of the store's own
-// structures: its entries (the slab of objects, their names and name hashes, and
-// each index's columns of where every entry is filed), its name table,
+// structures: its entries (the slab of objects, their names and name
+// hashes, and each index's columns of where every entry is filed), its name table,
 // and its posting lists (per namespace, per indexed label key and value,
 // per index value) with the maps that find them. The read lock is held
 // while the objects' pointers are copied and the structures measured:

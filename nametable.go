@@ -12,9 +12,9 @@ import "hash/maphash"
 // same bytes without building a string. It stores no key: a slot is 8
 // bytes, 32 bits of the hash and the entry's number, and a hit is
 // confirmed against the entry's name, which the contents keep beside the
-// slab (contents.entryNames). It uses linear
-// probing with backward-shift deletion, so no tombstones accumulate. It is
-// not safe for concurrent use; the Indexer's lock guards it.
+// slab (contents.entryNames). It uses linear probing with backward-shift
+// deletion, so no tombstones accumulate. It is not safe for concurrent
+// use; the Indexer's lock guards it.
 type nameTable struct {
 	seed  maphash.Seed
 	slots []nameSlot // length a power of two, at most 3/4 full
