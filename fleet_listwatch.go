@@ -22,7 +22,8 @@ import (
 type clusterListerWatcher[T Object] struct {
 	// desc is the description of the first ListerWatcher, named after the
 	// cluster; the zero value's (no interning, no dropped fields) for one
-	// that does not describe itself.
+	// that does not describe itself. Its DropFields transport counts what
+	// every later ListerWatcher's fails to parse too (replace).
 	desc  lwDescription
 	slots chan struct{}
 	clock clock.Clock
@@ -133,8 +134,13 @@ func (c *clusterListerWatcher[T]) Watch(ctx context.Context, options metav1.List
 // for every later request. The watch in progress goes on: the server
 // authenticated it when it was opened, and ending it would cost a relist
 // (a watch that ends early is an error to the reflector, as to
-// client-go's). The old client's connections close once idle.
+// client-go's). The old client's connections close once idle. What lw's
+// DropFields transport fails to parse is counted with the first
+// ListerWatcher's (the description's), which the informer's Stats read.
 func (c *clusterListerWatcher[T]) replace(lw ListerWatcher[T], client *http.Client) {
+	if d, ok := describe(lw); ok {
+		d.drop.ContinueCount(c.desc.drop)
+	}
 	c.mu.Lock()
 	old := c.client
 	c.lw, c.client = lw, client

@@ -158,3 +158,48 @@ func TestFleetClustersShareWhatTheyRepeat(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetUpdateClusterKeepsCountingDropFieldsFailures checks that what
+// the DropFields transport of a cluster's new client cannot parse is
+// counted in the cluster's informer's Stats, as its first client's is.
+func TestFleetUpdateClusterKeepsCountingDropFieldsFailures(t *testing.T) {
+	srv := newFakeAPIServer(t)
+	srv.Serve(podsResource, podKind, true)
+	srv.Create(podsResource, informer.NewPod("ns", "a", ""))
+	var broken atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if w := req.URL.Query().Get("watch"); broken.Load() && (w == "true" || w == "1") {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusOK)
+			_, _ = rw.Write([]byte("{]\n"))
+			return
+		}
+		srv.handle(rw, req)
+	}))
+	t.Cleanup(front.Close)
+	f, err := informer.NewFleet(informer.FleetOptions[*corev1.Pod]{REST: informer.RESTOptions{DropFields: []string{informer.ManagedFields}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := &rest.Config{Host: front.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+	if err := f.AddCluster("a", config); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	informer.Eventually(t, "fleet synced", f.HasSynced)
+	srv.WaitForWatches(t, podsResource, 1)
+	if err := f.UpdateCluster("a", rest.CopyConfig(config)); err != nil {
+		t.Fatal(err)
+	}
+	// The next watch goes through the new client and gets what its
+	// transport cannot parse.
+	broken.Store(true)
+	front.CloseClientConnections()
+	informer.Eventually(t, "a failure counted", func() bool {
+		s := f.Stats()
+		return len(s.Clusters) == 1 && s.Clusters[0].Informer.DropFieldsFailures > 0
+	})
+}

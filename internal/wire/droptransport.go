@@ -26,7 +26,8 @@ import (
 // Bytes it cannot make sense of (malformed, or not shaped as the resource's
 // lists and events) are passed on whole, for the client to decode or
 // reject as it would without it; it logs each such response or event and
-// counts them in malformed.
+// counts them in malformed, a count it may share with the transport it
+// replaces (ContinueCount).
 type DropFieldsTransport struct {
 	base     http.RoundTripper
 	resource string // for logs
@@ -34,7 +35,7 @@ type DropFieldsTransport struct {
 	// body and a JSON watch event; the protobuf ones are nil for types
 	// without protobuf field numbers.
 	protoList, protoEvent, jsonList, jsonEvent *dropNode
-	malformed                                  atomic.Int64
+	malformed                                  *atomic.Int64
 }
 
 // Failures returns the number of responses and watch events passed on
@@ -44,6 +45,18 @@ func (t *DropFieldsTransport) Failures() int64 {
 		return 0
 	}
 	return t.malformed.Load()
+}
+
+// ContinueCount makes t count into prev's count, so that Failures of either
+// is what both counted, before and after: for a transport that takes over
+// from prev (a fleet cluster's client made from new credentials, while the
+// watch opened through prev may still be going). It must be called before
+// t is used; nil for either is a no-op.
+func (t *DropFieldsTransport) ContinueCount(prev *DropFieldsTransport) {
+	if t == nil || prev == nil {
+		return
+	}
+	t.malformed = prev.malformed
 }
 
 // maxWatchFrame bounds the watch event the transport buffers to filter; a
@@ -66,6 +79,7 @@ func NewDropFieldsTransport(paths []string, typ, listType reflect.Type, withProt
 	}
 	t := &DropFieldsTransport{
 		resource:  resource,
+		malformed: new(atomic.Int64),
 		jsonList:  &dropNode{sub: []*dropNode{{name: "items", sub: obj.sub}}},
 		jsonEvent: &dropNode{sub: []*dropNode{{name: "object", sub: obj.sub}}},
 	}
