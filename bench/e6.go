@@ -336,7 +336,7 @@ func e6Restart(ctx context.Context, e6 e6Config, n, p int, large bool) ([]benchk
 
 	var rows []benchkit.Row
 	ours := func(kase, metric string, v float64) {
-		rows = append(rows, withoutRatio(newRow("E6", kase, metric, 0, v)))
+		rows = append(rows, oursOnly("E6", kase, metric, v))
 	}
 	kase := fmt.Sprintf("%d clusters × %d pods (%.0f%% fleet-common), ours only, DropFields and Deduplicate%s, Snapshot.Dir set", n, p, 100*e6Common, setting)
 	if large {

@@ -30,6 +30,12 @@ func withoutRatio(r benchkit.Row) benchkit.Row {
 	return r
 }
 
+// oursOnly returns a row of a figure measured on ours alone: no client-go
+// figure, no ratio.
+func oursOnly(workload, kase, metric string, ours float64) benchkit.Row {
+	return benchkit.Row{Workload: workload, Case: kase, Metric: metric, Ours: ours, OursOnly: true}
+}
+
 // infiniteRatio reports whether r's ratio is infinite: ours measured 0
 // and client-go did not. A row whose Ratio is nil otherwise has none.
 func infiniteRatio(r benchkit.Row) bool {

@@ -105,7 +105,7 @@ func runDispatchWhileSaving(cfg config) ([]benchkit.Row, error) {
 		kase := "H=1, ours " + s.name
 		rows = append(rows, newRow("W1save", kase, "ns/event", cg.nsPerEvent, ours.nsPerEvent))
 		if s.saving {
-			rows = append(rows, withoutRatio(newRow("W1save", kase, "saves completed while W1 ran (median; client-go: none) (no ratio)", 0, benchkit.Median(s.saves))))
+			rows = append(rows, oursOnly("W1save", kase, "saves completed while W1 ran (median; client-go: none) (no ratio)", benchkit.Median(s.saves)))
 		}
 	}
 	return rows, nil

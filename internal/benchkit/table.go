@@ -23,6 +23,10 @@ type Row struct {
 	// no meaningful ratio says so in its case or metric) and how a ratio is
 	// derived from its rounds.
 	Ratio *float64
+	// OursOnly marks a row measured on this module's implementation alone:
+	// its Theirs is not a figure (printed "–", null in JSON) and it has no
+	// ratio.
+	OursOnly bool
 }
 
 // Table is one harness's layout of the output contract: a header (the
@@ -75,8 +79,12 @@ func (t Table) WriteMarkdown(w io.Writer, run Run, rows []Row) error {
 	fmt.Fprintf(&b, "| workload | case | metric | %s | %s | ratio |\n", t.Theirs, t.Ours)
 	b.WriteString("|---|---|---|---:|---:|---:|\n")
 	for _, r := range rows {
+		theirs := "–"
+		if !r.OursOnly {
+			theirs = t.Value(r.Metric, r.Theirs)
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
-			r.Workload, r.Case, r.Metric, t.Value(r.Metric, r.Theirs), t.Value(r.Metric, r.Ours), t.Ratio(r))
+			r.Workload, r.Case, r.Metric, theirs, t.Value(r.Metric, r.Ours), t.Ratio(r))
 	}
 	for _, n := range run.Notes {
 		b.WriteString("\n" + n + "\n")
@@ -144,7 +152,7 @@ func (t Table) jsonLine(r Row) ([]byte, error) {
 		{"workload", r.Workload},
 		{"case", r.Case},
 		{"metric", r.Metric},
-		{t.TheirsKey, r.Theirs},
+		{t.TheirsKey, theirsValue(r)},
 		{"ours", r.Ours},
 		{"ratio", r.Ratio},
 	}
@@ -164,4 +172,13 @@ func (t Table) jsonLine(r Row) ([]byte, error) {
 		line = append(append(append(line, key...), ':'), value...)
 	}
 	return append(line, "}\n"...), nil
+}
+
+// theirsValue is r's Theirs as JSON encodes it: nil (null) for a row
+// measured on ours alone.
+func theirsValue(r Row) any {
+	if r.OursOnly {
+		return nil
+	}
+	return r.Theirs
 }

@@ -56,11 +56,12 @@ var testHeader = []string{
 func ratio(v float64) *float64 { return &v }
 
 // testRows have a case with HTML characters, which JSON escapes as
-// encoding/json does, and a row without a ratio.
+// encoding/json does, a row without a ratio and a row of ours alone.
 var testRows = []Row{
 	{Workload: "W3", Case: "(a) app=app-7 & <more>", Metric: "ns/op", Theirs: 5000, Ours: 2500, Ratio: ratio(2)},
 	{Workload: "W3", Case: "(c)", Metric: "allocs/op", Theirs: 29, Ours: 0},
 	{Workload: "E2", Case: "1000 updates", Metric: "p50 ms", Theirs: 1e-7, Ours: 3e21, Ratio: ratio(1.5)},
+	{Workload: "E6", Case: "ours only", Metric: "stop s", Ours: 12.5, OursOnly: true},
 }
 
 func TestWriteMarkdown(t *testing.T) {
@@ -74,6 +75,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"| W3 | (a) app=app-7 & <more> | ns/op | 5000.00 ns/op | 2500.00 ns/op | 2.00× |",
 		"| W3 | (c) | allocs/op | 29.00 allocs/op | 0.00 allocs/op | – |",
 		"| E2 | 1000 updates | p50 ms | 0.00 p50 ms | 3000000000000000000000.00 p50 ms | 1.50× |",
+		"| E6 | ours only | stop s | – | 12.50 stop s | – |",
 		"",
 		"A note & <more>.",
 		"",
@@ -98,6 +100,7 @@ func TestWriteJSONLines(t *testing.T) {
 		`{"workload":"W3","case":"(a) app=app-7 \u0026 \u003cmore\u003e","metric":"ns/op","controllerruntime":5000,"ours":2500,"ratio":2}`,
 		`{"workload":"W3","case":"(c)","metric":"allocs/op","controllerruntime":29,"ours":0,"ratio":null}`,
 		`{"workload":"E2","case":"1000 updates","metric":"p50 ms","controllerruntime":1e-7,"ours":3e+21,"ratio":1.5}`,
+		`{"workload":"E6","case":"ours only","metric":"stop s","controllerruntime":null,"ours":12.5,"ratio":null}`,
 		"",
 	}, "\n")
 	if diff := cmp.Diff(want, b.String()); diff != "" {
