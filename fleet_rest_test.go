@@ -22,6 +22,17 @@ import (
 	"github.com/kubetyped/informer"
 )
 
+// runSyncedFleet runs f until the test ends and returns once it has
+// synced.
+func runSyncedFleet(t *testing.T, f *informer.Fleet[*corev1.Pod]) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	informer.Eventually(t, "fleet synced", f.HasSynced)
+}
+
 func TestFleetUpdateClusterReplacesCredentialsWithoutRelisting(t *testing.T) {
 	srv := newFakeAPIServer(t)
 	srv.Serve(podsResource, podKind, true)
@@ -65,11 +76,7 @@ func TestFleetUpdateClusterReplacesCredentialsWithoutRelisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); f.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	informer.Eventually(t, "fleet synced", f.HasSynced)
+	runSyncedFleet(t, f)
 	srv.WaitForWatches(t, podsResource, 1)
 
 	if err := f.UpdateCluster("a", &rest.Config{Host: "http://127.0.0.1:1", BearerToken: "new"}); err == nil || !strings.Contains(err.Error(), "another server") {
@@ -130,11 +137,7 @@ func TestFleetClustersShareWhatTheyRepeat(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); f.Run(ctx) }()
-			t.Cleanup(func() { cancel(); <-done })
-			informer.Eventually(t, "fleet synced", f.HasSynced)
+			runSyncedFleet(t, f)
 			objs, err := f.Lister().List(labels.Everything())
 			if err != nil {
 				t.Fatal(err)
@@ -185,11 +188,7 @@ func TestFleetUpdateClusterKeepsCountingDropFieldsFailures(t *testing.T) {
 	if err := f.AddCluster("a", config); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); f.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	informer.Eventually(t, "fleet synced", f.HasSynced)
+	runSyncedFleet(t, f)
 	srv.WaitForWatches(t, podsResource, 1)
 	if err := f.UpdateCluster("a", rest.CopyConfig(config)); err != nil {
 		t.Fatal(err)
