@@ -33,11 +33,11 @@ import (
 //     the watch's start to that bookmark, and whether it carries a
 //     version at or past the one a consistent list read just before;
 //   - a consistent list of the pods' metadata only (PartialObjectMetadata,
-//     protobuf), in one piece and in pages of 500: wall time, bytes on
-//     the wire (gzip) and decompressed, the share of managed fields, the
-//     client's CPU to receive it, to read each item's name and resource
-//     version in the bytes and to decode it whole, and kube-apiserver's
-//     CPU;
+//     protobuf), in one piece and in pages of 500 asking for gzip, and in
+//     pages of 500 uncompressed: wall time, bytes on the wire and
+//     decompressed, the share of managed fields, the client's CPU to
+//     receive it, to read each item's name and resource version in the
+//     bytes and to decode it whole, and kube-apiserver's CPU;
 //   - a streaming list (a watch with sendInitialEvents=true) and a paged
 //     consistent list of the pods themselves, for reference: what a
 //     resumed informer that lists pays.
@@ -89,14 +89,14 @@ func runE4Probe(ctx context.Context, c *cluster.Cluster, reps int) ([]string, er
 		for _, l := range []struct {
 			into          *[]probeList
 			accept, query string
-			gzip          bool
+			compress      bool
 		}{
 			{&meta, metadataAccept, "", true},
 			{&metaPaged, metadataAccept, "limit=500", true},
 			{&metaPlain, metadataAccept, "limit=500", false},
 			{&typedPaged, podAccept, "limit=500", true},
 		} {
-			m, err := p.list(l.accept, l.query, l.gzip)
+			m, err := p.list(l.accept, l.query, l.compress)
 			if err != nil {
 				return nil, err
 			}
