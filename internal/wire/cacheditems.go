@@ -121,28 +121,39 @@ func CutCachedItems[T comparable](msg []byte, layout CachedItemsLayout, lookup C
 // cachedItem looks up the item whose message is item by the namespace, name
 // and resource version of its metadata (the field numbered metadata).
 func cachedItem[T comparable](item []byte, metadata protowire.Number, lookup CachedLookup[T]) (T, bool) {
-	var zero T
+	namespace, name, rv, ok := itemVersion(item, metadata)
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return lookup(cache.ObjectName{Namespace: string(namespace), Name: string(name)}, string(rv))
+}
+
+// itemVersion reads the namespace, name and resource version of the item
+// whose message is item in its metadata (the field numbered metadata),
+// without decoding it; the bytes are item's. It reports false for an item
+// without a name or resource version, or one whose metadata it cannot
+// read alone (malformed, or in two fields, which decoding would merge).
+func itemVersion(item []byte, metadata protowire.Number) (namespace, name, rv []byte, ok bool) {
 	var meta []byte
 	seen := false
 	for len(item) > 0 {
 		num, typ, content, n := consumeField(item)
 		if n < 0 {
-			return zero, false
+			return nil, nil, nil, false
 		}
 		item = item[n:]
 		if num == metadata && typ == protowire.BytesType {
 			if seen {
-				// Decoding would merge the two: leave that to the decoder.
-				return zero, false
+				return nil, nil, nil, false
 			}
 			meta, seen = content, true
 		}
 	}
-	var name, namespace, rv []byte
 	for len(meta) > 0 {
 		num, typ, content, n := consumeField(meta)
 		if n < 0 {
-			return zero, false
+			return nil, nil, nil, false
 		}
 		meta = meta[n:]
 		if typ != protowire.BytesType {
@@ -158,9 +169,9 @@ func cachedItem[T comparable](item []byte, metadata protowire.Number, lookup Cac
 		}
 	}
 	if len(name) == 0 || len(rv) == 0 {
-		return zero, false
+		return nil, nil, nil, false
 	}
-	return lookup(cache.ObjectName{Namespace: string(namespace), Name: string(name)}, string(rv))
+	return namespace, name, rv, true
 }
 
 // consumeField parses the field at the start of msg: its number, wire type,

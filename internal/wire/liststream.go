@@ -45,37 +45,83 @@ var ErrListStream = errors.New("malformed protobuf list response")
 // then decodes it whole. br's buffer must hold at least envelopePeek
 // bytes.
 func ReadProtobufList[T comparable](br *bufio.Reader, listKind string, layout CachedItemsLayout, lookup CachedLookup[T], decode func(item []byte) (T, error)) (items []T, listMeta []byte, ok bool, err error) {
+	listMeta, ok, err = readProtobufListItems(br, listKind, layout, func(item []byte) error {
+		if lookup != nil {
+			if obj, found := cachedItem(item, layout.metadata, lookup); found {
+				items = append(items, obj)
+				return nil
+			}
+		}
+		obj, err := decode(item)
+		if err != nil {
+			return err
+		}
+		items = append(items, obj)
+		return nil
+	})
+	if !ok || err != nil {
+		return nil, listMeta, ok, err
+	}
+	return items, listMeta, true, nil
+}
+
+// ErrNoVersion reports a list item without a name or resource version
+// (ReadProtobufListVersions).
+var ErrNoVersion = fmt.Errorf("%w: a list item without a name or resource version", ErrListStream)
+
+// ReadProtobufListVersions reads from br, as ReadProtobufList does, a
+// protobuf response holding a list of kind listKind laid out as layout
+// says, and calls each with every item's namespace, name and resource
+// version, read without decoding the item; the bytes are only valid
+// during the call. It returns the list's ListMeta message, ok false having
+// consumed nothing of br when br holds no such response, and ErrNoVersion
+// for an item whose name or resource version it cannot read.
+func ReadProtobufListVersions(br *bufio.Reader, listKind string, layout CachedItemsLayout, each func(namespace, name, resourceVersion []byte)) (listMeta []byte, ok bool, err error) {
+	return readProtobufListItems(br, listKind, layout, func(item []byte) error {
+		namespace, name, rv, ok := itemVersion(item, layout.metadata)
+		if !ok {
+			return ErrNoVersion
+		}
+		each(namespace, name, rv)
+		return nil
+	})
+}
+
+// readProtobufListItems reads the list response in br as ReadProtobufList
+// does, calling each with every item's bytes (valid only during the call)
+// in list order; an error of each ends the read.
+func readProtobufListItems(br *bufio.Reader, listKind string, layout CachedItemsLayout, each func(item []byte) error) (listMeta []byte, ok bool, err error) {
 	if layout.items == 0 || layout.metadata == 0 {
-		return nil, nil, false, nil
+		return nil, false, nil
 	}
 	head, _ := br.Peek(envelopePeek) // a short response gives less, with its error
 	listLen, prefix, ok := listStart(head, listKind)
 	if !ok {
-		return nil, nil, false, nil
+		return nil, false, nil
 	}
 	if _, err := br.Discard(prefix); err != nil {
-		return nil, nil, true, err
+		return nil, true, err
 	}
 	r := &countingByteReader{br: br}
 	var item []byte
 	for r.n < listLen {
 		tag, err := r.varint()
 		if err != nil {
-			return nil, nil, true, err
+			return nil, true, err
 		}
 		num, typ := protowire.DecodeTag(tag)
 		if typ != protowire.BytesType {
 			if err := r.skip(num, typ); err != nil {
-				return nil, nil, true, err
+				return nil, true, err
 			}
 			continue
 		}
 		size, err := r.varint()
 		if err != nil {
-			return nil, nil, true, err
+			return nil, true, err
 		}
 		if size > listLen-r.n {
-			return nil, nil, true, fmt.Errorf("%w: a field of %d bytes with %d left in the list", ErrListStream, size, listLen-r.n)
+			return nil, true, fmt.Errorf("%w: a field of %d bytes with %d left in the list", ErrListStream, size, listLen-r.n)
 		}
 		switch num {
 		case layout.items:
@@ -84,48 +130,40 @@ func ReadProtobufList[T comparable](br *bufio.Reader, listKind string, layout Ca
 			}
 			item = item[:size]
 			if err := r.read(item); err != nil {
-				return nil, nil, true, err
+				return nil, true, err
 			}
-			if lookup != nil {
-				if obj, found := cachedItem(item, layout.metadata, lookup); found {
-					items = append(items, obj)
-					continue
-				}
+			if err := each(item); err != nil {
+				return nil, true, err
 			}
-			obj, err := decode(item)
-			if err != nil {
-				return nil, nil, true, err
-			}
-			items = append(items, obj)
 		case listMetaNumber:
 			listMeta = make([]byte, size)
 			if err := r.read(listMeta); err != nil {
-				return nil, nil, true, err
+				return nil, true, err
 			}
 		default:
 			if err := r.discard(size); err != nil {
-				return nil, nil, true, err
+				return nil, true, err
 			}
 		}
 	}
 	if r.n != listLen {
-		return nil, nil, true, fmt.Errorf("%w: the list's last field ends past its end", ErrListStream)
+		return nil, true, fmt.Errorf("%w: the list's last field ends past its end", ErrListStream)
 	}
 	// What follows the list in the envelope: its content encoding and
 	// type, empty for a list; read to the end, so that a response cut
 	// short is an error here as when it is decoded whole.
 	trailer, err := io.ReadAll(io.LimitReader(br, envelopePeek+1))
 	if err != nil {
-		return nil, nil, true, err
+		return nil, true, err
 	}
 	for rest := trailer; len(rest) > 0; {
 		num, typ, _, n := consumeField(rest)
 		if n < 0 || typ != protowire.BytesType || (num != 3 && num != 4) {
-			return nil, nil, true, fmt.Errorf("%w: %d bytes after the list that are not its content encoding and type", ErrListStream, len(trailer))
+			return nil, true, fmt.Errorf("%w: %d bytes after the list that are not its content encoding and type", ErrListStream, len(trailer))
 		}
 		rest = rest[n:]
 	}
-	return items, listMeta, true, nil
+	return listMeta, true, nil
 }
 
 // listStart parses the beginning of a protobuf response, head: the magic,
