@@ -51,6 +51,15 @@ func listedScopeOf(config *rest.Config, opts RESTOptions, resource schema.GroupV
 	if base, _, err := rest.DefaultServerUrlFor(config); err == nil {
 		url := base.JoinPath("api", "v1", "namespaces", "kube-system").String()
 		l.clusterUID = func(ctx context.Context) (string, error) { return readClusterUID(ctx, client, url) }
+		listURL := base.JoinPath(resourceListPath(resource, opts.Namespace)...).String()
+		tweak := opts.TweakListOptions
+		l.versions = func(ctx context.Context) (listedVersions, error) {
+			var options metav1.ListOptions
+			if tweak != nil {
+				tweak(&options)
+			}
+			return readListedVersions(ctx, client, listURL, options)
+		}
 	}
 	return l
 }

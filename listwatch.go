@@ -184,6 +184,11 @@ type listedScope struct {
 	// clusterUID, if set, reads the UID of the server's kube-system
 	// namespace (see readClusterUID).
 	clusterUID func(ctx context.Context) (string, error)
+	// versions, if set, lists the resource version of every object the
+	// ListerWatcher lists, without the objects (see readListedVersions);
+	// nil for one that lists only part of what these requests would (a
+	// shard's).
+	versions func(ctx context.Context) (listedVersions, error)
 }
 
 // serverIdentity names the API server a ListerWatcher lists from: a

@@ -170,9 +170,11 @@ func (lw *shardListerWatcher[T]) serverMode(ctx context.Context) (shardMode, err
 }
 
 // description is inner's: a shard lists from the same server through the
-// same decoder (the shard itself is in the informer's configuration).
+// same decoder (the shard itself is in the informer's configuration); but
+// it lists no versions, which would be those of every shard's objects.
 func (lw *shardListerWatcher[T]) description() lwDescription {
 	d, _ := describe(lw.inner)
+	d.listed.versions = nil
 	return d
 }
 

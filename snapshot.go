@@ -114,10 +114,13 @@ type SnapshotStats struct {
 	// from writing snapshots, while a refused snapshot file is replaced by
 	// the next save.
 	Rejected int64
-	// ResumedWatches is 1 when the informer synced by resuming the watch at
-	// the snapshot's resource version; RestoreRelists is 1 when the
-	// server no longer had that version ("410 Gone") and the informer
-	// listed, reusing the restored objects still current.
+	// ResumedWatches is 1 when the informer synced from the snapshot
+	// without listing the objects: by resuming the watch at the
+	// snapshot's resource version, or because a list of the server's
+	// versions named exactly the objects it held (see docs/restart.md);
+	// RestoreRelists is 1 when it could do neither (the server no longer
+	// had that version, "410 Gone", and objects had changed) and the
+	// informer listed, reusing the restored objects still current.
 	ResumedWatches, RestoreRelists int64
 	// RemovedTempFiles counts the temporary files of this informer's
 	// interrupted saves (a crash or kill during a save leaves one)

@@ -30,8 +30,11 @@ type startReport struct {
 	// is set when the restored informer listed, reused counting the
 	// restored objects the list reused.
 	resumedAt string
-	listed    bool
-	reused    *atomic.Int64
+	// byVersions is set when the listed versions, not the watch, showed
+	// the resumed objects caught up.
+	byVersions bool
+	listed     bool
+	reused     *atomic.Int64
 }
 
 // set records the outcome of reading the snapshot: snapshot is
@@ -51,12 +54,12 @@ func (r *startReport) restoredFrom(path string, header snapshotHeader) {
 }
 
 // resumed records that the restored informer resumed its watch, reaching
-// resourceVersion (resumePoint.onResumed).
-func (s *snapshotter[T]) resumed(resourceVersion string) {
+// resourceVersion, caught up as byVersions says (resumePoint.onResumed).
+func (s *snapshotter[T]) resumed(resourceVersion string, byVersions bool) {
 	s.resumedWatches.Store(1)
 	s.report.mu.Lock()
 	defer s.report.mu.Unlock()
-	s.report.resumedAt = resourceVersion
+	s.report.resumedAt, s.report.byVersions = resourceVersion, byVersions
 }
 
 // relisted records that the restored informer lists because of why
@@ -107,7 +110,11 @@ func (s *snapshotter[T]) logSynced(ctx context.Context, logger klog.Logger, clk 
 		logger.Info("Synced from a snapshot by listing", "objects", r.objects, "written", r.written,
 			"snapshotResourceVersion", r.snapshotRV, "reason", r.reason, "reused", reused, "path", r.path, "timeToSynced", took)
 	default:
+		caughtUpBy := "watch"
+		if r.byVersions {
+			caughtUpBy = "listedVersions"
+		}
 		logger.Info("Synced from a snapshot by resuming its watch", "objects", r.objects, "written", r.written,
-			"snapshotResourceVersion", r.snapshotRV, "resourceVersion", r.resumedAt, "path", r.path, "timeToSynced", took)
+			"snapshotResourceVersion", r.snapshotRV, "resourceVersion", r.resumedAt, "caughtUpBy", caughtUpBy, "path", r.path, "timeToSynced", took)
 	}
 }

@@ -36,6 +36,9 @@ type snapshotter[T Object] struct {
 	// read, which saves record.
 	clusterUID func(context.Context) (string, error)
 	uid        atomic.Pointer[string]
+	// versions lists the server's versions (listedScope.versions), nil if
+	// the ListerWatcher cannot.
+	versions func(context.Context) (listedVersions, error)
 
 	// set at start, in Run's goroutine
 	path  string
@@ -71,7 +74,7 @@ func newSnapshotter[T Object](cfg config[T], lw ListerWatcher[T]) *snapshotter[T
 	if typeErr == nil {
 		s.itemType = itemType
 		s.scope, listed = newSnapshotScope(cfg, itemType, lw)
-		s.clusterUID = listed.clusterUID
+		s.clusterUID, s.versions = listed.clusterUID, listed.versions
 	}
 	switch {
 	case typeErr != nil:
@@ -178,6 +181,7 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 		resourceVersion: snap.header.ResourceVersion,
 		loaded:          make(chan struct{}),
 		check:           s.checkCluster(snap.header.ClusterUID),
+		versions:        s.versionsFor(snap.header.Objects),
 		onRefused: func(err error) {
 			s.refused(err)
 			logger.Info("Warning: not restoring the snapshot; starting cold", "path", s.path, "err", err)
@@ -205,6 +209,15 @@ func (s *snapshotter[T]) start(logger klog.Logger, r *Reflector[T], lw ListerWat
 	}()
 	r.resumeFrom(p)
 	s.saving.Store(true)
+}
+
+// versionsFor returns how a restore of a snapshot of objects objects lists
+// the server's versions (resumePoint.versions), nil if it does not.
+func (s *snapshotter[T]) versionsFor(objects int) func(context.Context) (listedVersions, error) {
+	if objects > resumeVersionsMax {
+		return nil
+	}
+	return s.versions
 }
 
 // removeTemps removes, logs and counts the temporary files interrupted

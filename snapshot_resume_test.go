@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubetyped/informer/informertest"
+	"github.com/kubetyped/informer/internal/wire"
 )
 
 // deadlineWatches serves watches as kube-apiserver's watch cache does on a
@@ -199,7 +201,7 @@ func TestSnapshotStartLogLine(t *testing.T) {
 			path := snapWrite(t, snapOptions(dir), "7", snapPods()...)
 			lw := newDeadlineWatches(clk, true, "30", snapPods()...)
 			return lw, func() { <-lw.made; clk.Step(time.Second) }, line{"Synced from a snapshot by resuming its watch", []any{
-				"objects", 3, "written", snapshotWritten(t, path), "snapshotResourceVersion", "7", "resourceVersion", "30",
+				"objects", 3, "written", snapshotWritten(t, path), "snapshotResourceVersion", "7", "resourceVersion", "30", "caughtUpBy", "watch",
 				"path", path, "timeToSynced", time.Second}}
 		}},
 		{"listed", func(t *testing.T, dir string, clk *testingclock.FakeClock) (ListerWatcher[*corev1.Pod], func(), line) {
@@ -270,4 +272,116 @@ func snapshotWritten(t *testing.T, path string) time.Time {
 	snap, err := readSnapshot(path, snapshotScopeFor[*corev1.Pod]("pods", corev1.SchemeGroupVersion.WithResource("pods"), ""), newSnapshotCodec[*corev1.Pod](nil))
 	plMust(t, err)
 	return snap.header.Written
+}
+
+// versionedWatches is deadlineWatches with a versions list (what the
+// ListerWatchers built from a *rest.Config describe, listedScope.versions):
+// list answers it.
+type versionedWatches struct {
+	*deadlineWatches
+	list func(ctx context.Context) (listedVersions, error)
+}
+
+func (v *versionedWatches) description() lwDescription {
+	return lwDescription{listed: listedScope{versions: v.list}}
+}
+
+func (v *versionedWatches) decodingWith(table *wire.InternTable) (ListerWatcher[*corev1.Pod], error) {
+	return nil, checkDecodingWith(v.description(), table)
+}
+
+// snapVersions are the versions of snapPods at 30, the resource version
+// deadlineWatches lists at.
+func snapVersions() listedVersions {
+	l := listedVersions{resourceVersion: "30", versions: map[ObjectName]string{}}
+	for _, p := range snapPods() {
+		l.versions[NameOf(p)] = p.ResourceVersion
+	}
+	return l
+}
+
+// TestSnapshotRestartCaughtUpByListedVersions (issue 32 item 2): on a quiet
+// resource, a restored informer whose ListerWatcher lists versions syncs
+// as soon as the versions the server lists are those of its objects,
+// without waiting for the resumed watch's bookmark (the clock never moves
+// here); a versions list that fails leaves the bookmark to show it; one
+// that a change on the resumed watch makes needless is abandoned, and the
+// watch's events and bookmark catch the objects up.
+func TestSnapshotRestartCaughtUpByListedVersions(t *testing.T) {
+	three := int64(resumeWatchSeconds)
+	resumed := func(from string) informertest.FakeCall {
+		return informertest.FakeCall{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: from, AllowWatchBookmarks: true, TimeoutSeconds: &three}}
+	}
+	t.Run("quiet: the versions are the objects'", func(t *testing.T) {
+		dir := snapDir(t)
+		snapWrite(t, snapOptions(dir), "7", snapPods()...)
+		clk := testingclock.NewFakeClock(time.Now())
+		listed := make(chan struct{})
+		lw := &versionedWatches{deadlineWatches: newDeadlineWatches(clk, true, "30", snapPods()...), list: func(context.Context) (listedVersions, error) {
+			close(listed)
+			return snapVersions(), nil
+		}}
+		inf, rec, stop := resumeInformer(t, context.Background(), dir, clk, lw)
+		<-listed
+		Eventually(t, "synced by the listed versions", inf.HasSynced)
+		rec.expect(t, plAdd("default/a", "5", true), plAdd("default/b", "6", true), plAdd("kube-system/c", "7", true))
+		calls, err := lw.WaitForCalls(plCtx(t), 3)
+		plMust(t, err)
+		want := []informertest.FakeCall{
+			{Verb: "list", Options: metav1.ListOptions{Limit: 1}},
+			resumed("7"),
+			{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: "30", AllowWatchBookmarks: true}}, // at the listed version
+		}
+		if diff := cmp.Diff(want, calls, ignoreWatchTimeout); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, ResumedWatches: 1}, inf.Stats().Snapshot); diff != "" {
+			t.Errorf("snapshot stats (-want +got):\n%s", diff)
+		}
+		stop()
+		lw.wg.Wait()
+	})
+	t.Run("the versions list fails: the bookmark shows it", func(t *testing.T) {
+		dir := snapDir(t)
+		snapWrite(t, snapOptions(dir), "7", snapPods()...)
+		clk := testingclock.NewFakeClock(time.Now())
+		lw := &versionedWatches{deadlineWatches: newDeadlineWatches(clk, true, "30", snapPods()...), list: func(context.Context) (listedVersions, error) {
+			return listedVersions{}, fmt.Errorf("%w: 406 Not Acceptable", errVersionsList)
+		}}
+		inf, rec, stop := resumeInformer(t, context.Background(), dir, clk, lw)
+		<-lw.made
+		clk.Step(time.Second) // the bookmark of a watch of resumeWatchSeconds
+		Eventually(t, "synced by the resumed watch's bookmark", inf.HasSynced)
+		rec.expect(t, plAdd("default/a", "5", true), plAdd("default/b", "6", true), plAdd("kube-system/c", "7", true))
+		if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, ResumedWatches: 1}, inf.Stats().Snapshot); diff != "" {
+			t.Errorf("snapshot stats (-want +got):\n%s", diff)
+		}
+		stop()
+		lw.wg.Wait()
+	})
+	t.Run("a change on the watch abandons the list", func(t *testing.T) {
+		dir := snapDir(t)
+		snapWrite(t, snapOptions(dir), "7", snapPods()...)
+		clk := testingclock.NewFakeClock(time.Now())
+		abandoned := make(chan error, 1)
+		lw := &versionedWatches{deadlineWatches: newDeadlineWatches(clk, true, "30", snapPods()...), list: func(ctx context.Context) (listedVersions, error) {
+			<-ctx.Done()
+			abandoned <- context.Cause(ctx)
+			return listedVersions{}, ctx.Err()
+		}}
+		inf, rec, stop := resumeInformer(t, context.Background(), dir, clk, lw)
+		<-lw.made
+		plMust(t, lw.Modify(plCtx(t), NewPod("default", "a", "20")))
+		if err := <-abandoned; !errors.Is(err, errVersionsAbandoned) {
+			t.Errorf("the versions list ended because of %v, want errVersionsAbandoned", err)
+		}
+		clk.Step(time.Second) // the bookmark of a watch of resumeWatchSeconds
+		Eventually(t, "synced by the resumed watch's bookmark", inf.HasSynced)
+		rec.expect(t, plAdd("default/a", "20", true), plAdd("default/b", "6", true), plAdd("kube-system/c", "7", true))
+		if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, ResumedWatches: 1}, inf.Stats().Snapshot); diff != "" {
+			t.Errorf("snapshot stats (-want +got):\n%s", diff)
+		}
+		stop()
+		lw.wg.Wait()
+	})
 }
