@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubetyped/informer"
@@ -190,12 +191,14 @@ func TestWarmRestartAfterCompaction(t *testing.T) {
 // TestWarmRestartQuietResumes stops a pod informer (which writes its
 // snapshot) and restarts it while nothing of its namespace's pods has
 // changed but the cluster has moved on (a ConfigMap written, as
-// kube-apiserver's own Lease renewals would): the resumed watch catches
-// up by the bookmark the server sends before the watch's short deadline,
-// and the informer syncs from its snapshot without listing (issue 32 item
-// 2: it waited 10 s for a bookmark, then listed everything).
+// kube-apiserver's own Lease renewals would): the list of the server's
+// versions made beside the resumed watch names exactly the restored pods,
+// and the informer syncs from its snapshot without listing them and
+// without waiting for a bookmark (issue 32 item 2: it waited 10 s for a
+// bookmark, then listed everything; then a second for the bookmark).
 func TestWarmRestartQuietResumes(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(context.Background(), logger)
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
 	client := newClientset(t)
@@ -213,6 +216,27 @@ func TestWarmRestartQuietResumes(t *testing.T) {
 	pods, m, warm, _ := runSnapshotInformer(ctx, t, restConfig, ns, dir, nil)
 	t.Logf("time to synced: cold %v, warm (quiet, resumed watch) %v", cold, warm)
 	checkRestarted(ctx, t, client, pods, m, ns, before, informer.SnapshotStats{Restored: 1, ResumedWatches: 1})
+	// The start line, logged once synced, says what caught it up.
+	caughtUpBy := func() any {
+		var by any
+		for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+			if e.Message != "Synced from a snapshot by resuming its watch" {
+				continue
+			}
+			for i := 0; i+1 < len(e.ParameterKVList); i += 2 {
+				if e.ParameterKVList[i] == "caughtUpBy" {
+					by = e.ParameterKVList[i+1]
+				}
+			}
+		}
+		return by
+	}
+	for wait := time.Now(); caughtUpBy() == nil && time.Since(wait) < time.Minute; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if by := caughtUpBy(); by != "listedVersions" {
+		t.Errorf("the warm start was caught up by %v, want listedVersions", by)
+	}
 }
 
 // moveClusterVersion writes a ConfigMap in namespace, so that the
