@@ -17,16 +17,6 @@ import (
 	"github.com/kubetyped/informer/internal/wire"
 )
 
-// listedVersions is what a consistent list of the metadata of a
-// ListerWatcher's objects says: the resource version of each object it
-// lists, all at resourceVersion. A restored reflector compares it with the
-// objects it holds: equal, they are the state at resourceVersion (see
-// catchUpSink).
-type listedVersions struct {
-	resourceVersion string
-	versions        map[ObjectName]string
-}
-
 // versionsPageSize is the page size of a versions list: the reflector's
 // own (a page of 500 production-like pods' metadata is about 3.5 MB).
 const versionsPageSize = 500

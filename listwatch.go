@@ -191,6 +191,16 @@ type listedScope struct {
 	versions func(ctx context.Context) (listedVersions, error)
 }
 
+// listedVersions is what a consistent list of the metadata of a
+// ListerWatcher's objects says: the resource version of each object it
+// lists, all at resourceVersion. A restored reflector compares it with the
+// objects it holds: equal, they are the state at resourceVersion (see
+// catchUpSink); listedScope.versions lists it.
+type listedVersions struct {
+	resourceVersion string
+	versions        map[ObjectName]string
+}
+
 // serverIdentity names the API server a ListerWatcher lists from: a
 // snapshot written from one server is never restored from another. The
 // cluster behind a server can change while its address and CA stay (a

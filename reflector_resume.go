@@ -35,8 +35,10 @@ const resumeWatchSeconds = 3
 // metadata took 0.21 s, a resumed watch's bookmark about a second
 // (docs/benchmarks.md, "E4 (q) on a quiet machine"). The list's time and
 // CPU grow with the objects, the bookmark's do not: at 10,000 pods the
-// list takes about 0.4 s and a quarter of a second of CPU, while the
-// restore itself takes about as long; past that the bookmark costs less.
+// list would take about 0.4 s and 0.15 s of CPU (twice the figures at
+// 5,000, docs/benchmarks.md "E4 (q) caught up by a list of the server's
+// versions"; not measured at 10,000), the restore about as long; past
+// that the bookmark costs less.
 const resumeVersionsMax = 10_000
 
 // catchUpWait bounds, on the reflector's clock, how long a restored

@@ -44,7 +44,7 @@ var stages = map[string][]string{
 		"nametable.go", "contents.go", "selection.go", "writeprep.go", "lister.go", "readyourwrites.go"},
 	"delivery": {"queue.go", "dispatch.go", "admission.go", "listener.go", "buffer.go", "ring.go", "processor.go", "handler.go"},
 	// The ListerWatchers over a REST client, and the adapters of client-go's.
-	"rest": {"restlw.go", "resourcelw.go", "listedscope.go", "clients.go", "scope.go", "dropfields.go", "decodingtable.go"},
+	"rest": {"restlw.go", "resourcelw.go", "listedscope.go", "listedversions.go", "clients.go", "scope.go", "dropfields.go", "decodingtable.go"},
 	// The optional observers (the mutation detector, metrics) and the hooks
 	// through which the stages reach them.
 	"observers": {"observers.go", "detectmutations.go", "metrics.go"},
