@@ -300,6 +300,23 @@ func snapVersions() listedVersions {
 	return l
 }
 
+// restoreVersioned starts an informer restored from a snapshot of
+// snapPods at 7, over deadlineWatches at 30 whose versions list is list,
+// and returns it with the recorder of its notifications, its
+// ListerWatcher and clock, and the function that stops it.
+func restoreVersioned(t *testing.T, list func(context.Context) (listedVersions, error)) (*Informer[*corev1.Pod], *plRecorder, *versionedWatches, *testingclock.FakeClock, func()) {
+	t.Helper()
+	dir := snapDir(t)
+	snapWrite(t, snapOptions(dir), "7", snapPods()...)
+	clk := testingclock.NewFakeClock(time.Now())
+	lw := &versionedWatches{deadlineWatches: newDeadlineWatches(clk, true, "30", snapPods()...), list: list}
+	inf, rec, stop := resumeInformer(t, context.Background(), dir, clk, lw)
+	return inf, rec, lw, clk, func() {
+		stop()
+		lw.wg.Wait()
+	}
+}
+
 // TestSnapshotRestartCaughtUpByListedVersions (issue 32 item 2): on a quiet
 // resource, a restored informer whose ListerWatcher lists versions syncs
 // as soon as the versions the server lists are those of its objects,
@@ -309,19 +326,14 @@ func snapVersions() listedVersions {
 // watch's events and bookmark catch the objects up.
 func TestSnapshotRestartCaughtUpByListedVersions(t *testing.T) {
 	three := int64(resumeWatchSeconds)
-	resumed := func(from string) informertest.FakeCall {
-		return informertest.FakeCall{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: from, AllowWatchBookmarks: true, TimeoutSeconds: &three}}
-	}
+	resumedOnly := SnapshotStats{Restored: 1, RestoredObjects: 3, ResumedWatches: 1}
 	t.Run("quiet: the versions are the objects'", func(t *testing.T) {
-		dir := snapDir(t)
-		snapWrite(t, snapOptions(dir), "7", snapPods()...)
-		clk := testingclock.NewFakeClock(time.Now())
 		listed := make(chan struct{})
-		lw := &versionedWatches{deadlineWatches: newDeadlineWatches(clk, true, "30", snapPods()...), list: func(context.Context) (listedVersions, error) {
+		inf, rec, lw, _, stop := restoreVersioned(t, func(context.Context) (listedVersions, error) {
 			close(listed)
 			return snapVersions(), nil
-		}}
-		inf, rec, stop := resumeInformer(t, context.Background(), dir, clk, lw)
+		})
+		defer stop()
 		<-listed
 		Eventually(t, "synced by the listed versions", inf.HasSynced)
 		rec.expect(t, plAdd("default/a", "5", true), plAdd("default/b", "6", true), plAdd("kube-system/c", "7", true))
@@ -329,47 +341,37 @@ func TestSnapshotRestartCaughtUpByListedVersions(t *testing.T) {
 		plMust(t, err)
 		want := []informertest.FakeCall{
 			{Verb: "list", Options: metav1.ListOptions{Limit: 1}},
-			resumed("7"),
+			{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: "7", AllowWatchBookmarks: true, TimeoutSeconds: &three}},
 			{Verb: "watch", Options: metav1.ListOptions{ResourceVersion: "30", AllowWatchBookmarks: true}}, // at the listed version
 		}
 		if diff := cmp.Diff(want, calls, ignoreWatchTimeout); diff != "" {
 			t.Errorf("calls (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, ResumedWatches: 1}, inf.Stats().Snapshot); diff != "" {
+		if diff := cmp.Diff(resumedOnly, inf.Stats().Snapshot); diff != "" {
 			t.Errorf("snapshot stats (-want +got):\n%s", diff)
 		}
-		stop()
-		lw.wg.Wait()
 	})
 	t.Run("the versions list fails: the bookmark shows it", func(t *testing.T) {
-		dir := snapDir(t)
-		snapWrite(t, snapOptions(dir), "7", snapPods()...)
-		clk := testingclock.NewFakeClock(time.Now())
-		lw := &versionedWatches{deadlineWatches: newDeadlineWatches(clk, true, "30", snapPods()...), list: func(context.Context) (listedVersions, error) {
+		inf, rec, lw, clk, stop := restoreVersioned(t, func(context.Context) (listedVersions, error) {
 			return listedVersions{}, fmt.Errorf("%w: 406 Not Acceptable", errVersionsList)
-		}}
-		inf, rec, stop := resumeInformer(t, context.Background(), dir, clk, lw)
+		})
+		defer stop()
 		<-lw.made
 		clk.Step(time.Second) // the bookmark of a watch of resumeWatchSeconds
 		Eventually(t, "synced by the resumed watch's bookmark", inf.HasSynced)
 		rec.expect(t, plAdd("default/a", "5", true), plAdd("default/b", "6", true), plAdd("kube-system/c", "7", true))
-		if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, ResumedWatches: 1}, inf.Stats().Snapshot); diff != "" {
+		if diff := cmp.Diff(resumedOnly, inf.Stats().Snapshot); diff != "" {
 			t.Errorf("snapshot stats (-want +got):\n%s", diff)
 		}
-		stop()
-		lw.wg.Wait()
 	})
 	t.Run("a change on the watch abandons the list", func(t *testing.T) {
-		dir := snapDir(t)
-		snapWrite(t, snapOptions(dir), "7", snapPods()...)
-		clk := testingclock.NewFakeClock(time.Now())
 		abandoned := make(chan error, 1)
-		lw := &versionedWatches{deadlineWatches: newDeadlineWatches(clk, true, "30", snapPods()...), list: func(ctx context.Context) (listedVersions, error) {
+		inf, rec, lw, clk, stop := restoreVersioned(t, func(ctx context.Context) (listedVersions, error) {
 			<-ctx.Done()
 			abandoned <- context.Cause(ctx)
 			return listedVersions{}, ctx.Err()
-		}}
-		inf, rec, stop := resumeInformer(t, context.Background(), dir, clk, lw)
+		})
+		defer stop()
 		<-lw.made
 		plMust(t, lw.Modify(plCtx(t), NewPod("default", "a", "20")))
 		if err := <-abandoned; !errors.Is(err, errVersionsAbandoned) {
@@ -378,10 +380,8 @@ func TestSnapshotRestartCaughtUpByListedVersions(t *testing.T) {
 		clk.Step(time.Second) // the bookmark of a watch of resumeWatchSeconds
 		Eventually(t, "synced by the resumed watch's bookmark", inf.HasSynced)
 		rec.expect(t, plAdd("default/a", "20", true), plAdd("default/b", "6", true), plAdd("kube-system/c", "7", true))
-		if diff := cmp.Diff(SnapshotStats{Restored: 1, RestoredObjects: 3, ResumedWatches: 1}, inf.Stats().Snapshot); diff != "" {
+		if diff := cmp.Diff(resumedOnly, inf.Stats().Snapshot); diff != "" {
 			t.Errorf("snapshot stats (-want +got):\n%s", diff)
 		}
-		stop()
-		lw.wg.Wait()
 	})
 }
